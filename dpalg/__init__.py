@@ -1,0 +1,39 @@
+"""dpalg: differential privacy beyond global sensitivity.
+
+Declare a release as a typed graph of nodes, prove its cost statically, run it
+and keep the certificate::
+
+    >>> from dpalg import Compose, PureDP
+    >>> from dpalg.graph._testing import Fixed
+    >>> plan = Compose(Fixed(PureDP("0.5")), Fixed(PureDP("0.25")))
+    >>> plan.cost()
+    PureDP('3/4')
+"""
+
+from dpalg._errors import BudgetExceeded, DPAlgError, InvalidArgument, UncheckedPlan, Unsupported
+from dpalg.data import Neighbouring
+from dpalg.graph import (
+    AbstractMeasurement,
+    AbstractPrimitive,
+    Compose,
+    Derivation,
+    Parallel,
+    PrivacyClaim,
+    PureToApprox,
+    PureToZCDP,
+    Session,
+    ZCDPToApprox,
+    compose,
+)
+from dpalg.measures import ZCDP, ApproxDP, PureDP
+from dpalg.queries import Clip, Query
+from dpalg.release import BOTTOM, Bottom, Release
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BOTTOM", "AbstractMeasurement", "AbstractPrimitive", "ApproxDP", "Bottom", "BudgetExceeded", "Clip",
+    "Compose", "DPAlgError", "Derivation", "InvalidArgument", "Neighbouring", "Parallel", "PrivacyClaim",
+    "PureDP", "PureToApprox", "PureToZCDP", "Query", "Release", "Session", "UncheckedPlan", "Unsupported",
+    "ZCDP", "ZCDPToApprox", "compose",
+]  # fmt: skip

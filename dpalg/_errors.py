@@ -1,0 +1,72 @@
+"""The narrow exception hierarchy of dpalg.
+
+Every error dpalg raises on purpose is a :class:`DPAlgError`. Each one also
+subclasses the builtin that fits it, so ``except ValueError`` keeps working.
+No message ever contains private data: messages name parameters, node paths and
+privacy amounts only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dpalg.graph._derivation import Derivation
+
+__all__ = ["BudgetExceeded", "DPAlgError", "InvalidArgument", "Unsupported", "UncheckedPlan"]
+
+
+class DPAlgError(Exception):
+    """Base class of every error dpalg raises deliberately."""
+
+
+class InvalidArgument(DPAlgError, ValueError):
+    """A parameter violates its constraint.
+
+    The message names the owner (class or function), the field, the offending
+    value and the constraint, e.g. ``Clip: lower=3 must be <= upper=1``.
+    """
+
+    def __init__(self, owner: str, field: str, value: object, constraint: str) -> None:
+        self.owner = owner
+        self.field = field
+        self.value = value
+        self.constraint = constraint
+        super().__init__(f"{owner}: {field}={value!r} {constraint}")
+
+
+class Unsupported(DPAlgError, TypeError):
+    """The accountant met a node it does not know; unknown nodes are never free."""
+
+
+class UncheckedPlan(DPAlgError, RuntimeError):
+    """``run`` was called on a plan whose budget check has not passed."""
+
+
+class BudgetExceeded(DPAlgError):
+    """A plan or a session charge does not fit within the budget.
+
+    Attributes:
+        path: the path of the failing node in the graph (``"Compose[1]/ProposeTest"``).
+        node_repr: the failing node's repr (public parameters only).
+        required: the cost that did not fit.
+        available: the budget (or what remained of it).
+        derivation: the derivation tree of the whole plan, when one exists.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str,
+        node_repr: str,
+        required: object,
+        available: object,
+        derivation: Derivation | None = None,
+    ) -> None:
+        self.path = path
+        self.node_repr = node_repr
+        self.required = required
+        self.available = available
+        self.derivation = derivation
+        super().__init__(message)

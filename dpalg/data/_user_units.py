@@ -1,0 +1,239 @@
+"""Per-unit reductions: the only way user-level mechanisms read data (DESIGN §5).
+
+A *unit* is one user: all rows sharing one value of the id column. The
+neighbouring relation is "add or remove one user with all their rows". Every
+function here maps rows to one small number (or set) per unit, and each unit's
+result depends only on that unit's own rows (in their row order). Adding or
+removing a user therefore adds or removes exactly one entry and leaves every
+other unit's entry bit-for-bit unchanged -- the property the loss functions of
+:mod:`dpalg.sensitivity._down_sens` rely on. A distributed backend implements
+these reductions and nothing above ``data/`` changes.
+
+Data policy (in addition to the one of :mod:`dpalg.data._dataset`):
+
+* ids must not be missing: ``None`` or ``NaN`` ids raise :class:`InvalidArgument`
+  (a public schema error, the message never shows values);
+* a ``NaN``/``None`` value means "no value": the row is dropped, but its user
+  still exists (a user whose rows are all missing contributes 0, or no value);
+* :func:`per_unit_sums` clamps each *user's total* to ``[0, +max float]``:
+  ``max(sum, 0)`` is the monotone envelope ``max over sub-multisets of users``
+  of the signed user sum (seed 004, "Monotonicity Assumption"), and an
+  overflowing or ``+inf`` total becomes the largest finite float64.
+
+The order of units is the sorted order of their ids (``np.unique``). Results are
+plain numpy arrays; nothing here draws randomness or prints values.
+
+References:
+    J. Fang, W. Dong, K. Yi. Shifted Inverse: A General Mechanism for Monotonic
+    Functions under User Differential Privacy. CCS 2022.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from dpalg._errors import InvalidArgument
+
+__all__ = [
+    "per_unit_max",
+    "per_unit_row_counts",
+    "per_unit_sums",
+    "per_unit_value_sets",
+    "unit_count",
+    "unit_index",
+]
+
+_FMAX: Final = float(np.finfo(np.float64).max)
+
+
+def _as_1d(values: npt.ArrayLike, owner: str, field: str) -> npt.NDArray[np.generic]:
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise InvalidArgument(owner, field, f"ndim={arr.ndim}", "must be 1-D")
+    return arr
+
+
+def _missing(arr: npt.NDArray[np.generic]) -> npt.NDArray[np.bool_]:
+    if arr.dtype == object:
+        return np.fromiter(
+            (v is None or (isinstance(v, float) and v != v) for v in arr), dtype=np.bool_, count=arr.shape[0]
+        )
+    if np.issubdtype(arr.dtype, np.floating):
+        mask: npt.NDArray[np.bool_] = np.isnan(arr)
+        return mask
+    return np.zeros(arr.shape[0], dtype=np.bool_)
+
+
+def _numeric(values: npt.ArrayLike, owner: str) -> npt.NDArray[np.float64]:
+    arr = _as_1d(values, owner, "values")
+    if arr.dtype == object:
+        try:
+            return np.array([np.nan if v is None else float(v) for v in arr], dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InvalidArgument(owner, "values", f"dtype={arr.dtype}", "must hold numbers or None") from None
+    if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        raise InvalidArgument(owner, "values", f"dtype={arr.dtype}", "must be numeric")
+    return arr.astype(np.float64, copy=False)
+
+
+def unit_index(ids: npt.ArrayLike, *, owner: str = "unit_index") -> tuple[int, npt.NDArray[np.intp]]:
+    """The number of units and, for every row, the index of its unit.
+
+    Args:
+        ids: the id column (one value per row; any sortable dtype).
+        owner: the caller's name, used in error messages.
+
+    Returns:
+        ``(n_units, inverse)`` with ``0 <= inverse[i] < n_units``; units are in
+        sorted id order.
+
+    Raises:
+        InvalidArgument: if ids are not 1-D or some id is missing (None/NaN).
+
+    Examples:
+        >>> n, inv = unit_index(["b", "a", "b"])
+        >>> n, inv.tolist()
+        (2, [1, 0, 1])
+    """
+    arr = _as_1d(ids, owner, "ids")
+    if arr.shape[0] and bool(_missing(arr).any()):
+        raise InvalidArgument(owner, "ids", "(missing id)", "must not contain None or NaN")
+    if arr.shape[0] == 0:
+        return 0, np.zeros(0, dtype=np.intp)
+    try:
+        uniq, inverse = np.unique(arr, return_inverse=True)
+    except TypeError:
+        raise InvalidArgument(owner, "ids", f"dtype={arr.dtype}", "must be mutually comparable") from None
+    return int(uniq.shape[0]), inverse.reshape(-1).astype(np.intp, copy=False)
+
+
+def _check_lengths(n_ids: int, n_values: int, owner: str) -> None:
+    if n_ids != n_values:
+        raise InvalidArgument(owner, "values", f"length={n_values}", f"must have the length of ids ({n_ids})")
+
+
+def unit_count(ids: npt.ArrayLike) -> int:
+    """Number of distinct users (units).
+
+    Examples:
+        >>> unit_count([3, 1, 3, 7])
+        3
+    """
+    return unit_index(ids, owner="unit_count")[0]
+
+
+def per_unit_sums(ids: npt.ArrayLike, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Each user's total contribution, clamped to ``[0, max float64]``.
+
+    Missing values are dropped. The total of one user is summed in row order by
+    ``np.bincount``; it depends only on that user's rows, so adding or removing
+    one user with all their rows leaves every other total unchanged. A negative
+    total becomes 0 (the monotone envelope of the signed sum, see the module
+    docstring); ``+inf`` or an overflowing total becomes the largest float64.
+
+    Args:
+        ids: the id column.
+        values: the numeric column, same length.
+
+    Returns:
+        One non-negative finite float64 per user, in sorted id order.
+
+    Raises:
+        InvalidArgument: on shape mismatch, non-numeric values or missing ids.
+
+    Examples:
+        >>> per_unit_sums(["u", "v", "u", "w"], [2.0, -5.0, 1.5, float("nan")]).tolist()
+        [3.5, 0.0, 0.0]
+
+    References:
+        Fang, Dong, Yi, CCS 2022 (user sums with unbounded contributions).
+    """
+    n_units, inv = unit_index(ids, owner="per_unit_sums")
+    vals = _numeric(values, "per_unit_sums")
+    _check_lengths(inv.shape[0], vals.shape[0], "per_unit_sums")
+    keep = ~np.isnan(vals)
+    # finite rows cannot sum to NaN (+inf only arises by overflow and then stays +inf)
+    rows = np.clip(vals[keep], -_FMAX, _FMAX)
+    with np.errstate(over="ignore", invalid="ignore"):
+        totals = np.bincount(inv[keep], weights=rows, minlength=n_units).astype(np.float64)
+    return np.clip(totals, 0.0, _FMAX)
+
+
+def per_unit_max(ids: npt.ArrayLike, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Each user's largest value (``-inf`` for a user with no values).
+
+    Examples:
+        >>> per_unit_max([1, 2, 1, 3], [4.0, 9.0, 7.0, float("nan")]).tolist()
+        [7.0, 9.0, -inf]
+    """
+    n_units, inv = unit_index(ids, owner="per_unit_max")
+    vals = _numeric(values, "per_unit_max")
+    _check_lengths(inv.shape[0], vals.shape[0], "per_unit_max")
+    keep = ~np.isnan(vals)
+    out = np.full(n_units, -np.inf, dtype=np.float64)
+    np.maximum.at(out, inv[keep], vals[keep])
+    return out
+
+
+def per_unit_row_counts(ids: npt.ArrayLike, values: npt.ArrayLike | None = None) -> npt.NDArray[np.int64]:
+    """Each user's number of rows (or of non-missing ``values`` when given).
+
+    Examples:
+        >>> per_unit_row_counts(["a", "b", "a"]).tolist()
+        [2, 1]
+        >>> per_unit_row_counts(["a", "b", "a"], [1.0, float("nan"), 2.0]).tolist()
+        [2, 0]
+    """
+    n_units, inv = unit_index(ids, owner="per_unit_row_counts")
+    if values is None:
+        return np.bincount(inv, minlength=n_units).astype(np.int64)
+    arr = _as_1d(values, "per_unit_row_counts", "values")
+    _check_lengths(inv.shape[0], arr.shape[0], "per_unit_row_counts")
+    keep = ~_missing(arr)
+    return np.bincount(inv[keep], minlength=n_units).astype(np.int64)
+
+
+def per_unit_value_sets(
+    ids: npt.ArrayLike, values: npt.ArrayLike
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The set of distinct values of each user, as CSR arrays of value codes.
+
+    Values are replaced by integer codes (their rank among all distinct values;
+    equal values get equal codes across users), so no raw value leaves this
+    function. Missing values are dropped.
+
+    Args:
+        ids: the id column.
+        values: the column whose distinct values are counted (any sortable dtype).
+
+    Returns:
+        ``(indptr, codes)``: user ``u`` holds the sorted distinct codes
+        ``codes[indptr[u]:indptr[u + 1]]``; ``indptr`` has ``n_units + 1`` entries.
+
+    Examples:
+        >>> indptr, codes = per_unit_value_sets(["a", "b", "a", "a"], ["x", "x", "y", "x"])
+        >>> indptr.tolist(), codes.tolist()
+        ([0, 2, 3], [0, 1, 0])
+    """
+    n_units, inv = unit_index(ids, owner="per_unit_value_sets")
+    arr = _as_1d(values, "per_unit_value_sets", "values")
+    _check_lengths(inv.shape[0], arr.shape[0], "per_unit_value_sets")
+    keep = ~_missing(arr)
+    kept = arr[keep]
+    if kept.shape[0] == 0:
+        return np.zeros(n_units + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    try:
+        distinct, vcode = np.unique(kept, return_inverse=True)
+    except TypeError:
+        raise InvalidArgument("per_unit_value_sets", "values", f"dtype={arr.dtype}", "must be mutually comparable") from None
+    n_vals = int(distinct.shape[0])
+    pair = inv[keep].astype(np.int64) * n_vals + vcode.reshape(-1).astype(np.int64)
+    pair = np.unique(pair)
+    units = pair // n_vals
+    codes = pair % n_vals
+    indptr = np.zeros(n_units + 1, dtype=np.int64)
+    np.cumsum(np.bincount(units, minlength=n_units), out=indptr[1:])
+    return indptr, codes.astype(np.int64)

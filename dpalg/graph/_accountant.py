@@ -1,0 +1,272 @@
+"""The static accountant: one traversal, two modes (dry run and derive).
+
+In the style of dp-accounting's ``_maybe_compose``: :func:`_walk` visits the
+plan once; with ``dry=True`` it only establishes that every node is supported
+(``supports``), with ``dry=False`` it also builds the :class:`Derivation`.
+Dispatch is a ``match`` over the closed set of node kinds, ended by
+``assert_never`` so mypy proves it exhaustive; a node outside that set (a user
+subclass of :class:`AbstractMeasurement` that is neither structural nor a
+primitive) is :class:`~dpalg.Unsupported`, never free.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Union, assert_never, cast
+
+from dpalg._errors import BudgetExceeded, InvalidArgument, Unsupported
+from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
+from dpalg.graph._derivation import Derivation
+from dpalg.graph._node import AbstractMeasurement, AbstractPrimitive, M
+from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
+
+__all__ = ["check", "derive", "supports", "total_cost", "add_measures", "max_measures", "subtract_measures"]
+
+KnownNode = Union[
+    Compose[PureDP], Compose[ApproxDP], Compose[ZCDP],
+    Parallel[PureDP], Parallel[ApproxDP], Parallel[ZCDP],
+    PureToApprox, PureToZCDP, ZCDPToApprox,
+    AbstractPrimitive[PureDP], AbstractPrimitive[ApproxDP], AbstractPrimitive[ZCDP],
+]  # fmt: skip
+
+_KNOWN = (Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox, AbstractPrimitive)
+
+
+_KNOWN_TYPES: dict[type, bool] = {}
+
+
+def _classify(node: object, path: str) -> KnownNode:
+    known = _KNOWN_TYPES.get(type(node))
+    if known is None:  # one (slow) ABC isinstance check per node type, then cached
+        known = _KNOWN_TYPES.setdefault(type(node), isinstance(node, _KNOWN))
+    if known:
+        return cast(KnownNode, node)
+    raise Unsupported(f"{path or '<root>'}: the accountant does not support node type {type(node).__name__!r}; unknown nodes are never free")
+
+
+def _child_path(path: str, label: str) -> str:
+    return f"{path}/{label}" if path else label
+
+
+def add_measures(a: Measure, b: Measure) -> Measure:
+    """Exact sum of two losses of the same type."""
+    match a:
+        case PureDP():
+            assert isinstance(b, PureDP)
+            return a + b
+        case ApproxDP():
+            assert isinstance(b, ApproxDP)
+            return a + b
+        case ZCDP():
+            assert isinstance(b, ZCDP)
+            return a + b
+        case _:
+            assert_never(a)
+
+
+def sum_measures(costs: list[Measure]) -> Measure:
+    """Exact sum of a non-empty list of losses of one type (one object built, not n)."""
+    first = costs[0]
+    match first:
+        case PureDP():
+            return PureDP(sum((cast(PureDP, c).epsilon for c in costs), Fraction(0)))
+        case ApproxDP():
+            eps = sum((cast(ApproxDP, c).epsilon for c in costs), Fraction(0))
+            return ApproxDP(eps, sum((cast(ApproxDP, c).delta for c in costs), Fraction(0)))
+        case ZCDP():
+            return ZCDP(sum((cast(ZCDP, c).rho for c in costs), Fraction(0)))
+        case _:
+            assert_never(first)
+
+
+def max_measures(a: Measure, b: Measure) -> Measure:
+    """Component-wise maximum of two losses of the same type."""
+    match a:
+        case PureDP():
+            assert isinstance(b, PureDP)
+            return PureDP(max(a.epsilon, b.epsilon))
+        case ApproxDP():
+            assert isinstance(b, ApproxDP)
+            return ApproxDP(max(a.epsilon, b.epsilon), max(a.delta, b.delta))
+        case ZCDP():
+            assert isinstance(b, ZCDP)
+            return ZCDP(max(a.rho, b.rho))
+        case _:
+            assert_never(a)
+
+
+def subtract_measures(a: Measure, b: Measure) -> Measure:
+    """``a - b`` for ``b.fits_within(a)`` (what remains of a budget)."""
+    match a:
+        case PureDP():
+            assert isinstance(b, PureDP)
+            return PureDP(a.epsilon - b.epsilon)
+        case ApproxDP():
+            assert isinstance(b, ApproxDP)
+            return ApproxDP(a.epsilon - b.epsilon, a.delta - b.delta)
+        case ZCDP():
+            assert isinstance(b, ZCDP)
+            return ZCDP(a.rho - b.rho)
+        case _:
+            assert_never(a)
+
+
+def fits(loss: Measure, budget: Measure) -> bool:
+    """Type-respecting comparison; a different measure type raises InvalidArgument."""
+    match loss:
+        case PureDP():
+            return loss.fits_within(cast(PureDP, budget))
+        case ApproxDP():
+            return loss.fits_within(cast(ApproxDP, budget))
+        case ZCDP():
+            return loss.fits_within(cast(ZCDP, budget))
+        case _:
+            assert_never(loss)
+
+
+def _walk(node: object, path: str, dry: bool) -> Derivation | None:
+    known = _classify(node, path)
+    match known:
+        case Compose():
+            here = _child_path(path, "Compose")
+            kids = [_walk(c, _child_path(here, f"{i}"), dry) for i, c in enumerate(known.children)]
+            if dry:
+                return None
+            subs = tuple(cast(Derivation, k) for k in kids)
+            total = sum_measures([s.cost for s in subs])
+            return Derivation(
+                here, known, "sequential composition: exact sum (Dwork-Roth Thm 3.16; Bun-Steinke Lemma 2.3)",
+                (("children", str(len(subs))),), total, subs, combine="sum",
+            )
+        case Parallel():
+            here = _child_path(path, f"Parallel(by={known.by!r})")
+            kids = [_walk(c, _child_path(here, repr(k)), dry) for k, c in known.parts]
+            if dry:
+                return None
+            subs = tuple(cast(Derivation, k) for k in kids)
+            total = subs[0].cost
+            for s in subs[1:]:
+                total = max_measures(total, s.cost)
+            return Derivation(
+                here, known, "parallel composition over disjoint parts: maximum (McSherry 2009 Thm 4)",
+                (("parts", str(len(subs))),), total, subs, combine="max",
+            )
+        case PureToApprox():
+            here = _child_path(path, "PureToApprox")
+            sub = _walk(known.child, here, dry)
+            if sub is None:
+                return None
+            assert isinstance(sub.cost, PureDP)
+            return Derivation(here, known, "eps-DP is (eps, 0)-DP", (), sub.cost.to_approx(), (sub,), combine="convert")
+        case PureToZCDP():
+            here = _child_path(path, "PureToZCDP")
+            sub = _walk(known.child, here, dry)
+            if sub is None:
+                return None
+            assert isinstance(sub.cost, PureDP)
+            return Derivation(here, known, "eps-DP implies eps^2/2-zCDP (Bun-Steinke 2016 Prop 1.4)", (), sub.cost.to_zcdp(), (sub,), combine="convert")
+        case ZCDPToApprox():
+            here = _child_path(path, "ZCDPToApprox")
+            sub = _walk(known.child, here, dry)
+            if sub is None:
+                return None
+            assert isinstance(sub.cost, ZCDP)
+            return Derivation(
+                here, known, "tight zCDP -> (eps, delta) conversion, rounded up (Canonne-Kamath-Steinke 2020 Cor 13)",
+                (("delta", str(known.delta)),), sub.cost.to_approx(known.delta), (sub,), combine="convert",
+            )
+        case AbstractPrimitive():
+            here = _child_path(path, type(known).__name__)
+            if dry:
+                return None
+            claim = known.privacy()
+            if not isinstance(claim.cost, (PureDP, ApproxDP, ZCDP)):
+                raise Unsupported(f"{here}: privacy() returned {type(claim.cost).__name__}, not a privacy measure")
+            return Derivation(here, known, claim.rule, claim.inputs, claim.cost, (), claim.notes)
+        case _:
+            assert_never(known)
+
+
+def supports(node: object) -> bool:
+    """Dry run: whether every node of the plan is known to the accountant."""
+    try:
+        _walk(node, "", dry=True)
+    except Unsupported:
+        return False
+    return True
+
+
+def derive(node: object) -> Derivation:
+    """The derivation tree of a plan's cost. Touches no data.
+
+    Raises:
+        Unsupported: for a node type the accountant does not know.
+    """
+    result = _walk(node, "", dry=False)
+    assert result is not None
+    return result
+
+
+def total_cost(node: AbstractMeasurement[M]) -> M:
+    """The plan's static total cost."""
+    return cast(M, derive(node).cost)  # the measure type is enforced at construction
+
+
+def _locate(d: Derivation, budget: Measure) -> Derivation:
+    """The first node, in order, at which the running total leaves the budget."""
+    if d.combine == "sum":
+        remaining = budget
+        for child in d.children:
+            if not fits(child.cost, remaining):
+                return _locate(child, remaining)
+            remaining = subtract_measures(remaining, child.cost)
+    if d.combine == "max":
+        for child in d.children:
+            if not fits(child.cost, budget):
+                return _locate(child, budget)
+    return d
+
+
+def check(node: object, budget: Measure) -> Derivation:
+    """Derive the cost and compare it with ``budget`` (same measure type).
+
+    Raises:
+        BudgetExceeded: with the failing node, its path, its cost and the
+            budget that remained for it, plus the whole derivation.
+        InvalidArgument: when ``budget`` is not a privacy measure of the plan's type.
+    """
+    if not isinstance(budget, (PureDP, ApproxDP, ZCDP)):
+        raise InvalidArgument("check", "budget", type(budget).__name__, "must be PureDP, ApproxDP or ZCDP")
+    d = derive(node)
+    if type(d.cost) is not type(budget):
+        raise InvalidArgument(
+            "check", "budget", budget, f"must be a {type(d.cost).__name__} like the plan's cost; wrap the plan in an explicit conversion node"
+        )
+    if fits(d.cost, budget):
+        return d
+    bad = _locate(d, budget)
+    # the budget that remained when the failing node was reached
+    available = _remaining_at(d, bad.path, budget)
+    raise BudgetExceeded(
+        f"plan cost {d.cost!r} exceeds budget {budget!r}; first failing node {bad.path}: "
+        f"needs {bad.cost!r}, only {available!r} remained",
+        path=bad.path, node_repr=bad.node, required=bad.cost, available=available, derivation=d,
+    )
+
+
+def _remaining_at(d: Derivation, target: str, budget: Measure) -> Measure:
+    if d.path == target:
+        return budget
+    if d.combine == "sum":
+        remaining = budget
+        for child in d.children:
+            if target == child.path or target.startswith(child.path + "/"):
+                return _remaining_at(child, target, remaining)
+            remaining = subtract_measures(remaining, child.cost)
+    if d.combine == "max":
+        for child in d.children:
+            if target == child.path or target.startswith(child.path + "/"):
+                return _remaining_at(child, target, budget)
+    return budget
+
+

@@ -1,0 +1,220 @@
+"""Structural nodes: sequential and parallel composition, and measure conversions."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from collections.abc import Mapping
+from typing import final
+
+import attrs
+
+from dpalg._errors import InvalidArgument
+from dpalg._numbers import ExactLike, to_fraction
+from dpalg.data import Neighbouring
+from dpalg.graph._node import AbstractMeasurement, M
+from dpalg.measures import ZCDP, ApproxDP, PureDP
+
+__all__ = ["Compose", "Parallel", "PureToApprox", "PureToZCDP", "ZCDPToApprox", "compose"]
+
+
+def _common_neighbouring(owner: str, children: tuple[AbstractMeasurement[M], ...]) -> Neighbouring:
+    if not children:
+        raise InvalidArgument(owner, "children", (), "must contain at least one node")
+    for i, child in enumerate(children):
+        if not isinstance(child, AbstractMeasurement):
+            raise InvalidArgument(owner, f"children[{i}]", type(child).__name__, "must be a dpalg node")
+    first = children[0].neighbouring
+    for i, child in enumerate(children[1:], start=1):
+        if child.neighbouring != first:
+            raise InvalidArgument(
+                owner,
+                f"children[{i}].neighbouring",
+                child.neighbouring,
+                f"must equal children[0].neighbouring={first!r}: a guarantee for one privacy unit or relation does not compose with another",
+            )
+    return first
+
+
+def measure_type(node: object) -> type | None:
+    """The loss type of a node without running the accountant (``None``: unknown node)."""
+    from dpalg.graph._node import AbstractPrimitive
+
+    if isinstance(node, Compose):
+        return measure_type(node.children[0])
+    if isinstance(node, Parallel):
+        return measure_type(node.parts[0][1])
+    if isinstance(node, PureToApprox | ZCDPToApprox):
+        return ApproxDP
+    if isinstance(node, PureToZCDP):
+        return ZCDP
+    if isinstance(node, AbstractPrimitive):
+        return type(node.privacy().cost)
+    return None
+
+
+def _single_measure(owner: str, children: tuple[object, ...]) -> None:
+    kinds = {k for k in (measure_type(c) for c in children) if k is not None}
+    if len(kinds) > 1:
+        raise InvalidArgument(
+            owner, "children", sorted(k.__name__ for k in kinds), "must all have the same privacy measure; add an explicit conversion node"
+        )
+
+
+@final
+@attrs.frozen(init=False, repr=False)
+class Compose(AbstractMeasurement[M]):
+    """Sequential composition: run every child on the same data.
+
+    Privacy guarantee:
+        Basic composition (Dwork–Roth 2014, Theorem 3.16 for (ε, δ); Bun–Steinke
+        2016, Lemma 2.3 for zCDP): the cost is the exact sum of the children's
+        costs, under the children's common neighbouring relation (all children
+        must state the same one). The release value is the tuple of the
+        children's values.
+
+    Examples:
+        >>> from dpalg.graph._testing import Fixed
+        >>> Compose(Fixed(PureDP(1)), Fixed(PureDP("0.5"))).cost()
+        PureDP('3/2')
+    """
+
+    children: tuple[AbstractMeasurement[M], ...]
+
+    def __init__(self, *children: AbstractMeasurement[M]) -> None:
+        self.__attrs_init__(tuple(children))
+
+    def __attrs_post_init__(self) -> None:
+        _common_neighbouring("Compose", self.children)
+        _single_measure("Compose", self.children)
+
+    @property
+    def neighbouring(self) -> Neighbouring:
+        """The children's common neighbouring relation."""
+        return self.children[0].neighbouring
+
+    def __repr__(self) -> str:
+        return f"Compose({', '.join(repr(c) for c in self.children)})"
+
+
+def compose(*children: AbstractMeasurement[M]) -> Compose[M]:
+    """Builder: flatten nested :class:`Compose` nodes into one.
+
+    Flattening never changes the cost (composition is associative and exact).
+    """
+    flat: list[AbstractMeasurement[M]] = []
+    for child in children:
+        if isinstance(child, Compose):
+            flat.extend(compose(*child.children).children)
+        else:
+            flat.append(child)
+    return Compose(*flat)
+
+
+def _partition_key(value: object) -> str | int:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise InvalidArgument("Parallel", "parts key", value, "must be a str or an int")
+    return value
+
+
+@final
+@attrs.frozen(init=False, repr=False)
+class Parallel(AbstractMeasurement[M]):
+    """Parallel composition over the disjoint parts of a public partition.
+
+    ``Parallel(by="region", parts={"north": plan_a, "south": plan_b})`` runs
+    ``plan_a`` on the rows whose ``region`` is ``"north"`` and so on. Rows whose
+    key is not listed are ignored. Under user-level privacy each user is put in
+    the part of the smallest listed key among their rows (a rule local to the
+    user), so one user still touches one part only.
+
+    Privacy guarantee:
+        Parallel composition (McSherry 2009, Theorem 4): adding or removing one
+        unit changes exactly one part, so the cost is the maximum of the
+        children's costs (ε and δ maximised separately for (ε, δ)). Holds for
+        the add/remove relation only; children must use it.
+    """
+
+    by: str
+    parts: tuple[tuple[str | int, AbstractMeasurement[M]], ...]
+
+    def __init__(self, by: str, parts: Mapping[str, AbstractMeasurement[M]] | Mapping[int, AbstractMeasurement[M]]) -> None:
+        if not isinstance(by, str) or not by:
+            raise InvalidArgument("Parallel", "by", by, "must be a non-empty column name")
+        if not isinstance(parts, Mapping):
+            raise InvalidArgument("Parallel", "parts", type(parts).__name__, "must be a dict key -> node")
+        items: tuple[tuple[str | int, AbstractMeasurement[M]], ...] = tuple(
+            (_partition_key(k), v) for k, v in parts.items()
+        )
+        self.__attrs_init__(by, items)
+
+    def __attrs_post_init__(self) -> None:
+        nb = _common_neighbouring("Parallel", tuple(c for _, c in self.parts))
+        if nb.relation != "add_remove":
+            raise InvalidArgument("Parallel", "neighbouring.relation", nb.relation, "must be 'add_remove' (parallel composition needs it)")
+        _single_measure("Parallel", tuple(c for _, c in self.parts))
+
+    @property
+    def neighbouring(self) -> Neighbouring:
+        """The parts' common neighbouring relation."""
+        return self.parts[0][1].neighbouring
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k!r}: {c!r}" for k, c in self.parts)
+        return f"Parallel(by={self.by!r}, parts={{{inner}}})"
+
+
+@final
+@attrs.frozen(repr=False)
+class PureToApprox(AbstractMeasurement[ApproxDP]):
+    """Explicit conversion: an ε-DP plan is (ε, 0)-DP (by definition)."""
+
+    child: AbstractMeasurement[PureDP]
+
+    @property
+    def neighbouring(self) -> Neighbouring:
+        """The child's neighbouring relation."""
+        return self.child.neighbouring
+
+    def __repr__(self) -> str:
+        return f"PureToApprox({self.child!r})"
+
+
+@final
+@attrs.frozen(repr=False)
+class PureToZCDP(AbstractMeasurement[ZCDP]):
+    """Explicit conversion: ε-DP implies (ε²/2)-zCDP (Bun–Steinke 2016, Prop. 1.4)."""
+
+    child: AbstractMeasurement[PureDP]
+
+    @property
+    def neighbouring(self) -> Neighbouring:
+        """The child's neighbouring relation."""
+        return self.child.neighbouring
+
+    def __repr__(self) -> str:
+        return f"PureToZCDP({self.child!r})"
+
+
+def _delta(value: ExactLike) -> Fraction:
+    d = to_fraction(value, owner="ZCDPToApprox", field="delta")
+    if not 0 < d < 1:
+        raise InvalidArgument("ZCDPToApprox", "delta", value, "must be in (0, 1)")
+    return d
+
+
+@final
+@attrs.frozen(repr=False)
+class ZCDPToApprox(AbstractMeasurement[ApproxDP]):
+    """Explicit conversion: ρ-zCDP implies (ε, δ)-DP with the tight ε of
+    Canonne–Kamath–Steinke 2020 (Corollary 13), rounded up to a rational."""
+
+    child: AbstractMeasurement[ZCDP]
+    delta: Fraction = attrs.field(converter=_delta)
+
+    @property
+    def neighbouring(self) -> Neighbouring:
+        """The child's neighbouring relation."""
+        return self.child.neighbouring
+
+    def __repr__(self) -> str:
+        return f"ZCDPToApprox({self.child!r}, delta='{self.delta}')"

@@ -1,0 +1,109 @@
+"""Sessions: spend one budget over several releases, safely across threads."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Generic, cast, final
+
+from dpalg._errors import BudgetExceeded, InvalidArgument
+from dpalg.graph._accountant import add_measures, derive, fits, subtract_measures
+from dpalg.graph._node import AbstractMeasurement, M
+from dpalg.measures import ZCDP, ApproxDP, PureDP
+from dpalg.noise._random import RngLike
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dpalg.release._release import Release
+
+__all__ = ["Session"]
+
+
+def _zero_like(budget: PureDP | ApproxDP | ZCDP) -> PureDP | ApproxDP | ZCDP:
+    if isinstance(budget, PureDP):
+        return PureDP(0)
+    if isinstance(budget, ApproxDP):
+        return ApproxDP(0, 0)
+    return ZCDP(0)
+
+
+@final
+class Session(Generic[M]):
+    """A privacy budget spent over several releases.
+
+    Every charge happens *before* any noise is drawn, under a lock, and is
+    never refunded -- not even when the mechanism then raises. Costs are the
+    plans' static costs; nothing depends on the data.
+
+    Args:
+        budget: the total budget (PureDP, ApproxDP or ZCDP).
+
+    Examples:
+        >>> from dpalg import PureDP
+        >>> s = Session(PureDP(1))
+        >>> s.charge(PureDP("0.25"))
+        >>> s.remaining
+        PureDP('3/4')
+    """
+
+    def __init__(self, budget: M) -> None:
+        if not isinstance(budget, (PureDP, ApproxDP, ZCDP)):
+            raise InvalidArgument("Session", "budget", type(budget).__name__, "must be PureDP, ApproxDP or ZCDP")
+        self._budget: M = budget
+        self._spent: M = cast(M, _zero_like(budget))
+        self._lock = threading.Lock()
+        self._charges = 0
+
+    @property
+    def budget(self) -> M:
+        """The total budget."""
+        return self._budget
+
+    @property
+    def spent(self) -> M:
+        """What has been charged so far."""
+        with self._lock:
+            return self._spent
+
+    @property
+    def remaining(self) -> M:
+        """What is left."""
+        with self._lock:
+            return cast(M, subtract_measures(self._budget, self._spent))
+
+    @property
+    def charges(self) -> int:
+        """How many charges succeeded."""
+        with self._lock:
+            return self._charges
+
+    def charge(self, cost: M, *, label: str = "charge") -> None:
+        """Atomically add ``cost`` to the spent amount, or raise without charging.
+
+        Raises:
+            BudgetExceeded: when ``spent + cost`` would exceed the budget.
+        """
+        if type(cost) is not type(self._budget):
+            raise InvalidArgument("Session.charge", "cost", cost, f"must be a {type(self._budget).__name__}")
+        with self._lock:
+            after = add_measures(self._spent, cost)
+            if not fits(after, self._budget):
+                raise BudgetExceeded(
+                    f"session: {label} needs {cost!r}, only {subtract_measures(self._budget, self._spent)!r} remains",
+                    path=label, node_repr=label, required=cost,
+                    available=subtract_measures(self._budget, self._spent),
+                )
+            self._spent = cast(M, after)
+            self._charges += 1
+
+    def run(self, plan: AbstractMeasurement[M], data: object, *, rng: RngLike = None) -> Release:
+        """Charge ``plan``'s static cost, then run it; returns its :class:`~dpalg.Release`.
+
+        The charge is made before any data is read; a later error does not refund it.
+        """
+        from dpalg.release._release import execute
+
+        derivation = derive(plan)
+        self.charge(cast(M, derivation.cost), label=derivation.path)
+        return execute(plan, data, rng=rng, derivation=derivation, budget=self._budget, session=f"spent {self._spent!r} of {self._budget!r}")
+
+    def __repr__(self) -> str:
+        return f"Session({self._budget!r})"

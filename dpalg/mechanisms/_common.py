@@ -1,0 +1,48 @@
+"""Shared validation and lattice helpers for mechanism nodes."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from dpalg._errors import InvalidArgument
+from dpalg._numbers import ExactLike, to_fraction
+from dpalg.data import Relation
+
+__all__ = ["positive_param", "relation_param", "granularity_param", "floor_log2"]
+
+
+def positive_param(owner: str, field: str, value: ExactLike) -> Fraction:
+    """An exact parameter that must be > 0."""
+    result = to_fraction(value, owner=owner, field=field)
+    if result <= 0:
+        raise InvalidArgument(owner, field, value, "must be > 0")
+    return result
+
+
+def relation_param(owner: str, value: str) -> Relation:
+    """Validate a neighbouring relation name."""
+    if value == "add_remove":
+        return "add_remove"
+    if value == "substitution":
+        return "substitution"
+    raise InvalidArgument(owner, "relation", value, "must be 'add_remove' or 'substitution'")
+
+
+def granularity_param(owner: str, value: int | None) -> int | None:
+    """A lattice exponent k (release multiples of 2**k), or None for automatic."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not -1074 <= value <= 1023:
+        raise InvalidArgument(owner, "granularity", value, "must be None or an int k in [-1074, 1023] (multiples of 2**k)")
+    return value
+
+
+def floor_log2(x: Fraction) -> int:
+    """Exact floor(log2(x)) for x > 0."""
+    k = x.numerator.bit_length() - x.denominator.bit_length()
+    # 2**k <= x < 2**(k+1) after at most one correction step
+    if Fraction(2) ** k > x:
+        k -= 1
+    elif Fraction(2) ** (k + 1) <= x:
+        k += 1
+    return k

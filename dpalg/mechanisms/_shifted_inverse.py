@@ -1,0 +1,323 @@
+"""The shifted inverse mechanism (Fang, Dong, Yi, CCS 2022) for monotone user-level queries.
+
+Neighbouring relation: add or remove one user with all their rows (the id
+column named by the query's ``user=``).
+
+For a monotone f (f(x′) ≤ f(x) when x′ ⊆ x) the loss ℓ(x, y) = min number of
+users to delete so that f ≤ y has global sensitivity 1 (seed 004, Prop. 3), and
+so does ℓ̄ (strict <). Three releases are built on it:
+
+* :class:`ShiftedInverse` — the exponential mechanism on
+  ℓ*(x, y) = max{ℓ(x, y) − τ, τ − ℓ̄(x, y)} over an integer domain Y (seed 004,
+  Theorem 4): ε-DP, and P[f(x) ≥ M(x) ≥ f(x) − DS^{2τ}_f(x)] ≥ 1 − β with
+  τ = ⌈(2/ε) ln(|Y|/β)⌉. Runs of equal ℓ* are weighted in one exact step.
+* :class:`ShiftedInverseSearch` — noisy binary search on y with exact discrete
+  Laplace noise on ℓ (seed 004, Section "binary search"): ε-DP by basic
+  composition of I = ⌈log2(|Y| − 1)⌉ steps of (1/σ)-DP, σ = I/ε.
+* :class:`ShiftedInverseSearchZCDP` — the same with discrete Gaussian noise:
+  each step is 1/(2σ²)-zCDP, σ² = I/(2ρ), so ρ-zCDP in total (seed 004,
+  Theorem 5 and footnote 6).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import final
+
+import attrs
+import numpy as np
+
+from dpalg._errors import InvalidArgument
+from dpalg._numbers import ExactLike, to_fraction
+from dpalg.data import Dataset, Neighbouring, per_unit_max, per_unit_row_counts, per_unit_sums
+from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
+from dpalg.measures import ZCDP, PureDP
+from dpalg.mechanisms._common import positive_param
+from dpalg.noise import AbstractRandomness, discrete_gaussian, discrete_laplace, sample_exp_runs
+from dpalg.queries import Query
+from dpalg.sensitivity import UserLoss, shift_tau, shifted_loss_runs
+
+__all__ = ["ShiftedInverse", "ShiftedInverseSearch", "ShiftedInverseSearchZCDP", "user_loss", "search_steps"]
+
+SHIFTED_KINDS = ("user_sum", "user_count", "user_max", "count")
+
+
+def _si_query(owner: str, value: Query) -> Query:
+    if not isinstance(value, Query) or value.kind not in SHIFTED_KINDS or value.user is None:
+        raise InvalidArgument(owner, "query", value, f"must be a user-level monotone query: {SHIFTED_KINDS} with user=...")
+    if value.kind == "user_sum" and value.lower is not None and value.lower < 0:
+        raise InvalidArgument(owner, "query", value, "user sums need non-negative contributions (lower bound >= 0)")
+    return value
+
+
+def _domain(owner: str, value: tuple[int, int]) -> tuple[int, int]:
+    if not isinstance(value, tuple) or len(value) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise InvalidArgument(owner, "domain", value, "must be a pair of ints (y_lo, y_hi)")
+    lo, hi = value
+    if lo < 0 or hi <= lo or hi - lo + 1 > 2**64:
+        raise InvalidArgument(owner, "domain", value, "must satisfy 0 <= y_lo < y_hi and y_hi - y_lo + 1 <= 2**64")
+    return lo, hi
+
+
+def _beta(owner: str, value: ExactLike) -> Fraction:
+    b = to_fraction(value, owner=owner, field="beta")
+    if not 0 < b < 1:
+        raise InvalidArgument(owner, "beta", value, "must be in (0, 1)")
+    return b
+
+
+def user_loss(query: Query, data: Dataset, floor: int) -> UserLoss:
+    """The loss object of a user-level query, read through the per-unit reductions."""
+    assert query.user is not None
+    ids = data.column(query.user)
+    match query.kind:
+        case "user_sum":
+            assert query.column is not None
+            values = data.numeric(query.column)
+            if query.upper is not None:  # clip rows to [lower, upper] (lower >= 0 checked)
+                values = np.clip(values, float(query.lower or 0), float(query.upper))
+            return UserLoss.user_sum(per_unit_sums(ids, values))
+        case "user_count":
+            return UserLoss.row_count(np.ones(int(np.unique(ids).size), dtype=np.int64))
+        case "count":
+            return UserLoss.row_count(per_unit_row_counts(ids))
+        case "user_max":
+            assert query.column is not None
+            return UserLoss.user_max(per_unit_max(ids, data.numeric(query.column)), floor=floor)
+        case _:
+            raise AssertionError(query.kind)
+
+
+def search_steps(domain: tuple[int, int]) -> int:
+    """Iterations of the binary search: at most ⌈log2(|Y| − 1)⌉ (|Y| ≥ 2)."""
+    size = domain[1] - domain[0] + 1
+    return max(1, (size - 2).bit_length())
+
+
+def _neighbouring(query: Query) -> Neighbouring:
+    return Neighbouring(query.user, "add_remove")
+
+
+def _em_query(value: Query) -> Query:
+    return _si_query("ShiftedInverse", value)
+
+
+def _em_domain(value: tuple[int, int]) -> tuple[int, int]:
+    return _domain("ShiftedInverse", value)
+
+
+def _em_eps(value: ExactLike) -> Fraction:
+    return positive_param("ShiftedInverse", "epsilon", value)
+
+
+def _em_beta(value: ExactLike) -> Fraction:
+    return _beta("ShiftedInverse", value)
+
+
+@final
+@attrs.frozen
+class ShiftedInverse(AbstractPrimitive[PureDP]):
+    """Shifted inverse by the exponential mechanism (seed 004, Theorem 4).
+
+    Args:
+        query: a monotone user-level query: ``Query.user_sum(col, user=uid)``
+            (optionally ``| Clip(0, c)`` per row), ``Query.user_count(user=uid)``,
+            ``Query.count(user=uid)`` (rows), ``Query.user_max(col, user=uid)``.
+        domain: the integer output range ``(y_lo, y_hi)``, |Y| ≤ 2**64.
+        epsilon: ε > 0.
+        beta: failure probability of the utility guarantee.
+
+    Privacy guarantee:
+        ε-DP for adding or removing one user with all their rows. ℓ and ℓ̄ have
+        global sensitivity 1 (seed 004, Prop. 3), hence so does ℓ*; sampling
+        y ∝ exp(−ε·ℓ*(x, y)/2) exactly over Y is the exponential mechanism
+        (McSherry–Talwar 2007). Utility: P[f(x) ≥ M(x) ≥ f(x) − DS^{2τ}_f(x)]
+        ≥ 1 − β, τ = ⌈(2/ε) ln(|Y|/β)⌉.
+    """
+
+    query: Query = attrs.field(converter=_em_query)
+    domain: tuple[int, int] = attrs.field(converter=_em_domain)
+    epsilon: Fraction = attrs.field(converter=_em_eps)
+    beta: Fraction = attrs.field(default=Fraction(1, 20), converter=_em_beta)
+
+    @property
+    def neighbouring(self) -> Neighbouring:
+        """One user, add/remove."""
+        return _neighbouring(self.query)
+
+    def tau(self) -> int:
+        """τ = ⌈(2/ε) ln(|Y|/β)⌉ (rounded up rigorously)."""
+        return shift_tau(self.epsilon, self.beta, self.domain[1] - self.domain[0] + 1)
+
+    def privacy(self) -> PrivacyClaim[PureDP]:
+        """ε."""
+        return PrivacyClaim(
+            PureDP(self.epsilon),
+            "shifted inverse, exponential mechanism on l* (seed 004 Thm 4; Fang-Dong-Yi 2022; McSherry-Talwar 2007)",
+            (("epsilon", str(self.epsilon)), ("beta", str(self.beta)), ("domain", f"[{self.domain[0]}, {self.domain[1]}]"), ("tau", str(self.tau()))),
+        )
+
+    def distribution(self, data: Dataset) -> tuple[list[int], list[int], list[float]]:
+        """Runs and their unnormalised log-weights −ε·ℓ*/2 (for exact tests; not private)."""
+        loss = user_loss(self.query, data, self.domain[0])
+        starts, lengths, losses = shifted_loss_runs(loss, self.domain[0], self.domain[1], self.tau())
+        return starts, lengths, [-float(self.epsilon) * int(v) / 2 for v in losses.tolist()]
+
+    def release(self, data: Dataset, rng: AbstractRandomness) -> object:
+        """An integer in the domain."""
+        loss = user_loss(self.query, data, self.domain[0])
+        starts, lengths, losses = shifted_loss_runs(loss, self.domain[0], self.domain[1], self.tau())
+        scores = losses - int(losses.min())
+        run = sample_exp_runs(scores, self.epsilon / 2, lengths, rng=rng)
+        return starts[run] + (rng.big_below(lengths[run]) if lengths[run] > 1 else 0)
+
+
+def _binary_search(loss: UserLoss, domain: tuple[int, int], tau: int, noise: "_Noise") -> int:
+    i_min, i_max = domain
+    while i_min + 1 < i_max:
+        mid = (i_min + i_max) // 2
+        if loss.loss(mid) + noise() <= tau:
+            i_max = mid
+        else:
+            i_min = mid
+    return i_max
+
+
+class _Noise:
+    def __init__(self, kind: str, param: Fraction, rng: AbstractRandomness, steps: int) -> None:
+        draw = discrete_laplace if kind == "laplace" else discrete_gaussian
+        self._pool = draw(param, size=steps, rng=rng).tolist()
+        self._i = 0
+
+    def __call__(self) -> int:
+        z = int(self._pool[self._i])
+        self._i += 1
+        return z
+
+
+def _bs_query(value: Query) -> Query:
+    return _si_query("ShiftedInverseSearch", value)
+
+
+def _bs_domain(value: tuple[int, int]) -> tuple[int, int]:
+    return _domain("ShiftedInverseSearch", value)
+
+
+def _bs_eps(value: ExactLike) -> Fraction:
+    return positive_param("ShiftedInverseSearch", "epsilon", value)
+
+
+def _bs_beta(value: ExactLike) -> Fraction:
+    return _beta("ShiftedInverseSearch", value)
+
+
+@final
+@attrs.frozen
+class ShiftedInverseSearch(AbstractPrimitive[PureDP]):
+    """Shifted inverse by noisy binary search with discrete Laplace noise (pure DP).
+
+    Privacy guarantee:
+        ε-DP for adding or removing one user with all their rows: each of the
+        at most I = ⌈log2(|Y| − 1)⌉ steps releases (a function of) ℓ(x, y) +
+        discrete Laplace(σ) with ℓ of sensitivity 1 (seed 004, Prop. 3), i.e.
+        (1/σ)-DP; σ = I/ε, basic composition. Utility: with τ = ⌈σ ln(I/β)⌉ all
+        noises are ≤ τ in magnitude with probability ≥ 1 − β, and then
+        f(x) ≥ M(x) ≥ f(x) − DS^{2τ}_f(x) (seed 004, binary-search analysis).
+    """
+
+    query: Query = attrs.field(converter=_bs_query)
+    domain: tuple[int, int] = attrs.field(converter=_bs_domain)
+    epsilon: Fraction = attrs.field(converter=_bs_eps)
+    beta: Fraction = attrs.field(default=Fraction(1, 20), converter=_bs_beta)
+
+    @property
+    def neighbouring(self) -> Neighbouring:
+        """One user, add/remove."""
+        return _neighbouring(self.query)
+
+    def sigma(self) -> Fraction:
+        """The per-step discrete Laplace scale I/ε."""
+        return search_steps(self.domain) / self.epsilon
+
+    def tau(self) -> int:
+        """Utility threshold ⌈σ ln(I/β)⌉ (only affects accuracy)."""
+        steps = search_steps(self.domain)
+        return math.ceil(float(self.sigma()) * math.log(steps / float(self.beta)))
+
+    def privacy(self) -> PrivacyClaim[PureDP]:
+        """ε = I/σ."""
+        return PrivacyClaim(
+            PureDP(self.epsilon),
+            "shifted inverse, noisy binary search, discrete Laplace per step, basic composition (seed 004)",
+            (("epsilon", str(self.epsilon)), ("steps", str(search_steps(self.domain))), ("sigma", str(self.sigma()))),
+        )
+
+    def release(self, data: Dataset, rng: AbstractRandomness) -> object:
+        """An integer in the domain."""
+        loss = user_loss(self.query, data, self.domain[0])
+        noise = _Noise("laplace", self.sigma(), rng, search_steps(self.domain) + 1)
+        return _binary_search(loss, self.domain, self.tau(), noise)
+
+
+def _bz_query(value: Query) -> Query:
+    return _si_query("ShiftedInverseSearchZCDP", value)
+
+
+def _bz_domain(value: tuple[int, int]) -> tuple[int, int]:
+    return _domain("ShiftedInverseSearchZCDP", value)
+
+
+def _bz_rho(value: ExactLike) -> Fraction:
+    return positive_param("ShiftedInverseSearchZCDP", "rho", value)
+
+
+def _bz_beta(value: ExactLike) -> Fraction:
+    return _beta("ShiftedInverseSearchZCDP", value)
+
+
+@final
+@attrs.frozen
+class ShiftedInverseSearchZCDP(AbstractPrimitive[ZCDP]):
+    """Shifted inverse by noisy binary search with discrete Gaussian noise (ρ-zCDP).
+
+    Privacy guarantee:
+        ρ-zCDP for adding or removing one user with all their rows: each of the
+        at most I steps adds discrete Gaussian noise of variance parameter
+        σ² = I/(2ρ) to a sensitivity-1 integer, which is 1/(2σ²) = ρ/I-zCDP
+        (Canonne–Kamath–Steinke 2020, Thm 14); zCDP composes additively
+        (seed 004, Theorem 5 with Gaussian noise, footnote 6).
+    """
+
+    query: Query = attrs.field(converter=_bz_query)
+    domain: tuple[int, int] = attrs.field(converter=_bz_domain)
+    rho: Fraction = attrs.field(converter=_bz_rho)
+    beta: Fraction = attrs.field(default=Fraction(1, 20), converter=_bz_beta)
+
+    @property
+    def neighbouring(self) -> Neighbouring:
+        """One user, add/remove."""
+        return _neighbouring(self.query)
+
+    def sigma2(self) -> Fraction:
+        """The per-step discrete Gaussian variance parameter I/(2ρ)."""
+        return Fraction(search_steps(self.domain)) / (2 * self.rho)
+
+    def tau(self) -> int:
+        """Utility threshold ⌈σ·sqrt(2 ln(2I/β))⌉ (Gaussian tails; accuracy only)."""
+        steps = search_steps(self.domain)
+        return math.ceil(math.sqrt(float(self.sigma2()) * 2 * math.log(2 * steps / float(self.beta))))
+
+    def privacy(self) -> PrivacyClaim[ZCDP]:
+        """ρ = I/(2σ²)."""
+        return PrivacyClaim(
+            ZCDP(self.rho),
+            "shifted inverse, noisy binary search, discrete Gaussian per step (seed 004 Thm 5; CKS 2020 Thm 14)",
+            (("rho", str(self.rho)), ("steps", str(search_steps(self.domain))), ("sigma2", str(self.sigma2()))),
+        )
+
+    def release(self, data: Dataset, rng: AbstractRandomness) -> object:
+        """An integer in the domain."""
+        loss = user_loss(self.query, data, self.domain[0])
+        noise = _Noise("gaussian", self.sigma2(), rng, search_steps(self.domain) + 1)
+        return _binary_search(loss, self.domain, self.tau(), noise)

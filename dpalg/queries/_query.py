@@ -1,0 +1,352 @@
+"""Queries: what a statistic *is*, separate from how it is released.
+
+A :class:`Query` is a frozen description (kind, column, bounds, parameters).
+``Query.mean("age") | Clip(0, 100)`` clips the column to [0, 100] first. The
+sensitivities of each query live in :mod:`dpalg.sensitivity`; this module only
+defines values, so every mechanism agrees on what it is estimating.
+
+Value conventions (n = number of non-missing values after clipping, x sorted):
+
+* ``quantile(q)`` is the order statistic ``x[max(0, ceil(q·n) − 1)]`` (0-based);
+  ``median`` is ``quantile(1/2)``, the lower median. Empty data: the lower bound.
+* ``mean`` of empty data is the midpoint of the bounds.
+* ``trimmed_mean(trim)`` drops ``floor(trim·n)`` values at each end.
+* ``mode`` is the most frequent value, the smallest among ties; empty: ``nan``.
+* user-level queries (``user=`` given) protect one user with all their rows.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Literal, final
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from dpalg._errors import InvalidArgument
+from dpalg._numbers import ExactLike, to_fraction
+from dpalg.data import Dataset, Neighbouring
+
+__all__ = ["Clip", "Query", "QueryKind", "BOUNDED_KINDS"]
+
+QueryKind = Literal[
+    "count", "sum", "mean", "median", "quantile", "trimmed_mean", "mode", "histogram",
+    "max", "min", "count_distinct", "user_sum", "user_count", "user_max",
+]  # fmt: skip
+_KINDS: tuple[str, ...] = QueryKind.__args__  # type: ignore[attr-defined]
+
+#: kinds whose global or local sensitivity needs a clipping range
+BOUNDED_KINDS: frozenset[str] = frozenset({"sum", "mean", "median", "quantile", "trimmed_mean", "max", "min"})
+_NEEDS_COLUMN: frozenset[str] = frozenset(set(_KINDS) - {"count", "user_count"})
+
+
+
+
+def _lower(value: ExactLike | None) -> Fraction | None:
+    return None if value is None else to_fraction(value, owner="Query", field="lower")
+
+
+def _upper(value: ExactLike | None) -> Fraction | None:
+    return None if value is None else to_fraction(value, owner="Query", field="upper")
+
+
+def _q(value: ExactLike | None) -> Fraction | None:
+    return None if value is None else to_fraction(value, owner="Query", field="q")
+
+
+def _trim(value: ExactLike | None) -> Fraction | None:
+    return None if value is None else to_fraction(value, owner="Query", field="trim")
+
+
+def _keys(value: tuple[str | int, ...] | list[str | int] | None) -> tuple[str | int, ...] | None:
+    if value is None:
+        return None
+    keys = tuple(value)
+    for k in keys:
+        if isinstance(k, bool) or not isinstance(k, (str, int)):
+            raise InvalidArgument("Query", "keys", k, "must be str or int")
+    if len(set(keys)) != len(keys):
+        raise InvalidArgument("Query", "keys", "(duplicates)", "must be distinct")
+    return keys
+
+
+def _clip_lower(value: ExactLike) -> Fraction:
+    return to_fraction(value, owner="Clip", field="lower")
+
+
+def _clip_upper(value: ExactLike) -> Fraction:
+    return to_fraction(value, owner="Clip", field="upper")
+
+
+@final
+@attrs.frozen(repr=False)
+class Clip:
+    """Clip a column to ``[lower, upper]`` before the query sees it.
+
+    Examples:
+        >>> Query.mean("age") | Clip(0, 100)
+        Query.mean('age') | Clip(0, 100)
+    """
+
+    lower: Fraction = attrs.field(converter=_clip_lower)
+    upper: Fraction = attrs.field(converter=_clip_upper)
+
+    def __attrs_post_init__(self) -> None:
+        if self.lower > self.upper:
+            raise InvalidArgument("Clip", "lower", self.lower, f"must be <= upper={self.upper}")
+
+    def __repr__(self) -> str:
+        return f"Clip({_num(self.lower)}, {_num(self.upper)})"
+
+
+def _num(x: Fraction) -> str:
+    return str(x.numerator) if x.denominator == 1 else f"'{x}'"
+
+
+@final
+@attrs.frozen(repr=False)
+class Query:
+    """A statistic of one column (or of users' rows). Build with the classmethods."""
+
+    kind: QueryKind
+    column: str | None = None
+    lower: Fraction | None = attrs.field(default=None, converter=_lower)
+    upper: Fraction | None = attrs.field(default=None, converter=_upper)
+    q: Fraction | None = attrs.field(default=None, converter=_q)
+    trim: Fraction | None = attrs.field(default=None, converter=_trim)
+    keys: tuple[str | int, ...] | None = attrs.field(default=None, converter=_keys)
+    user: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.kind not in _KINDS:
+            raise InvalidArgument("Query", "kind", self.kind, f"must be one of {_KINDS}")
+        if self.kind in _NEEDS_COLUMN and (not isinstance(self.column, str) or not self.column):
+            raise InvalidArgument("Query", "column", self.column, f"must be a column name for {self.kind}")
+        if (self.lower is None) != (self.upper is None):
+            raise InvalidArgument("Query", "lower/upper", (self.lower, self.upper), "must both be set (use | Clip(l, u))")
+        if self.lower is not None and self.upper is not None and self.lower > self.upper:
+            raise InvalidArgument("Query", "lower", self.lower, f"must be <= upper={self.upper}")
+        if self.kind == "quantile" and (self.q is None or not 0 <= self.q <= 1):
+            raise InvalidArgument("Query", "q", self.q, "must be in [0, 1]")
+        if self.kind == "trimmed_mean" and (self.trim is None or not 0 <= self.trim < Fraction(1, 2)):
+            raise InvalidArgument("Query", "trim", self.trim, "must be in [0, 1/2)")
+        if self.kind.startswith("user_") and (not isinstance(self.user, str) or not self.user):
+            raise InvalidArgument("Query", "user", self.user, f"must name the id column for {self.kind}")
+        if self.user is not None and (not isinstance(self.user, str) or not self.user):
+            raise InvalidArgument("Query", "user", self.user, "must be None or a non-empty id column name")
+
+    # --- constructors -----------------------------------------------------
+    @classmethod
+    def count(cls, column: str | None = None, *, user: str | None = None) -> Query:
+        """Number of rows (or of non-missing values of ``column``)."""
+        return cls("count", column, user=user)
+
+    @classmethod
+    def sum(cls, column: str, *, user: str | None = None) -> Query:
+        """Sum of a column; needs ``| Clip(l, u)`` for a finite sensitivity."""
+        return cls("sum", column, user=user)
+
+    @classmethod
+    def mean(cls, column: str) -> Query:
+        """Mean of a column (needs a clip)."""
+        return cls("mean", column)
+
+    @classmethod
+    def median(cls, column: str) -> Query:
+        """Lower median (needs a clip)."""
+        return cls("median", column)
+
+    @classmethod
+    def quantile(cls, column: str, q: ExactLike) -> Query:
+        """The q-quantile ``x[max(0, ceil(q n) - 1)]`` (needs a clip)."""
+        return cls("quantile", column, q=q)
+
+    @classmethod
+    def trimmed_mean(cls, column: str, trim: ExactLike) -> Query:
+        """Mean after dropping ``floor(trim·n)`` values at each end (needs a clip)."""
+        return cls("trimmed_mean", column, trim=trim)
+
+    @classmethod
+    def mode(cls, column: str) -> Query:
+        """Most frequent value (smallest among ties)."""
+        return cls("mode", column)
+
+    @classmethod
+    def histogram(cls, column: str, keys: tuple[str | int, ...] | list[str | int] | None = None) -> Query:
+        """Counts per key; ``keys=None`` means the key set is not public."""
+        return cls("histogram", column, keys=keys)
+
+    @classmethod
+    def max(cls, column: str) -> Query:
+        """Maximum (needs a clip)."""
+        return cls("max", column)
+
+    @classmethod
+    def min(cls, column: str) -> Query:
+        """Minimum (needs a clip)."""
+        return cls("min", column)
+
+    @classmethod
+    def count_distinct(cls, column: str, *, user: str | None = None) -> Query:
+        """Number of distinct values."""
+        return cls("count_distinct", column, user=user)
+
+    @classmethod
+    def user_sum(cls, column: str, *, user: str) -> Query:
+        """Sum over users of each user's total (user-level; contributions >= 0)."""
+        return cls("user_sum", column, user=user)
+
+    @classmethod
+    def user_count(cls, *, user: str) -> Query:
+        """Number of distinct users (user-level)."""
+        return cls("user_count", None, user=user)
+
+    @classmethod
+    def user_max(cls, column: str, *, user: str) -> Query:
+        """Largest value over all users' rows (user-level)."""
+        return cls("user_max", column, user=user)
+
+    # --- combinators ------------------------------------------------------
+    def __or__(self, clip: Clip) -> Query:
+        if not isinstance(clip, Clip):
+            return NotImplemented
+        if self.kind in ("count", "user_count"):
+            raise InvalidArgument("Query", "clip", clip, f"does not apply to {self.kind}")
+        return attrs.evolve(self, lower=clip.lower, upper=clip.upper)
+
+    @property
+    def bounded(self) -> bool:
+        """Whether a clipping range is set."""
+        return self.lower is not None
+
+    @property
+    def neighbouring_unit(self) -> str | None:
+        """The id column of user-level queries (``None``: one row)."""
+        return self.user
+
+    def neighbouring(self, relation: Literal["add_remove", "substitution"] = "add_remove") -> Neighbouring:
+        """The neighbouring relation of this query under ``relation``."""
+        return Neighbouring(self.user, relation)
+
+    def require_bounds(self, owner: str) -> tuple[Fraction, Fraction]:
+        """The clip range, or an error telling the user to add one."""
+        if self.lower is None or self.upper is None:
+            raise InvalidArgument(owner, "query", self, "needs a clipping range: add | Clip(lower, upper)")
+        return self.lower, self.upper
+
+    # --- data access ------------------------------------------------------
+    def values(self, data: Dataset) -> npt.NDArray[np.float64]:
+        """The column with missing values dropped and, if bounded, clipped."""
+        if self.column is None:
+            return np.zeros(data.n_rows, dtype=np.float64)
+        raw = data.numeric(self.column)
+        kept = raw[~np.isnan(raw)]
+        if self.lower is not None and self.upper is not None:
+            kept = np.clip(kept, float(self.lower), float(self.upper))
+            # float(lower) rounds to nearest; never let a clipped value leave [lower, upper]
+            kept = _inside(kept, self.lower, self.upper)
+        return kept
+
+    def evaluate(self, data: Dataset) -> float | dict[str | int, float]:
+        """The exact (non-private) value, for utility measurements and tests.
+
+        Histograms return ``{key: count}`` (over ``keys`` when public, else the
+        keys present); every other query returns a float.
+        """
+        match self.kind:
+            case "histogram":
+                assert self.column is not None
+                column = data.column(self.column).tolist()
+                present = self.keys if self.keys is not None else tuple(sorted(set(column), key=lambda k: (str(type(k)), k)))
+                counts: dict[str | int, float] = {k: 0.0 for k in present}
+                for v in column:
+                    if v in counts:
+                        counts[v] += 1.0
+                return counts
+            case "user_count":
+                assert self.user is not None
+                return float(np.unique(data.column(self.user)).size)
+            case "user_sum" | "user_max":
+                assert self.user is not None and self.column is not None
+                raw = data.numeric(self.column)
+                ok = ~np.isnan(raw)
+                vals = raw[ok]
+                if self.lower is not None and self.upper is not None:
+                    vals = _inside(vals, self.lower, self.upper)
+                if self.kind == "user_sum":
+                    return float(np.sum(vals))
+                return float(np.max(vals)) if vals.size else 0.0
+            case _:
+                return evaluate_values(self, self.values(data))
+
+    def __repr__(self) -> str:
+        args: list[str] = []
+        if self.column is not None:
+            args.append(repr(self.column))
+        if self.q is not None:
+            args.append(_num(self.q))
+        if self.trim is not None:
+            args.append(_num(self.trim))
+        if self.keys is not None:
+            args.append(repr(self.keys))
+        if self.user is not None:
+            args.append(f"user={self.user!r}")
+        text = f"Query.{self.kind}({', '.join(args)})"
+        if self.lower is not None and self.upper is not None:
+            text += f" | Clip({_num(self.lower)}, {_num(self.upper)})"
+        return text
+
+
+def _inside(values: npt.NDArray[np.float64], lower: Fraction, upper: Fraction) -> npt.NDArray[np.float64]:
+    lo = float(lower)
+    if Fraction(lo) < lower:
+        lo = float(np.nextafter(lo, np.inf))
+    hi = float(upper)
+    if Fraction(hi) > upper:
+        hi = float(np.nextafter(hi, -np.inf))
+    return np.clip(values, lo, hi)
+
+
+def quantile_index(q: Fraction, n: int) -> int:
+    """0-based index of the q-quantile among n sorted values (n >= 1)."""
+    num = q.numerator * n
+    ceil = -((-num) // q.denominator)
+    return max(0, ceil - 1)
+
+
+def evaluate_values(query: Query, values: npt.NDArray[np.float64]) -> float:
+    """The query's value on an already extracted (dropped/clipped) 1-D array."""
+    n = values.size
+    lo = float(query.lower) if query.lower is not None else float("nan")
+    hi = float(query.upper) if query.upper is not None else float("nan")
+    match query.kind:
+        case "count":
+            return float(n)
+        case "sum":
+            return float(np.sum(values))
+        case "mean":
+            return float(np.mean(values)) if n else (lo + hi) / 2
+        case "median" | "quantile":
+            if n == 0:
+                return lo
+            q = query.q if query.q is not None else Fraction(1, 2)
+            return float(np.partition(values, quantile_index(q, n))[quantile_index(q, n)])
+        case "trimmed_mean":
+            assert query.trim is not None
+            drop = (query.trim.numerator * n) // query.trim.denominator
+            kept = np.sort(values)[drop : n - drop]
+            return float(np.mean(kept)) if kept.size else (lo + hi) / 2
+        case "mode":
+            if n == 0:
+                return float("nan")
+            uniq, counts = np.unique(values, return_counts=True)
+            return float(uniq[int(np.argmax(counts))])
+        case "max":
+            return float(np.max(values)) if n else lo
+        case "min":
+            return float(np.min(values)) if n else hi
+        case "count_distinct":
+            return float(np.unique(values).size)
+        case "histogram" | "user_sum" | "user_count" | "user_max":
+            raise InvalidArgument("evaluate_values", "query", query, "needs the dataset (keys or user ids); use Query.evaluate")

@@ -1,0 +1,484 @@
+"""The local-sensitivity catalog: GS, LS_k, LS profiles and PTR distances of row-level queries.
+
+Model (both relations): a dataset is the multiset ``x`` of non-missing, clipped
+values in ``[a, b] = [query.lower, query.upper]`` (what :meth:`Query.values`
+returns). ``"add_remove"`` neighbours add or remove one value; ``"substitution"``
+neighbours replace one value by another value of ``[a, b]`` (so ``n`` is public
+under substitution: if a row may turn missing, use ``"add_remove"``).
+
+``LS(y) = max_{z ~ y} |f(y) − f(z)|`` and ``LS_k(x) = max_{d(x, y) ≤ k} LS(y)``
+(Nissim–Raskhodnikova–Smith 2007, Def. 2.1 and 3.1; seed 002 "A(f, x, k)").
+Formulas and proof sketches: ``docs/mechanisms/local_sensitivity.md``. Every
+formula is tested against brute force over all datasets within distance k on a
+small domain (``tests/sensitivity/test_catalog.py``).
+
+Sorted data ``x_0 ≤ … ≤ x_{n−1}`` is padded with ``x_p = a`` for ``p < 0`` and
+``x_p = b`` for ``p ≥ n``.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import numpy.typing as npt
+
+from dpalg._errors import InvalidArgument
+from dpalg.data import Relation
+from dpalg.queries import Query
+
+__all__ = [
+    "CATALOG_KINDS",
+    "distance_to_instability",
+    "global_sensitivity",
+    "local_sensitivity_at_distance",
+    "ls_profile",
+    "mode_gap_distance",
+]
+
+FloatArray = npt.NDArray[np.float64]
+
+#: kinds with an exact LS_k in this catalog (mode: see :func:`mode_gap_distance`)
+CATALOG_KINDS: tuple[str, ...] = ("count", "sum", "mean", "median", "quantile", "max", "min", "count_distinct", "histogram")
+
+
+def _relation(owner: str, relation: str) -> Relation:
+    if relation == "add_remove":
+        return "add_remove"
+    if relation == "substitution":
+        return "substitution"
+    raise InvalidArgument(owner, "relation", relation, "must be 'add_remove' or 'substitution'")
+
+
+def _kind(owner: str, query: Query) -> str:
+    if not isinstance(query, Query):
+        raise InvalidArgument(owner, "query", type(query).__name__, "must be a dpalg Query")
+    if query.user is not None:
+        raise InvalidArgument(owner, "query", query, "is user-level; this catalog is row-level (see _down_sens)")
+    if query.kind not in CATALOG_KINDS:
+        raise InvalidArgument(owner, "query", query, f"kind {query.kind!r} has no exact LS_k here; supported: {CATALOG_KINDS}"
+                              + (" (mode: use mode_gap_distance)" if query.kind == "mode" else ""))
+    return query.kind
+
+
+def _bounds(owner: str, query: Query) -> tuple[float, float]:
+    if query.kind in ("count", "count_distinct", "histogram"):
+        return 0.0, 0.0
+    lo, hi = query.require_bounds(owner)
+    return float(lo), float(hi)
+
+
+def global_sensitivity(query: Query, relation: Relation = "add_remove") -> Fraction | float:
+    """The global sensitivity ``max_{x ~ y} |f(x) − f(y)|`` of a row-level query.
+
+    Relation: ``"add_remove"`` (default) or ``"substitution"`` of one value.
+    Histograms: the L1 norm of the count vector (1, or 2 under substitution).
+    Unclipped sum, mean and order statistics, and the mode: ``float('inf')``.
+
+    Args:
+        query: a row-level :class:`Query`.
+        relation: the neighbouring relation.
+
+    Returns:
+        An exact ``Fraction``, or ``float('inf')`` when unbounded.
+
+    Raises:
+        InvalidArgument: for user-level kinds or an unknown relation.
+
+    Examples:
+        >>> from dpalg.queries import Clip
+        >>> global_sensitivity(Query.mean("x") | Clip(0, 10))
+        Fraction(5, 1)
+        >>> global_sensitivity(Query.sum("x") | Clip(-2, 3), "substitution")
+        Fraction(5, 1)
+        >>> global_sensitivity(Query.median("x"))
+        inf
+
+    References:
+        Dwork, McSherry, Nissim, Smith (2006), Def. 1.
+    """
+    rel = _relation("global_sensitivity", relation)
+    if not isinstance(query, Query) or query.user is not None:
+        raise InvalidArgument("global_sensitivity", "query", query, "must be a row-level dpalg Query")
+    sub = rel == "substitution"
+    kind = query.kind
+    if kind == "count":
+        return Fraction(0) if sub and query.column is None else Fraction(1)
+    if kind == "count_distinct":
+        return Fraction(1)
+    if kind == "histogram":
+        return Fraction(2) if sub else Fraction(1)
+    if query.lower is None or query.upper is None:
+        return float("inf")
+    a, b = query.lower, query.upper
+    if kind == "sum":
+        return b - a if sub else max(abs(a), abs(b))
+    if kind == "mean":
+        return b - a if sub else (b - a) / 2
+    # order statistics, trimmed mean, mode: one value can move from a to b
+    return b - a
+
+
+# --------------------------------------------------------------------------- helpers
+def _pad(xs: FloatArray, a: float, b: float) -> FloatArray:
+    return np.concatenate(([a], xs, [b]))
+
+
+def _val(pad: FloatArray, idx: npt.NDArray[np.int64], n: int) -> FloatArray:
+    """x_idx with the padding convention (pad = [a, x_0..x_{n-1}, b])."""
+    return pad[np.clip(idx, -1, n) + 1]
+
+
+def _qidx(q: Fraction, m: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    ceil = -((-q.numerator * m) // q.denominator)
+    return np.maximum(0, ceil - 1)
+
+
+def _active(q: Fraction, m: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """[Lmin, Lmax]: the gaps (y_L, y_{L+1}) that a neighbour of a size-m dataset can reach."""
+    i = _qidx(q, m)
+    rem_up = (m >= 2) & (_qidx(q, np.maximum(m - 1, 0)) == i)
+    rem_down = (m >= 1) & ~rem_up  # m = 1: removal gives the empty value a
+    add_up = _qidx(q, m + 1) == i + 1
+    lmin = np.where(rem_down | ~add_up, i - 1, i)
+    lmax = np.where(rem_up | add_up, i, i - 1)
+    lmin = np.where(m == 0, -1, lmin)
+    lmax = np.where(m == 0, -1, lmax)
+    return lmin.astype(np.int64), lmax.astype(np.int64)
+
+
+def _order_profile(xs: FloatArray, a: float, b: float, q: Fraction, kmax: int, relation: Relation) -> FloatArray:
+    n = xs.size
+    pad = _pad(xs, a, b)
+    out = np.zeros(kmax + 1)
+    if relation == "substitution":
+        if n == 0:
+            return out
+        i = int(_qidx(q, np.array([n], dtype=np.int64))[0])
+        for k in range(kmax + 1):
+            p = np.arange(i - k - 1, i + 1, dtype=np.int64)
+            out[k] = float(np.max(_val(pad, p + k + 1, n) - _val(pad, p, n)))
+        return out
+    # add/remove: windows of width w starting in [L - s, L], L active at size m = n - w + 1 + s, cost k = w - 1 + s
+    for w in range(1, kmax + 2):
+        s0 = max(0, w - 1 - n)
+        s = np.arange(s0, kmax + 2 - w, dtype=np.int64)
+        if s.size == 0:
+            continue
+        lmin, lmax = _active(q, n - w + 1 + s)
+        lo = np.minimum.accumulate(lmin - s)
+        hi = np.maximum.accumulate(lmax)
+        p = np.arange(int(lo[-1]), int(hi[-1]) + 1, dtype=np.int64)
+        g = _val(pad, p + w, n) - _val(pad, p, n)
+        c = int(lmin[0] - s0) - int(lo[-1])  # position of the first range's start
+        right = np.maximum.accumulate(g[c:])
+        left = np.maximum.accumulate(g[: c + 1][::-1])
+        h = np.maximum(right[hi - lo[-1] - c], left[c - (lo - lo[-1])])
+        ks = w - 1 + s
+        np.maximum.at(out, ks, h)
+    return np.maximum.accumulate(out)
+
+
+def _order_window(arr: FloatArray, q: Fraction, kmax: int) -> FloatArray:
+    """An array whose entries at every index LS_0..LS_kmax reads equal the sorted data's.
+
+    LS_k of an order statistic reads x_p only for p in
+    [idx(n − k − 1) − k − 2, idx(n + k + 1) + k + 2] (windows of width ≤ k + 1 around the
+    quantile index of a size within n ± k), so a partition plus a sort of that slice
+    suffices: O(n + kmax log kmax) instead of O(n log n).
+    """
+    n = int(arr.size)
+    margin = 4
+    m = np.array([max(0, n - kmax - 2), n + kmax + 2], dtype=np.int64)
+    lo_i, hi_i = (int(v) for v in _qidx(q, m))
+    lo_i = max(0, lo_i - kmax - margin)
+    hi_i = min(n - 1, hi_i + kmax + margin)
+    if n == 0 or (lo_i == 0 and hi_i == n - 1):
+        return np.sort(arr)
+    part = np.partition(arr, [lo_i, hi_i])
+    part[lo_i : hi_i + 1].sort()
+    return part
+
+
+def _phi_best(hv: FloatArray, pv: FloatArray, ulo: FloatArray, uhi: FloatArray) -> FloatArray:
+    """max over integers u in [ulo, uhi], u >= 1, of (H u − P)/(u (u+1)) (unimodal in u; -inf if empty)."""
+    ok = np.maximum(ulo, 1.0) <= uhi
+    ulo = np.where(ok, np.maximum(ulo, 1.0), 1.0)
+    uhi = np.where(ok, uhi, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ustar = np.where(hv > 0, (pv + np.sqrt(pv * pv + hv * pv)) / np.where(hv > 0, hv, 1.0), ulo)
+    best = np.full(hv.shape, -np.inf)
+    for cand in (np.floor(ustar), np.ceil(ustar), ulo, uhi):
+        u = np.clip(cand, ulo, np.maximum(ulo, uhi))
+        val = (hv * u - pv) / (u * (u + 1.0))
+        best = np.where(ok, np.maximum(best, val), best)
+    return best
+
+
+def _mean_one_side(xs: FloatArray, a: float, b: float, k: int, prefix: FloatArray) -> float:
+    """max of the 'upward' terms (C, A1, A2) of the mean's LS over y within k add/remove ops.
+
+    ``prefix`` is ``[0, cumsum(xs - a)]`` (computed once per profile).
+    """
+    n = xs.size
+    bp = b - a
+    r = np.arange(0, min(k, n) + 1, dtype=np.int64)
+    big_s = (k - r).astype(np.float64)
+    nn = (n - r).astype(np.float64)
+    pn = prefix[n - r]
+    hb = np.full(r.shape, bp)
+    best = _phi_best(hb, pn, nn, nn + big_s)  # C: add-neighbour at size m = N + s
+    best = np.maximum(best, _phi_best(hb, pn, np.where(big_s >= 1, nn, np.inf), nn + big_s - 1))  # A1: h = b added
+    if n >= 1:
+        ok = r <= n - 1
+        pn1 = prefix[np.clip(n - 1 - r, 0, n)]
+        h2 = np.full(r.shape, float(xs[-1]) - a)
+        a2 = _phi_best(h2, pn1, np.where(ok, nn - 1, np.inf), nn - 1 + big_s)  # A2: h = x_max kept
+        best = np.maximum(best, a2)
+    return float(np.max(best)) if best.size else -np.inf
+
+
+def _mean_prefixes(xs: FloatArray, a: float, b: float) -> tuple[FloatArray, FloatArray]:
+    up = np.concatenate(([0.0], np.cumsum(xs - a)))
+    down = np.concatenate(([0.0], np.cumsum(b - xs[::-1])))
+    return up, down
+
+
+def _mean_ls(xs: FloatArray, a: float, b: float, k: int, prefixes: tuple[FloatArray, FloatArray] | None = None) -> float:
+    n = xs.size
+    mid = (a + b) / 2
+    up, down = prefixes if prefixes is not None else _mean_prefixes(xs, a, b)
+    cands = [_mean_one_side(xs, a, b, k, up), _mean_one_side((a + b) - xs[::-1], a, b, k, down)]
+    if k >= n:
+        cands.append((b - a) / 2)  # the empty dataset: adding v moves the mean from mid to v
+    if n >= 1 and k >= n - 1:
+        for y0 in (float(xs[0]), float(xs[-1])):
+            cands.append(max(abs(y0 - mid), max(y0 - a, b - y0) / 2))
+    return max(0.0, max(cands))
+
+
+def _prepare(owner: str, query: Query, values: FloatArray) -> FloatArray:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 1:
+        raise InvalidArgument(owner, "values", f"shape {arr.shape}", "must be a 1-D array")
+    if np.isnan(arr).any():
+        raise InvalidArgument(owner, "values", "(contains NaN)", "must come from Query.values (NaN dropped)")
+    return arr
+
+
+def _check_k(owner: str, field: str, k: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+        raise InvalidArgument(owner, field, k, "must be an integer >= 0")
+    return int(k)
+
+
+def _constant_profile(kind: str, n: int, kmax: int, relation: Relation, a: float, b: float, xs: FloatArray) -> FloatArray:
+    sub = relation == "substitution"
+    out = np.zeros(kmax + 1)
+    match kind:
+        case "count":
+            out[:] = 0.0 if sub else 1.0
+        case "count_distinct":
+            out[:] = (1.0 if n >= 2 else 0.0) if sub else 1.0
+        case "histogram":
+            out[:] = (2.0 if n >= 1 else 0.0) if sub else 1.0
+        case "sum":
+            if not sub:
+                out[:] = max(abs(a), abs(b))
+            elif n >= 1:
+                out[:] = b - a
+                out[0] = max(float(xs[-1]) - a, b - float(xs[0]))
+        case "mean":
+            if n >= 1:
+                out[:] = (b - a) / n
+                out[0] = max(float(xs[-1]) - a, b - float(xs[0])) / n
+    return out
+
+
+def ls_profile(query: Query, values: FloatArray, kmax: int, relation: Relation = "add_remove") -> FloatArray:
+    """``[LS_0(x), …, LS_kmax(x)]``, exactly, in one vectorised pass.
+
+    Relation: ``"add_remove"`` (default) or ``"substitution"`` of one value in
+    ``[query.lower, query.upper]``. Histograms: L1 over the counts. Cost after
+    sorting: O(1) per k for count/sum/count_distinct/histogram, O(k) per k for the
+    mean, O(kmax²) in total for order statistics (an exact profile of all k is a
+    (max,+) convolution; see the docs page).
+
+    Args:
+        query: a catalog query (:data:`CATALOG_KINDS`), clipped where needed.
+        values: ``query.values(dataset)`` (any order).
+        kmax: the largest distance.
+        relation: the neighbouring relation.
+
+    Returns:
+        A float64 array of length ``kmax + 1``, non-decreasing.
+
+    Examples:
+        >>> import numpy as np
+        >>> from dpalg.queries import Clip
+        >>> ls_profile(Query.median("x") | Clip(0, 10), np.array([1.0, 2, 3, 4, 5]), 3, "substitution").tolist()
+        [1.0, 2.0, 7.0, 8.0]
+
+    References:
+        Nissim, Raskhodnikova, Smith (2007), Def. 3.1 and Prop. 3.4 (median);
+        Dwork, Lei (2009) for the PTR use.
+    """
+    owner = "ls_profile"
+    rel = _relation(owner, relation)
+    kind = _kind(owner, query)
+    kmax = _check_k(owner, "kmax", kmax)
+    arr = _prepare(owner, query, values)
+    a, b = _bounds(owner, query)
+    if kind in ("median", "quantile", "max", "min"):
+        q = Fraction(1) if kind in ("max", "min") else (query.q if query.q is not None else Fraction(1, 2))
+        if kind == "min":
+            arr = (a + b) - arr  # min(x) = (a + b) − max((a + b) − x), same bounds, same LS
+        return _order_profile(_order_window(arr, q, kmax), a, b, q, kmax, rel)
+    xs = np.sort(arr)
+    n = int(xs.size)
+    if kind == "mean" and rel == "add_remove":
+        prefixes = _mean_prefixes(xs, a, b)
+        out = np.array([_mean_ls(xs, a, b, k, prefixes) for k in range(kmax + 1)])
+        return np.maximum.accumulate(out)
+    return _constant_profile(kind, n, kmax, rel, a, b, xs)
+
+
+def local_sensitivity_at_distance(query: Query, values: FloatArray, k: int, relation: Relation = "add_remove") -> float:
+    """``LS_k(x) = max_{d(x, y) ≤ k} max_{z ~ y} |f(y) − f(z)|``, exactly.
+
+    Relation: ``"add_remove"`` (default) or ``"substitution"``. See
+    :func:`ls_profile` for the supported kinds.
+
+    Args:
+        query: a catalog query.
+        values: ``query.values(dataset)``.
+        k: the distance (integer ≥ 0).
+        relation: the neighbouring relation.
+
+    Returns:
+        LS_k as a float.
+
+    Examples:
+        >>> import numpy as np
+        >>> from dpalg.queries import Clip
+        >>> local_sensitivity_at_distance(Query.mean("x") | Clip(0, 1), np.array([0.0, 1, 1, 1]), 0)
+        0.25
+
+    References:
+        Nissim, Raskhodnikova, Smith (2007), Def. 3.1; seed 002 Def. 16.
+    """
+    owner = "local_sensitivity_at_distance"
+    k = _check_k(owner, "k", k)
+    rel = _relation(owner, relation)
+    if _kind(owner, query) == "mean" and rel == "add_remove":
+        # _mean_ls(k) ranges over every (removals r, additions s) with r + s <= k: O(k) after sorting
+        xs = np.sort(_prepare(owner, query, values))
+        a, b = _bounds(owner, query)
+        return _mean_ls(xs, a, b, k)
+    return float(ls_profile(query, values, k, rel)[k])
+
+
+def distance_to_instability(
+    query: Query, values: FloatArray, bound: float, relation: Relation = "add_remove", cap: int | None = None
+) -> int:
+    """The PTR distance ``min{k ≥ 0 : LS_k(x) > bound}``, capped at ``min(n + 2, cap)``.
+
+    Relation: ``"add_remove"`` (default) or ``"substitution"``.
+
+    The cap is valid for PTR: ``min(γ(x), n + 2)`` is still 1-Lipschitz under
+    add/remove (``n`` changes by one) and under substitution (``n`` is fixed), it is
+    ≥ 1 exactly when ``γ(x) ≥ 1`` (i.e. ``LS_0(x) ≤ bound``), and it never exceeds
+    the true distance, which is all the PTR proof uses (seed 003, Thm.).
+
+    Args:
+        query: a catalog query.
+        values: ``query.values(dataset)``.
+        bound: the proposed bound β on the local sensitivity (≥ 0).
+        relation: the neighbouring relation.
+        cap: an optional public constant cap (PTR passes ``ptr_cap(ε, δ)``):
+            ``min(γ, cap)`` keeps every property above, and bounds the work.
+
+    Returns:
+        The distance, an integer in ``[0, min(n + 2, cap)]``.
+
+    Examples:
+        >>> import numpy as np
+        >>> from dpalg.queries import Clip
+        >>> distance_to_instability(Query.median("x") | Clip(0, 10), np.array([5.0] * 9), 1.0, "substitution")
+        4
+
+    References:
+        Dwork, Lei (2009); seed 002 Def. 17; seed 003 (PTR).
+    """
+    owner = "distance_to_instability"
+    rel = _relation(owner, relation)
+    _kind(owner, query)
+    if isinstance(bound, bool) or not isinstance(bound, (int, float, Fraction)) or not bound >= 0 or math.isinf(float(bound)):
+        raise InvalidArgument(owner, "bound", bound, "must be a finite number >= 0")
+    beta = float(bound)
+    arr = _prepare(owner, query, values)
+    limit = int(arr.size) + 2
+    if cap is not None:
+        limit = min(limit, _check_k(owner, "cap", cap))
+    cap = limit
+    kmax = min(cap, 64)
+    while True:  # doubling: cost O(D^2) for order statistics, D the answer
+        prof = ls_profile(query, arr, kmax, rel)
+        above = np.nonzero(prof > beta)[0]
+        if above.size:
+            return int(above[0])
+        if kmax >= cap:
+            return cap
+        kmax = min(cap, 2 * kmax)
+
+
+def mode_gap_distance(values: FloatArray, relation: Relation = "add_remove") -> int:
+    """The β = 0 PTR distance of the mode: ``min{k : LS_k(mode, x) > 0}``.
+
+    ``LS_k > 0`` iff some y within k operations has a neighbour with a different
+    mode, so the answer is ``D − 1`` where D is the number of operations needed to
+    change the mode (smallest value among ties). With ``c_1`` the mode's count and
+    ``c_w`` that of a competitor w (a fresh value below the mode counts with
+    ``c_w = 0``), changing needs ``g_w = c_1 − c_w + [w > mode]`` units of gap;
+    add/remove closes one unit per operation, substitution two.
+
+    Relation: ``"add_remove"`` (default): ``D = min_w g_w``; ``"substitution"``:
+    ``D = min_w ceil(g_w / 2)``. Empty data: 0 (add/remove: one added row gives a
+    mode) or 2 = n + 2 (substitution: nothing ever changes; capped as in
+    :func:`distance_to_instability`).
+
+    Args:
+        values: ``Query.mode(col).values(dataset)``.
+        relation: the neighbouring relation.
+
+    Returns:
+        The distance (integer ≥ 0).
+
+    Examples:
+        >>> import numpy as np
+        >>> mode_gap_distance(np.array([1.0, 1, 1, 1, 2, 2]))
+        2
+        >>> mode_gap_distance(np.array([1.0, 1, 1, 1, 2, 2]), "substitution")
+        1
+
+    References:
+        Seed 003 ("PTR for the mode", β = 0); Dwork, Lei (2009).
+    """
+    rel = _relation("mode_gap_distance", relation)
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 1 or np.isnan(arr).any():
+        raise InvalidArgument("mode_gap_distance", "values", "(array)", "must be 1-D without NaN")
+    if arr.size == 0:
+        return 0 if rel == "add_remove" else 2
+    uniq, counts = np.unique(arr, return_counts=True)
+    top = int(np.argmax(counts))
+    c1 = int(counts[top])
+    gaps = [c1]  # a fresh value below the mode (the value domain is the real line)
+    others = np.arange(uniq.size) != top
+    if others.any():
+        g = c1 - counts[others] + (np.arange(uniq.size)[others] > top)
+        gaps.append(int(np.min(g)))
+    need = min(gaps)
+    d = need if rel == "add_remove" else -(-need // 2)
+    return max(0, d - 1)

@@ -1,0 +1,321 @@
+"""Symbolic checks of user-supplied LS_k formulas: non-negative and non-decreasing in k.
+
+A PTR or smooth-sensitivity bound ``F(k)`` on ``LS_k`` must be non-decreasing in
+``k`` (LS_k is, and the PTR distance must be 1-Lipschitz) and non-negative.
+:func:`check_monotone` decides this for real ``k ≥ 0`` and fails closed:
+
+* **proven**: by structural rules (sums/products/Min/Max/exp/positive powers of
+  non-negative non-decreasing terms, constants ≥ 0), else by the sign of
+  ``dF/dk`` (``is_nonnegative`` with ``k`` a non-negative symbol), else, for an
+  integer ``k``, by the sign of ``F(k+1) − F(k)``;
+* **refuted**: only with a concrete numeric counterexample, found on a grid of k
+  in [0, 50] and random positive values of the other symbols;
+* **unproven**: anything else (``strict`` callers refuse it).
+
+Other free symbols are public parameters, assumed positive unless ``assumptions``
+says otherwise (``{"n": {"integer": True, "positive": True}}``).
+
+Strings are parsed with :func:`sympy.parse_expr` and a restricted namespace
+(the operators, ``Min``, ``Max``, ``exp``, ``log``, ``sqrt``, ``ceiling``,
+``floor``, ``Abs``, ``sin``, ``cos``, ``Rational`` and symbols). Strings containing ``__``,
+``lambda``, ``import``, ``;`` or an attribute access (a dot after a name, as in
+``x.func``; dots inside numbers such as ``0.5`` are fine) are rejected before
+parsing, since ``parse_expr`` evaluates Python.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Callable, Mapping
+from typing import Literal, final
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+import sympy
+
+from dpalg._errors import InvalidArgument
+from dpalg.data import Relation
+from dpalg.queries import Query
+from dpalg.sensitivity._catalog import ls_profile
+
+__all__ = ["MonotoneCheck", "check_monotone", "require_monotone", "spot_check_formula"]
+
+Status = Literal["proven", "unproven", "refuted"]
+Assumptions = Mapping[str, Mapping[str, bool]]
+
+_ALLOWED: dict[str, object] = {
+    "Min": sympy.Min, "Max": sympy.Max, "exp": sympy.exp, "log": sympy.log, "sqrt": sympy.sqrt,
+    "ceiling": sympy.ceiling, "floor": sympy.floor, "Abs": sympy.Abs, "Rational": sympy.Rational,
+    "sin": sympy.sin, "cos": sympy.cos, "E": sympy.E, "pi": sympy.pi,
+}  # fmt: skip
+_ATTRIBUTE = re.compile(r"[A-Za-z_)\]]\s*\.")
+_BANNED = ("__", "lambda", "import", ";")
+
+
+@final
+@attrs.frozen
+class MonotoneCheck:
+    """The verdict of :func:`check_monotone`.
+
+    Attributes:
+        status: ``"proven"``, ``"unproven"`` or ``"refuted"``.
+        counterexample: for refuted formulas, ``(k1, k2, F(k1), F(k2))`` with
+            ``k1 < k2`` and ``F(k1) > F(k2)``, or ``(k, F(k))`` with ``F(k) < 0``
+            (with the parameter values used appended as ``(name, value)`` pairs).
+        reason: which rule decided, or why nothing did.
+        formula: the formula as sympy prints it.
+    """
+
+    status: Status
+    counterexample: tuple[object, ...] | None
+    reason: str
+    formula: str
+
+
+def _parse(formula: sympy.Expr | str, var: str, assumptions: Assumptions) -> sympy.Expr:
+    if isinstance(formula, sympy.Basic):
+        return sympy.sympify(formula)
+    if not isinstance(formula, str):
+        raise InvalidArgument("check_monotone", "formula", type(formula).__name__, "must be a sympy expression or a string")
+    if any(b in formula for b in _BANNED) or _ATTRIBUTE.search(formula):
+        raise InvalidArgument("check_monotone", "formula", formula,
+                              "must not contain '__', 'lambda', 'import', ';' or attribute access")
+    local: dict[str, object] = dict(_ALLOWED)
+    for name, assume in assumptions.items():
+        local[name] = sympy.Symbol(name, **dict(assume))
+    names = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", formula)) - set(_ALLOWED)
+    for name in names:
+        local.setdefault(name, sympy.Symbol(name, real=True) if name == var else sympy.Symbol(name, positive=True))
+    try:
+        expr = sympy.parse_expr(formula, local_dict=local, global_dict={"Integer": sympy.Integer, "Float": sympy.Float,
+                                                                       "Symbol": sympy.Symbol, "Rational": sympy.Rational})
+    except Exception as exc:  # sympy raises many types on bad input
+        raise InvalidArgument("check_monotone", "formula", formula, f"does not parse ({type(exc).__name__})") from None
+    if not isinstance(expr, sympy.Expr):
+        raise InvalidArgument("check_monotone", "formula", formula, "must be an expression")
+    return expr
+
+
+def _rebind(expr: sympy.Expr, var: str, assumptions: Assumptions) -> tuple[sympy.Expr, sympy.Symbol]:
+    """Replace k by a non-negative symbol and other symbols by assumed ones (positive by default)."""
+    kk = sympy.Symbol(var, nonnegative=True)
+    subs: dict[sympy.Basic, sympy.Basic] = {}
+    for s in expr.free_symbols:
+        assert isinstance(s, sympy.Symbol)
+        if s.name == var:
+            subs[s] = kk
+        elif s.name in assumptions:
+            subs[s] = sympy.Symbol(s.name, **dict(assumptions[s.name]))
+        else:
+            subs[s] = sympy.Symbol(s.name, positive=True)
+    return expr.xreplace(subs), kk
+
+
+def _structural(e: sympy.Expr, k: sympy.Symbol) -> bool:
+    """Non-negative AND non-decreasing in k, by composition rules only."""
+    if k not in e.free_symbols:
+        return bool(e.is_nonnegative)
+    if e == k:
+        return True
+    if isinstance(e, (sympy.Add, sympy.Mul, sympy.Min)):
+        return all(_structural(a, k) for a in e.args)
+    if isinstance(e, sympy.Max):  # max of non-decreasing terms, one of them non-negative
+        return all(_nondecreasing_only(a, k) for a in e.args) and any(_structural(a, k) for a in e.args)
+    if isinstance(e, sympy.Pow):
+        base, ex = e.args
+        if k not in ex.free_symbols:
+            return bool(ex.is_nonnegative) and _structural(base, k)
+        if k not in base.free_symbols:  # c**g(k) with c >= 1 and g non-decreasing (need not be >= 0)
+            return bool((base - 1).is_nonnegative) and _nondecreasing_only(ex, k)
+        return False
+    if isinstance(e, sympy.exp):
+        return _nondecreasing_only(e.args[0], k)
+    if isinstance(e, (sympy.ceiling, sympy.floor)):
+        return _structural(e.args[0], k) and bool(e.args[0].is_nonnegative)
+    return False
+
+
+def _nondecreasing_only(e: sympy.Expr, k: sympy.Symbol) -> bool:
+    if k not in e.free_symbols:
+        return True
+    if _structural(e, k):
+        return True
+    if isinstance(e, sympy.Add):  # constants may be negative in an exponent
+        return all(_nondecreasing_only(a, k) for a in e.args)
+    if isinstance(e, sympy.Mul):
+        coeff, rest = e.as_coeff_Mul()
+        return bool(coeff.is_nonnegative) and _structural(rest, k)
+    return False
+
+
+def _numeric_refutation(expr: sympy.Expr, var: str, trials: int, seed: int) -> tuple[str, tuple[object, ...]] | None:
+    kvar = next((s for s in expr.free_symbols if isinstance(s, sympy.Symbol) and s.name == var), None)
+    others = sorted((s for s in expr.free_symbols if s is not kvar), key=lambda s: str(s))
+    grid = [i / 4 for i in range(0, 201)]
+    rng = random.Random(seed)
+    for t in range(trials):
+        point: dict[sympy.Basic, sympy.Basic] = {}
+        for s in others:
+            raw: int | float
+            if t == 0:
+                raw = 1
+            elif getattr(s, "is_integer", False):
+                raw = rng.randint(1, 50)
+            else:
+                raw = rng.choice([rng.randint(1, 20), rng.random() * 10 + 0.01])
+            point[s] = sympy.Integer(raw) if isinstance(raw, int) else sympy.Float(raw)
+        g = expr.xreplace(point)
+        f = sympy.lambdify([kvar] if kvar is not None else [sympy.Dummy()], g, modules=["math", {"Min": min, "Max": max,
+                                                                                            "ceiling": math.ceil, "floor": math.floor}])
+        params = tuple((str(s), float(v)) for s, v in point.items())
+        ks = grid if kvar is None or not kvar.is_integer else list(range(0, 51))
+        vals: list[float] = []
+        for kv in ks:
+            try:
+                v = float(f(kv))
+            except (ValueError, ZeroDivisionError, OverflowError, TypeError):
+                v = float("nan")
+            vals.append(v)
+        for kv, v in zip(ks, vals):
+            if not math.isnan(v) and v < -1e-12 * max(1.0, abs(v)):
+                return "negative value", (kv, v) + params
+        best_k, best_v = None, -math.inf
+        for kv, v in zip(ks, vals):
+            if math.isnan(v):
+                continue
+            if best_k is not None and best_v - v > 1e-9 * max(1.0, abs(best_v)):
+                return "decrease", (best_k, kv, best_v, v) + params
+            if v > best_v:
+                best_k, best_v = kv, v
+    return None
+
+
+def check_monotone(
+    formula: sympy.Expr | str,
+    var: str = "k",
+    strict: bool = False,
+    assumptions: Assumptions | None = None,
+) -> MonotoneCheck:
+    """Decide whether ``F(var)`` is non-decreasing and non-negative for real ``var ≥ 0``.
+
+    Args:
+        formula: a sympy expression or a string (restricted parsing, see the module).
+        var: the distance variable.
+        strict: recorded for symmetry with :func:`require_monotone`; never raises here.
+        assumptions: sympy assumptions per other symbol (default: positive).
+            ``{var: {"integer": True}}`` makes the distance an integer, enabling
+            the ``F(k+1) − F(k)`` rule.
+
+    Returns:
+        A :class:`MonotoneCheck`.
+
+    Raises:
+        InvalidArgument: the formula is not a safe, parseable expression.
+
+    Examples:
+        >>> check_monotone("b*Min(k + 1, n)").status
+        'proven'
+        >>> r = check_monotone("5 - k")
+        >>> r.status, r.counterexample
+        ('refuted', (5.25, -0.25))
+
+    References:
+        Nissim, Raskhodnikova, Smith (2007) (LS_k is non-decreasing in k);
+        Dwork, Lei (2009) (PTR needs a 1-Lipschitz distance).
+    """
+    del strict
+    assume: dict[str, Mapping[str, bool]] = dict(assumptions or {})
+    raw = _parse(formula, var, assume)
+    expr, k = _rebind(raw, var, {s: a for s, a in assume.items() if s != var})
+    integer_k = bool(assume.get(var, {}).get("integer", False))
+    text = str(raw)
+    if _structural(expr, k):
+        return MonotoneCheck("proven", None, "structural rules (non-negative, non-decreasing terms)", text)
+    nonneg = expr.is_nonnegative
+    if nonneg is None:
+        nonneg = sympy.simplify(expr).is_nonnegative
+    if nonneg:
+        deriv = sympy.diff(expr, k)
+        if deriv.is_nonnegative or sympy.simplify(deriv).is_nonnegative:
+            return MonotoneCheck("proven", None, f"F >= 0 and dF/d{var} >= 0 (sympy assumptions)", text)
+        if integer_k:
+            ki = sympy.Symbol(var, integer=True, nonnegative=True)
+            step = sympy.simplify(expr.xreplace({k: ki + 1}) - expr.xreplace({k: ki}))
+            if step.is_nonnegative:
+                return MonotoneCheck("proven", None, f"F >= 0 and F({var}+1) - F({var}) >= 0 for integer {var}", text)
+    probe = expr
+    if integer_k:
+        probe = expr.xreplace({k: sympy.Symbol(var, integer=True, nonnegative=True)})
+    found = _numeric_refutation(probe, var, trials=12, seed=0)
+    if found is not None:
+        kind, cex = found
+        return MonotoneCheck("refuted", cex, f"numeric counterexample ({kind})", text)
+    return MonotoneCheck("unproven", None, "no structural rule, sign of the derivative undecided by sympy, no counterexample found", text)
+
+
+def require_monotone(
+    formula: sympy.Expr | str,
+    var: str = "k",
+    strict: bool = False,
+    assumptions: Assumptions | None = None,
+) -> MonotoneCheck:
+    """:func:`check_monotone`, raising for refuted formulas (and unproven ones when ``strict``).
+
+    Raises:
+        InvalidArgument: refuted (the message shows the counterexample), or
+            unproven with ``strict=True``.
+
+    Examples:
+        >>> require_monotone("k + 1").status
+        'proven'
+        >>> require_monotone("(k - 3)**2")
+        Traceback (most recent call last):
+        ...
+        dpalg._errors.InvalidArgument: require_monotone: formula='(k - 3)**2' is refused: ...
+
+    References:
+        DESIGN.md §3 ("symbolic checks fail closed").
+    """
+    result = check_monotone(formula, var, strict, assumptions)
+    if result.status == "refuted":
+        raise InvalidArgument("require_monotone", "formula", result.formula,
+                              f"is refused: not non-decreasing/non-negative in {var}; counterexample {result.counterexample}")
+    if strict and result.status == "unproven":
+        raise InvalidArgument("require_monotone", "formula", result.formula,
+                              f"is unproven monotone in {var} ({result.reason}); strict mode refuses it")
+    return result
+
+
+def spot_check_formula(
+    f_of_k: Callable[[int], float],
+    query: Query,
+    values: npt.NDArray[np.float64],
+    relation: Relation,
+    ks: tuple[int, ...] | list[int],
+) -> None:
+    """Refuse a user bound ``F`` that is below the query's exact LS_k on this data.
+
+    The message names only the failing k: never a data value, nor the true LS_k.
+
+    Raises:
+        InvalidArgument: ``F(k) < LS_k(values)`` for some ``k`` in ``ks``.
+
+    Examples:
+        >>> import numpy as np
+        >>> from dpalg.queries import Clip
+        >>> spot_check_formula(lambda k: 10.0, Query.median("x") | Clip(0, 10), np.array([1.0, 9.0]), "add_remove", (0, 3))
+
+    References:
+        DESIGN.md §3 (no error message prints private data).
+    """
+    ks_t = tuple(int(k) for k in ks)
+    if not ks_t:
+        return
+    profile = ls_profile(query, values, max(ks_t), relation)
+    for k in ks_t:
+        if not float(f_of_k(k)) >= float(profile[k]):
+            raise InvalidArgument("spot_check_formula", "f_of_k", f"F({k})",
+                                  f"is below the query's true local sensitivity at distance k={k} on this data: refused")

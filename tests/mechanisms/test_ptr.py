@@ -1,0 +1,232 @@
+"""Propose-test-release, PTR for the mode and stable histograms: exact privacy checks."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import sympy
+
+from dpalg import BOTTOM, ApproxDP, Clip, Compose, InvalidArgument, Query
+from dpalg.data import as_dataset
+from dpalg.mechanisms._ptr import LocalSensAtDistance, ProposeTest, PTRMode, ptr_cap
+from dpalg.mechanisms._stable_histogram import StableHistogram, stable_threshold
+from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
+from dpalg.noise import SeededRandomness, round_to_lattice
+
+DOMAIN = (0.0, 1.0, 2.0, 3.0)
+
+
+def _neighbours(max_n: int) -> list[tuple[tuple[float, ...], tuple[float, ...]]]:
+    pairs = []
+    for n in range(max_n):
+        for x in itertools.combinations_with_replacement(DOMAIN, n):
+            for v in DOMAIN:
+                y = tuple(sorted(x + (v,)))
+                pairs.extend([(x, y), (y, x)])
+    return pairs
+
+
+def _dl_cdf(m: int, eps: float) -> float:
+    """P[Z <= m] for Z discrete Laplace with scale 1/eps."""
+    p = math.exp(-eps)
+    return 1 - p ** (m + 1) / (1 + p) if m >= 0 else p ** (-m) / (1 + p)
+
+
+def _bottom_prob(gamma: int, eps: float, threshold_m: int) -> float:
+    """P[gamma + Z <= M]."""
+    return _dl_cdf(threshold_m - gamma, eps)
+
+
+def _release_pmf(center: int, t: float, window: np.ndarray) -> np.ndarray:
+    q = math.exp(-1 / t)
+    return (1 - q) / (1 + q) * q ** np.abs(window - center)
+
+
+def _hockey_stick(node: ProposeTest, x: tuple[float, ...], y: tuple[float, ...], threshold_m: int) -> float:
+    """Exact delta needed for P_x(S) <= e^(2 eps) P_y(S) + delta over all events S."""
+    eps = float(node.epsilon)
+    q = node.query
+    vx, vy = np.array(x), np.array(y)
+    vx = np.clip(vx, 0, 3)
+    vy = np.clip(vy, 0, 3)
+    ax = _bottom_prob(node.distance(vx), eps, threshold_m)
+    ay = _bottom_prob(node.distance(vy), eps, threshold_m)
+    k = node.lattice_k()
+    t = float(node.release_scale() / Fraction(2) ** k)
+    from dpalg.mechanisms._ptr import exact_value
+
+    cx = int(round_to_lattice(np.array([exact_value(q, vx)]), k)[0])
+    cy = int(round_to_lattice(np.array([exact_value(q, vy)]), k)[0])
+    window = np.arange(min(cx, cy) - int(80 * t) - 5, max(cx, cy) + int(80 * t) + 6)
+    e2 = math.exp(2 * eps)
+    rel = np.maximum(0.0, (1 - ax) * _release_pmf(cx, t, window) - e2 * (1 - ay) * _release_pmf(cy, t, window)).sum()
+    return max(0.0, ax - e2 * ay) + float(rel)
+
+
+def _median_node(delta: str = "0.01") -> ProposeTest:
+    return ProposeTest(Query.median("v") | Clip(0, 3), bound="0.5", epsilon="0.5", delta=delta, granularity=-2)
+
+
+def test_ptr_exact_privacy_on_all_neighbours() -> None:
+    node = _median_node()
+    m = ceil_log_inv_delta_over_eps(node.epsilon, node.delta) - 1
+    worst = max(_hockey_stick(node, x, y, m) for x, y in _neighbours(4))
+    assert worst <= float(node.delta)
+
+
+def test_seed_002_threshold_is_caught() -> None:
+    """Seed 002's threshold log(2/delta)/(2 eps) lets unstable datasets through far too often."""
+    node = _median_node()
+    eps, delta = node.epsilon, node.delta
+    seed_m = math.ceil(math.log(2 / float(delta)) / (2 * float(eps))) - 1
+    worst = max(_hockey_stick(node, x, y, seed_m) for x, y in _neighbours(4))
+    assert worst > float(delta)
+
+
+def test_ptr_threshold_against_sympy() -> None:
+    for eps, delta in [("1", "1e-6"), ("0.5", "1e-7"), ("0.1", "0.01"), ("3", "1e-9")]:
+        e, d = Fraction(eps), Fraction(delta)
+        exact = sympy.ceiling(sympy.log(1 / sympy.Rational(d.numerator, d.denominator)) / sympy.Rational(e.numerator, e.denominator))
+        assert ceil_log_inv_delta_over_eps(e, d) == int(exact)
+
+
+def test_ptr_release_distribution_matches_model() -> None:
+    """The implementation releases ⊥ with the model's probability (links code and proof)."""
+    node = ProposeTest(Query.median("v") | Clip(0, 3), bound="0.5", epsilon=1, delta="0.2", granularity=-2)
+    x = (0.0, 1.0, 1.0, 2.0, 3.0)
+    values = np.array(x)
+    m = ceil_log_inv_delta_over_eps(node.epsilon, node.delta) - 1
+    p_bottom = _bottom_prob(node.distance(values), 1.0, m)
+    rng = SeededRandomness(4)
+    data = as_dataset({"v": values})
+    outs = [node.release(data, rng) for _ in range(6000)]
+    freq = sum(o is BOTTOM for o in outs) / len(outs)
+    assert abs(freq - p_bottom) < 4 * math.sqrt(p_bottom * (1 - p_bottom) / 6000) + 1e-3
+
+
+def test_mean_of_ages_example() -> None:
+    """Seed 002's setting: ages in [0, 100], bound b = 0.005 on n = 10^5 rows.
+
+    The test passes (LS_k stays ≈ 100/n far beyond the cap) and the error is the
+    declared Laplace scale b/ε, not the worst-case add/remove sensitivity of a
+    mean with unknown n (the full range, 100).
+    """
+    gen = np.random.default_rng(0)
+    ages = np.clip(gen.normal(40, 12, size=100_000).round(), 0, 100)
+    data = as_dataset({"age": ages})
+    q = Query.mean("age") | Clip(0, 100)
+    truth = float(np.mean(ages))
+    ptr = ProposeTest(q, bound="0.005", epsilon="0.5", delta="1e-6")
+    rng = SeededRandomness(1)
+    outs = [ptr.release(data, rng) for _ in range(60)]
+    assert all(v is not BOTTOM for v in outs)  # n is large: the test passes
+    err = float(np.mean([abs(float(v) - truth) for v in outs]))  # type: ignore[arg-type]
+    scale = float(ptr.release_scale())
+    assert 0.5 * scale < err < 1.6 * scale  # E|Lap(s)| = s
+    assert err < 1e-3 * 100 / 1  # versus the naive bound: GS of a mean with unknown n is 100
+
+
+def test_local_sens_formula_verdicts() -> None:
+    q = Query.mean("v") | Clip(0, 100)
+    ok = LocalSensAtDistance(q, "(upper - lower) / Max(n - k, 1)")
+    assert ok.check().status in ("proven", "unproven")
+    with pytest.raises(InvalidArgument, match="counterexample|refuted"):
+        LocalSensAtDistance(q, "5 - k")
+    with pytest.raises(InvalidArgument):
+        LocalSensAtDistance(q, "__import__('os')")
+
+
+def test_local_sens_formula_below_true_ls_is_refused() -> None:
+    q = Query.median("v") | Clip(0, 3)
+    wrong = LocalSensAtDistance(q, "k / 1000")
+    node = ProposeTest(wrong, bound="0.5", epsilon="0.5", delta="0.01")
+    data = as_dataset({"v": np.array([0.0, 3.0, 3.0, 0.0])})
+    with pytest.raises(InvalidArgument) as info:
+        node.release(data, SeededRandomness(0))
+    assert "3.0" not in str(info.value) and "k=" in str(info.value)
+
+
+def test_ptr_plan_checks_and_runs() -> None:
+    q = Query.median("v") | Clip(0, 100)
+    plan = Compose(ProposeTest(q, bound=1, epsilon="0.5", delta="1e-6"), PTRMode(Query.mode("g"), epsilon="0.5", delta="1e-6"))
+    d = plan.check(ApproxDP("1.5", "2e-6"))
+    assert d.cost == ApproxDP("1.5", "2e-6")
+    data = {"v": np.linspace(0, 100, 10_001), "g": np.array([1] * 8000 + [2] * 2001)}
+    out = plan.run(data, rng=3).value
+    assert isinstance(out, tuple) and abs(float(out[0]) - 50) < 5 and out[1] == 1.0  # type: ignore[arg-type]
+
+
+def test_ptr_mode_bottom_when_unstable() -> None:
+    node = PTRMode(Query.mode("g"), epsilon=1, delta="1e-6")
+    data = as_dataset({"g": np.array([1, 2] * 50)})
+    assert all(node.release(data, SeededRandomness(s)) is BOTTOM for s in range(20))
+
+
+def test_stable_histogram_exact_delta_and_broken_threshold() -> None:
+    for eps, delta in [(Fraction(1), Fraction(1, 10**6)), (Fraction(1, 2), Fraction(1, 10**9)), (Fraction(2), Fraction(1, 100))]:
+        p = math.exp(-float(eps))
+        keep = stable_threshold(eps, delta)
+        # a key going 0 -> 1 appears iff 1 + Z >= keep
+        assert p ** (keep - 1) / (1 + p) <= float(delta)
+    eps, delta = Fraction(1), Fraction(1, 10**6)
+    broken_keep = stable_threshold(eps, delta) - 1
+    p = math.exp(-1)
+    assert p ** (broken_keep - 1) / (1 + p) > float(delta)
+
+
+def test_stable_histogram_frequency_matches_model() -> None:
+    node = StableHistogram(Query.histogram("k"), epsilon=1, delta="0.05")
+    keep = stable_threshold(node.epsilon, node.delta)
+    p = math.exp(-1)
+    expected = p ** (keep - 1) / (1 + p)
+    data = as_dataset({"k": np.array(["rare"] + ["common"] * 100, dtype=object)})
+    rng = SeededRandomness(2)
+    runs = [node.release(data, rng) for _ in range(20_000)]
+    freq = sum("rare" in r for r in runs) / len(runs)  # type: ignore[operator]
+    assert abs(freq - expected) < 4 * math.sqrt(expected / 20_000)
+    assert all("common" in r for r in runs)  # type: ignore[operator]
+
+
+def test_stable_histogram_many_and_unseen_keys() -> None:
+    gen = np.random.default_rng(0)
+    keys = gen.zipf(1.5, size=200_000)
+    node = StableHistogram(Query.histogram("k"), epsilon=1, delta="1e-8")
+    out = node.release(as_dataset({"k": keys}), SeededRandomness(0))
+    assert isinstance(out, dict)
+    truth = Counter(keys.tolist())
+    assert 1 in out and abs(out[1] - truth[1]) < 40
+    assert all(truth[k] > 0 for k in out)  # never a key absent from the data
+    listed = StableHistogram(Query.histogram("k", keys=(1, 2, 10**9)), epsilon=1, delta="1e-8")
+    out2 = listed.release(as_dataset({"k": keys}), SeededRandomness(0))
+    assert isinstance(out2, dict) and set(out2) <= {1, 2}
+
+
+def test_ptr_cap_is_safe() -> None:
+    assert ptr_cap(Fraction(1), Fraction(1, 10**6)) == 14 + 40
+
+
+@pytest.mark.parametrize(
+    ("build", "owner", "field"),
+    [
+        (lambda: ProposeTest(Query.median("v"), bound=1, epsilon=1, delta="1e-6"), "ProposeTest", "query"),
+        (lambda: ProposeTest(Query.sum("v") | Clip(0, 1), bound=1, epsilon=1, delta="1e-6"), "ProposeTest", "target"),
+        (lambda: ProposeTest(Query.median("v") | Clip(0, 1), bound=0, epsilon=1, delta="1e-6"), "ProposeTest", "bound"),
+        (lambda: ProposeTest(Query.median("v") | Clip(0, 1), bound=1, epsilon=1, delta=0), "ProposeTest", "delta"),
+        (lambda: ProposeTest(Query.median("v") | Clip(0, 1), bound=1, epsilon=-1, delta="0.1"), "ProposeTest", "epsilon"),
+        (lambda: PTRMode(Query.median("v"), epsilon=1, delta="0.1"), "PTRMode", "query"),
+        (lambda: PTRMode(Query.mode("v"), epsilon=1, delta="1"), "PTRMode", "delta"),
+        (lambda: StableHistogram(Query.count(), epsilon=1, delta="0.1"), "StableHistogram", "query"),
+        (lambda: StableHistogram(Query.histogram("k"), epsilon=0, delta="0.1"), "StableHistogram", "epsilon"),
+        (lambda: LocalSensAtDistance(Query.median("v") | Clip(0, 1), ""), "LocalSensAtDistance", "formula"),
+        (lambda: LocalSensAtDistance(Query.median("v") | Clip(0, 1), "k", params={"k": 1}), "LocalSensAtDistance", "params"),
+    ],
+)
+def test_invalid_ptr_arguments(build: object, owner: str, field: str) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        build()  # type: ignore[operator]
+    assert info.value.owner == owner and info.value.field == field

@@ -1,0 +1,107 @@
+"""Table-driven tests of the sympy monotonicity checker and the LS_k spot check."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy
+
+from dpalg._errors import InvalidArgument
+from dpalg.queries import Clip, Query
+from dpalg.sensitivity._sympy_check import check_monotone, require_monotone, spot_check_formula
+
+N_INT = {"n": {"integer": True, "positive": True}}
+
+
+@pytest.mark.parametrize(
+    "formula",
+    ["k + 1", "2**k", "(k+1)*b", "b*Min(k+1, n)", "Max(k - 3, 0)", "sqrt(k) + 1", "(k+1)/(k+2)", "ceiling(k/2)", "exp(k/b)"],
+)
+def test_proven(formula: str) -> None:
+    result = check_monotone(formula, assumptions=N_INT)
+    assert result.status == "proven", result
+    assert result.counterexample is None
+    assert require_monotone(formula, strict=True, assumptions=N_INT).status == "proven"
+
+
+def test_proven_sympy_expression() -> None:
+    k, b = sympy.symbols("k b")
+    assert check_monotone((k + 1) * b).status == "proven"
+
+
+@pytest.mark.parametrize(
+    ("formula", "kind"),
+    [("5 - k", 2), ("(k-3)**2", 4), ("k**2 - 3*k + 3", 4), ("n - k", 2), ("b/(k+1)", 4)],
+)
+def test_refuted_with_counterexample(formula: str, kind: int) -> None:
+    result = check_monotone(formula, assumptions=N_INT)
+    assert result.status == "refuted"
+    assert result.counterexample is not None
+    cex = result.counterexample
+    if kind == 2:
+        k0, v = cex[0], cex[1]
+        assert isinstance(v, float) and v < 0
+        assert isinstance(k0, (int, float)) and k0 >= 0
+    else:
+        k1, k2, f1, f2 = cex[:4]
+        assert isinstance(k1, (int, float)) and isinstance(k2, (int, float))
+        assert isinstance(f1, float) and isinstance(f2, float)
+        assert 0 <= k1 < k2 and f1 > f2
+    with pytest.raises(InvalidArgument, match="counterexample"):
+        require_monotone(formula, assumptions=N_INT)
+
+
+def test_refuted_counterexample_is_real() -> None:
+    result = check_monotone("(k-3)**2")
+    assert result.counterexample is not None
+    k1, k2, f1, f2 = result.counterexample[:4]
+    assert isinstance(k1, float) and isinstance(k2, float)
+    assert f1 == pytest.approx((k1 - 3) ** 2) and f2 == pytest.approx((k2 - 3) ** 2)
+
+
+@pytest.mark.parametrize("formula", ["exp(k) - 1", "k + sin(k)"])
+def test_honest_unproven(formula: str) -> None:
+    """Both are non-negative and non-decreasing on k >= 0, but sympy cannot show it.
+
+    ``exp(k) - 1``: the assumptions system does not derive ``exp(k) >= 1`` from
+    ``k >= 0`` (``(exp(k) - 1).is_nonnegative`` is None), and the structural rules
+    do not cover a subtracted constant. ``k + sin(k)``: the derivative
+    ``1 + cos(k)`` is >= 0 but sympy's assumptions only bound ``cos`` when
+    asked through inequalities, so ``is_nonnegative`` is None. No grid point
+    refutes either, so the verdict is *unproven*: accepted non-strictly, refused strictly.
+    """
+    result = check_monotone(formula)
+    assert result.status == "unproven"
+    assert require_monotone(formula).status == "unproven"
+    with pytest.raises(InvalidArgument, match="strict"):
+        require_monotone(formula, strict=True)
+
+
+def test_integer_step_rule() -> None:
+    # floor(k/2) is non-decreasing; with integer k the difference rule applies or structure does
+    assert check_monotone("k*(k+1)/2", assumptions={"k": {"integer": True}}).status == "proven"
+
+
+@pytest.mark.parametrize(
+    "formula",
+    ["__import__('os')", "k.func", "lambda k: k", "import os", "k; k", "(k).args", "k.__class__"],
+)
+def test_unsafe_strings_rejected(formula: str) -> None:
+    with pytest.raises(InvalidArgument):
+        check_monotone(formula)
+
+
+def test_decimal_numbers_allowed() -> None:
+    assert check_monotone("0.5*k + 1.5").status == "proven"
+
+
+def test_spot_check_refuses_without_leaking() -> None:
+    query = Query.median("x") | Clip(0, 1000)
+    values = np.array([123.0, 456.0, 789.0])
+    spot_check_formula(lambda k: 1000.0, query, values, "add_remove", (0, 1, 2, 5))
+    with pytest.raises(InvalidArgument) as info:
+        spot_check_formula(lambda k: 1.0 if k < 2 else 1000.0, query, values, "add_remove", (0, 1, 2))
+    message = str(info.value)
+    assert "k=0" in message
+    for secret in ("123", "456", "789", "333", "666"):
+        assert secret not in message
