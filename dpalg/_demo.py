@@ -18,7 +18,8 @@ import numpy.typing as npt
 from dpalg import ApproxDP, Clip, Compose, PureDP, PureToApprox, Query, ZCDPToApprox
 from dpalg.graph._node import AbstractMeasurement
 from dpalg.measures import ApproxDP as _ApproxDP
-from dpalg.mechanisms import ExponentialQuantile, Gaussian, Laplace, NoisyMax, RatioKSW, ShiftedInverse, ShiftedInverseSearch
+from dpalg.mechanisms import ProposeTest, PTRMode
+from dpalg.mechanisms import ExponentialQuantile, Gaussian, Laplace, NoisyMax, PrivateRatio, ShiftedInverse, ShiftedInverseSearch
 
 __all__ = ["demo_plan", "run_demo", "synthetic_data"]
 
@@ -50,13 +51,17 @@ def demo_plan() -> AbstractMeasurement[_ApproxDP]:
         Laplace(Query.histogram("region", keys=REGIONS), epsilon="0.2"),
         ExponentialQuantile(Query.median("income") | Clip(0, 500_000), epsilon="0.25"),
         NoisyMax(Query.histogram("region", keys=REGIONS), epsilon="0.05"),
-        RatioKSW("clicked", epsilon="0.2"),
+        PrivateRatio("clicked").ksw(epsilon="0.2"),
     )
     zcdp_part = Compose(
         Gaussian(Query.sum("age") | Clip(0, 100), rho="0.005"),
         Gaussian(Query.count_distinct("age"), rho="0.005"),
     )
-    return Compose(PureToApprox(pure_part), ZCDPToApprox(zcdp_part, delta="1e-7"))
+    ptr_part = Compose(  # data-dependent releases: each may return ⊥
+        ProposeTest(Query.median("age") | Clip(0, 100), bound=1, epsilon="0.25", delta="1e-7"),
+        PTRMode(Query.mode("clicked"), epsilon="0.1", delta="1e-7"),
+    )
+    return Compose(PureToApprox(pure_part), ZCDPToApprox(zcdp_part, delta="1e-7"), ptr_part)
 
 
 DEMO_BUDGET = ApproxDP(3, "1e-5")
@@ -102,6 +107,8 @@ def run_demo(seed: int | None = None, rows: int = 100_000) -> int:
         ("click-through ratio", float(np.mean(data["clicked"].astype(np.float64)))),
         ("sum of ages", (Query.sum("age") | Clip(0, 100)).evaluate(ds)),
         ("distinct ages", Query.count_distinct("age").evaluate(ds)),
+        ("median age (PTR)", (Query.median("age") | Clip(0, 100)).evaluate(ds)),
+        ("modal clicked (PTR)", Query.mode("clicked").evaluate(ds)),
     ]
     parts = release.value
     assert isinstance(parts, tuple) and all(isinstance(p, tuple) for p in parts)

@@ -1,14 +1,18 @@
 """Mechanism nodes. Each cites its theorem and states its neighbouring relation."""
 
-from dpalg.mechanisms._bounded_local import BoundedLocalSensitivity, PrivateCount
+from dpalg.mechanisms._bounded_ls import BoundedLS, NoisyCount
 from dpalg.mechanisms._exponential import ExponentialQuantile, NoisyMax
 from dpalg.mechanisms._global import Gaussian, Laplace
-from dpalg.mechanisms._per_coord import PerCoordinateGaussian, PerCoordinateLaplace
-from dpalg.mechanisms._private_ratio import RatioKSW, RatioLocalSensitivity, RatioNaive
+from dpalg.mechanisms._per_coordinate import CalibratedGaussianSum, CalibratedLaplaceSum
+from dpalg.mechanisms._ratio import BoundedLSRatio, KSWRatio, NaiveRatio, PrivateRatio
+from dpalg.mechanisms._ptr import LocalSensAtDistance, ProposeTest, PTRMode
 from dpalg.mechanisms._shifted_inverse import ShiftedInverse, ShiftedInverseSearch, ShiftedInverseSearchZCDP
+from dpalg.mechanisms._stable_histogram import StableHistogram
 
 __all__ = [
-    "BoundedLocalSensitivity", "ExponentialQuantile", "Gaussian", "Laplace", "NoisyMax", "PerCoordinateGaussian",
-    "PerCoordinateLaplace", "PrivateCount", "RatioKSW", "RatioLocalSensitivity", "RatioNaive", "ShiftedInverse",
+    "LocalSensAtDistance", "ProposeTest", "PTRMode", "StableHistogram",
+    "BoundedLS", "BoundedLSRatio", "CalibratedGaussianSum", "CalibratedLaplaceSum",
+    "ExponentialQuantile", "Gaussian", "KSWRatio", "Laplace", "NaiveRatio", "NoisyCount", "NoisyMax",
+    "PrivateRatio", "ShiftedInverse",
     "ShiftedInverseSearch", "ShiftedInverseSearchZCDP",
 ]  # fmt: skip

@@ -63,6 +63,13 @@ __all__ = [
 ]
 
 BoundFunction = Callable[[Mapping[str, Fraction]], Fraction]
+ValueFunction = Callable[[Dataset], Fraction]
+Status = Literal["proven", "unproven", "refuted"]
+
+_GRANULARITY_BITS = 20  # the release lattice step is about 2**-20 of the noise scale
+_BOUND_BITS = 8  # ĝ is rounded up to 8 significant bits (at most 0.8% more noise)
+_ZERO_BOUND_K = -60  # lattice exponent when ĝ = 0 (f constant on all neighbours)
+_VALUE_SLACK = Fraction(1, 10**60)  # absolute error of an irrational f(x), evaluated numerically
 
 
 def parse_expression(text: str, names: Sequence[str], owner: str, field: str) -> sympy.Expr:
@@ -84,12 +91,6 @@ def parse_expression(text: str, names: Sequence[str], owner: str, field: str) ->
     if unknown:
         raise InvalidArgument(owner, field, text, f"uses unknown symbols {unknown}; allowed: {sorted(names)}")
     return expr
-ValueFunction = Callable[[Dataset], Fraction]
-Status = Literal["proven", "unproven", "refuted"]
-
-_GRANULARITY_BITS = 20  # the release lattice step is about 2**-20 of the noise scale
-_BOUND_BITS = 8  # ĝ is rounded up to 8 significant bits (at most 0.8% more noise)
-_ZERO_BOUND_K = -60  # lattice exponent when ĝ = 0 (f constant on all neighbours)
 
 
 # --- exact arithmetic: e^{-x} from above, the discrete Laplace tail ------------------
@@ -161,7 +162,8 @@ def tail_margin(scale: ExactLike, delta: ExactLike) -> int:
         return p_hi**m / (1 + p_hi)
 
     # float guess m ~ t ln(1/(δ(1+p))), then exact correction in both directions
-    guess = max(1, int(float(t) * (math.log(d.denominator) - math.log(d.numerator))))
+    log_inv_delta = math.log(d.denominator) - math.log(d.numerator)
+    guess = max(1, math.ceil(float(t) * (log_inv_delta - math.log1p(float(p_hi)))))
     m = guess
     while m > 1 and tail(m - 1) <= d:
         m -= 1
@@ -355,24 +357,76 @@ def _grid(symbols: Sequence[str], lower: Mapping[str, int]) -> list[dict[str, in
     ]
 
 
+class _NotRational(Exception):
+    """The expression leaves the rational operations (sqrt, log, ...): use sympy."""
+
+
+def _rational_eval(expr: sympy.Expr, point: Mapping[str, Fraction]) -> Fraction:
+    """Exact evaluation of +, ×, integer powers, Max and Min with Fractions (fast path).
+
+    Raises ZeroDivisionError where the expression is undefined and _NotRational
+    for any other operation.
+    """
+    if isinstance(expr, sympy.Symbol):
+        return point[expr.name]
+    if isinstance(expr, sympy.Rational):
+        return Fraction(int(expr.p), int(expr.q))
+    args = [_rational_eval(arg, point) for arg in expr.args]
+    if isinstance(expr, sympy.Add):
+        return sum(args, Fraction(0))
+    if isinstance(expr, sympy.Mul):
+        out = Fraction(1)
+        for v in args:
+            out *= v
+        return out
+    if isinstance(expr, sympy.Pow) and args[1].denominator == 1:
+        return args[0] ** int(args[1])
+    if isinstance(expr, sympy.Max):
+        return max(args)
+    if isinstance(expr, sympy.Min):
+        return min(args)
+    raise _NotRational
+
+
 def _evaluate(bound: sympy.Expr | BoundFunction, point: Mapping[str, Fraction]) -> Fraction | None:
     if isinstance(bound, sympy.Expr):
+        try:
+            return _rational_eval(bound, point)
+        except ZeroDivisionError:
+            return None
+        except _NotRational:
+            pass
         value = bound.subs({sympy.Symbol(k): sympy.Rational(v.numerator, v.denominator) for k, v in point.items()})
         if not value.is_finite or not value.is_real:
             return None
         return _to_fraction(value)
     try:
         return to_fraction(bound(point), owner="BoundedLS", field="bound(...)")
-    except ZeroDivisionError:
+    except (ArithmeticError, ValueError):
+        # undefined here (a zero division, or a recorded callable during an audit):
+        # the point is skipped by the check and ĝ falls back to GS / BOTTOM at release
         return None
 
 
-def _to_fraction(value: sympy.Expr) -> Fraction:
+def _approximate(value: sympy.Expr) -> Fraction:
+    """A rational within ``_VALUE_SLACK`` of the real, finite number ``value`` (exact if rational).
+
+    sympy's ``evalf`` returns the requested number of correct significant digits;
+    asking for 80 digits beyond the integer part leaves a margin of 20 digits
+    over the promised absolute error ``10**-60``.
+    """
     if value.is_Rational:
         return Fraction(int(value.p), int(value.q))
-    # irrational (sqrt, log): a rational upper bound; rounding up keeps ĝ a valid bound
-    approx = sympy.Rational(str(sympy.N(value, 40)))
-    return Fraction(int(approx.p), int(approx.q)) + Fraction(1, 10**30)
+    magnitude = abs(float(sympy.N(value, 15)))
+    digits = 80 + (max(0, int(math.log10(magnitude)) + 1) if magnitude > 0 else 0)
+    return Fraction(str(sympy.N(value, digits)))
+
+
+def _to_fraction(value: sympy.Expr) -> Fraction:
+    """An exact rational upper bound of ``value`` (ĝ may be irrational: sqrt, log)."""
+    if value.is_Rational:
+        return Fraction(int(value.p), int(value.q))
+    return _approximate(value) + _VALUE_SLACK  # rounding up keeps ĝ a valid bound
 
 
 def check_monotone(
@@ -556,11 +610,15 @@ class BoundedLS(AbstractPrimitive[ApproxDP]):
     ``domain`` limit, ĝ = ``bound`` at the interval ends (capped by
     ``global_sensitivity``); otherwise ĝ = ``global_sensitivity`` (bail out), or
     the output is ``BOTTOM`` when none is given. Step 3 (ε₂ = ``epsilon_release``):
-    f(x) is released by :func:`lattice_release` for sensitivity ĝ.
+    f(x) is released by :func:`lattice_release` for sensitivity ĝ (plus
+    :meth:`value_slack` when f may be irrational).
 
     Args:
         value: f, a sympy expression in the count names (evaluated exactly on the
-            true counts) or a function ``Dataset -> Fraction`` computing f exactly.
+            true counts; an irrational value within ``10**-60``, covered by
+            :meth:`value_slack`) or a function ``Dataset -> Fraction`` computing f
+            exactly. Where f is undefined (``a/b`` at ``b = 0``) the value is 0;
+            the user's LS claim must cover that convention.
         bound: ĝ, a sympy expression (or a function of a mapping) in the symbols
             ``<count>_lo`` and ``<count>_hi``. The user's claim: at the true counts
             (``_lo = _hi = count``) it is at least LS(f, x) whenever every count
@@ -641,7 +699,8 @@ class BoundedLS(AbstractPrimitive[ApproxDP]):
         """The bound symbols ĝ depends on (all of them for a Python function)."""
         expr = self._bound_expr()
         if isinstance(self.bound, str):
-            return tuple(sorted(str(sym) for sym in expr.free_symbols))  # type: ignore[union-attr]  # sympy.Expr
+            assert isinstance(expr, sympy.Expr)
+            return tuple(sorted(str(sym) for sym in expr.free_symbols))
         return tuple(f"{c.name}_{side}" for c in self.counts for side in ("lo", "hi"))
 
     def interval_ends(self) -> tuple[str, ...]:
@@ -706,11 +765,23 @@ class BoundedLS(AbstractPrimitive[ApproxDP]):
             value = expr.subs({sympy.Symbol(k): sympy.Integer(v) for k, v in counts.items()})
             if not value.is_finite or not value.is_real:
                 return Fraction(0)  # f undefined (e.g. a zero count): a fixed public value
-            if value.is_Rational:
-                return Fraction(int(value.p), int(value.q))
-            return Fraction(str(sympy.N(value, 40)))
+            return _approximate(value)  # exact, or within _VALUE_SLACK (see value_slack)
         assert not isinstance(self.value, str)
         return to_fraction(self.value(data), owner="BoundedLS", field="value(data)")
+
+    def value_slack(self) -> Fraction:
+        """How much the release widens ĝ to cover the numerical evaluation of f.
+
+        0 when f is a Python function (exact by contract) or a rational function
+        of the counts (always evaluated exactly); otherwise f(x) may be irrational
+        and is evaluated within ``10**-60`` on every dataset, so two neighbours'
+        evaluated values differ by at most ``ĝ + 2·10**-60``. The slack depends on
+        the expression only, never on the data.
+        """
+        expr = self._value_expr()
+        if expr is None or expr.is_rational_function(*sorted(expr.free_symbols, key=str)):
+            return Fraction(0)
+        return 2 * _VALUE_SLACK
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """The noisy f(x) as a float (lattice point), or ``BOTTOM`` on bail-out without GS."""
@@ -721,5 +792,5 @@ class BoundedLS(AbstractPrimitive[ApproxDP]):
             from dpalg._bottom import BOTTOM
 
             return BOTTOM
-        (out,) = lattice_release([self._f(data, true)], [g], self.epsilon_release, rng)
+        (out,) = lattice_release([self._f(data, true)], [g + self.value_slack()], self.epsilon_release, rng)
         return float(out)

@@ -75,7 +75,7 @@ def ptr_test_passes(gamma: int, epsilon: Fraction, delta: Fraction, rng: Abstrac
 
 def _formula(value: object) -> str:
     if isinstance(value, sympy.Basic):
-        return sympy.sstr(value)
+        return str(sympy.sstr(value))
     if not isinstance(value, str) or not value.strip():
         raise InvalidArgument("LocalSensAtDistance", "formula", value, "must be a sympy expression or a non-empty string")
     return value.strip()

@@ -27,6 +27,7 @@ from dpalg.mechanisms._bounded_ls import (
 from dpalg.mechanisms._ratio import PrivateRatio, ratio_local_sensitivity
 from dpalg.noise import SeededRandomness, discrete_laplace
 from dpalg.release import BOTTOM
+from dpalg.release._serialize import CallableStub, decode, encode
 
 COUNTS = (NoisyCount("a", where="in_a"), NoisyCount("b"))
 RATIO_BOUND = "Max(a_hi, b_hi - a_lo)/(b_lo**2 - b_lo)"
@@ -106,6 +107,9 @@ def test_round_up_bits() -> None:
         ("b_lo", ["b_lo"], {}, "refuted"),  # grows with a lower bound
         ("1/(a_hi + 1)", ["a_hi"], {}, "refuted"),  # falls with an upper bound
         ("(b_hi - a_lo)/(b_lo**2 - b_lo)", ["a_lo", "b_hi", "b_lo"], {"b_lo": 2}, "refuted"),  # negative numerator
+        # the seed listing's swap, written as an expression: a lower bound where an upper one is needed
+        ("Max(a_lo, b_hi - a_hi)/(b_lo**2 - b_lo)", ["a_hi", "a_lo", "b_hi", "b_lo"], {"b_lo": 2}, "refuted"),
+        ("1/(2*sqrt(b_lo - 1))", ["b_lo"], {"b_lo": 2}, "proven"),
         ("a_hi*sin(a_hi)", ["a_hi"], {}, "refuted"),
         ("a_hi + exp(-a_hi)", ["a_hi"], {}, "unproven"),  # true, but sympy cannot decide the sign of 1 - exp(-u)
     ],
@@ -264,3 +268,56 @@ def test_python_function_bound_and_value() -> None:
     assert node.interval_ends() == ("b_hi", "b_lo")
     assert "unproven" in node.privacy().notes[0]
     Compose(node).check(ApproxDP(2, "1e-3"))
+
+
+def test_count_names_are_plain_symbols() -> None:
+    """Count names such as N, E, S or I are symbols, never sympy constants or functions."""
+    node = BoundedLS("E/N", "1/(N_lo - 1)", (NoisyCount("E", where="in_a"), NoisyCount("N")),
+                     epsilon_bound=1, epsilon_release=1, delta="1e-3", domain={"N": 2})  # fmt: skip
+    assert node.symbols_used() == ("N_lo",)
+    assert node._f(as_dataset({"in_a": np.array([1.0, 0.0, 0.0])}), {"E": 1, "N": 3}) == Fraction(1, 3)
+
+
+def test_irrational_value_is_covered_by_the_slack() -> None:
+    """f = sqrt(b): LS_ar = sqrt(b) - sqrt(b - 1) <= 1/(2 sqrt(b - 1)). The value is evaluated
+    within 10**-60 and the release widens ĝ by 2·10**-60 (a constant of the expression)."""
+    node = BoundedLS("sqrt(b)", "1/(2*sqrt(b_lo - 1))", (NoisyCount("b"),), epsilon_bound=1, epsilon_release=1,
+                     delta="1e-3", domain={"b": 2}, strict=True)  # fmt: skip
+    assert node.value_slack() == Fraction(2, 10**60)
+    assert _node().value_slack() == 0  # a/b: a rational function, always exact
+    data = as_dataset({"x": np.zeros(5)})
+
+    def mp(x: Fraction) -> mpmath.mpf:
+        return mpmath.mpf(x.numerator) / x.denominator
+
+    with mpmath.workdps(100):
+        for b in (2, 3, 10, 10**6, 10**30):
+            assert abs(mp(node._f(data, {"b": b})) - mpmath.sqrt(b)) <= mpmath.mpf(10) ** -60
+    # the release step given ĝ >= LS is ε₂-DP for the evaluated values (exact, lattice units)
+    for b in range(3, 60):
+        g = node.bound_from_noisy({"b": b + node.margin()})  # an interval end exactly at the truth
+        assert g is not None and mp(g) >= mpmath.sqrt(b) - mpmath.sqrt(b - 1)
+        m, k, t = lattice_terms(node._f(data, {"b": b}), g + node.value_slack(), node.epsilon_release)
+        for b1 in (b - 1, b + 1):
+            m1, k1, t1 = lattice_terms(node._f(data, {"b": b1}), g + node.value_slack(), node.epsilon_release)
+            assert (k1, t1) == (k, t) and Fraction(abs(m - m1)) / t <= node.epsilon_release
+    plan = Compose(node)
+    plan.check(ApproxDP(2, "1e-3"))
+    out = plan.run(as_dataset({"x": np.zeros(400)}), rng=SeededRandomness(2)).value
+    assert isinstance(out, tuple) and isinstance(out[0], float) and abs(out[0] - 20) < 1
+
+
+def test_certificate_round_trip_and_recorded_callables() -> None:
+    """A plan rebuilt from its certificate has the same node; a recorded Python bound becomes
+    a stub that cannot run: the node is rebuilt as unproven and its cost is unchanged."""
+    node = _node(global_sensitivity=1)
+    assert decode(encode(node)) == node
+
+    def bound(v: Mapping[str, Fraction]) -> Fraction:
+        return 1 / (v["b_lo"] - 1)
+
+    with_function = BoundedLS("a/b", bound, COUNTS, epsilon_bound=1, epsilon_release=1, delta="1e-3", domain={"b": 2})
+    rebuilt = decode(encode(with_function))
+    assert isinstance(rebuilt, BoundedLS) and isinstance(rebuilt.bound, CallableStub)
+    assert rebuilt.cost() == with_function.cost() and "unproven" in rebuilt.privacy().notes[0]
+    assert rebuilt.bound_from_noisy({"a": 5, "b": 500}) is None  # the stub never yields a bound

@@ -85,6 +85,29 @@ def test_laplace_constants_symbolic() -> None:
 # --- exact rational calibration -------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("kind", ["gaussian", "laplace"])
+@pytest.mark.parametrize("p", [Fraction(1, 2), Fraction(1), Fraction(2), Fraction(4)])
+def test_chosen_parameters_have_exactly_the_target_privacy_in_sympy(kind: str, p: Fraction) -> None:
+    """The rational σ_i² (b_i) chosen for Δ_i = 2^-i (and an odd 3/7) give exactly ρ (ε) in sympy."""
+    deltas = DELTAS + [Fraction(3, 7)]
+
+    def rat(x: Fraction) -> sympy.Rational:
+        return sympy.Rational(x.numerator, x.denominator)
+
+    if kind == "gaussian":
+        params = calibrate_gaussian(deltas, Fraction(3, 10), p)
+        cost = sympy.Add(*[rat(d) ** 2 / (2 * rat(v)) for d, v in zip(deltas, params)])
+    else:
+        params = calibrate_laplace(deltas, Fraction(3, 10), p)
+        cost = sympy.Add(*[rat(d) / rat(b) for d, b in zip(deltas, params)])
+    assert cost == sympy.Rational(3, 10)
+    # the shape is Lebeda-Pagh's (up to the 24-bit rounding of the weights)
+    e = 2 / (float(p) + 2) if kind == "gaussian" else 1 / (float(p) + 1)
+    spread = [math.sqrt(float(v)) if kind == "gaussian" else float(v) for v in params]
+    ratios = [sp / float(d) ** e for sp, d in zip(spread, deltas)]
+    assert max(ratios) / min(ratios) < 1 + 1e-6
+
+
 @pytest.mark.parametrize("p", [Fraction(1), Fraction(2), Fraction(7, 2)])
 def test_calibration_is_exact_and_near_optimal(p: Fraction) -> None:
     rng = np.random.default_rng(0)  # picks test cases only

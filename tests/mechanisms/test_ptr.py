@@ -44,7 +44,8 @@ def _bottom_prob(gamma: int, eps: float, threshold_m: int) -> float:
 
 def _release_pmf(center: int, t: float, window: np.ndarray) -> np.ndarray:
     q = math.exp(-1 / t)
-    return (1 - q) / (1 + q) * q ** np.abs(window - center)
+    out: np.ndarray = (1 - q) / (1 + q) * q ** np.abs(window - center)
+    return out
 
 
 def _hockey_stick(node: ProposeTest, x: tuple[float, ...], y: tuple[float, ...], threshold_m: int) -> float:
@@ -116,6 +117,8 @@ def test_mean_of_ages_example() -> None:
     declared Laplace scale b/ε, not the worst-case add/remove sensitivity of a
     mean with unknown n (the full range, 100).
     """
+    from dpalg.mechanisms import Laplace
+
     gen = np.random.default_rng(0)
     ages = np.clip(gen.normal(40, 12, size=100_000).round(), 0, 100)
     data = as_dataset({"age": ages})
@@ -128,7 +131,12 @@ def test_mean_of_ages_example() -> None:
     err = float(np.mean([abs(float(v) - truth) for v in outs]))  # type: ignore[arg-type]
     scale = float(ptr.release_scale())
     assert 0.5 * scale < err < 1.6 * scale  # E|Lap(s)| = s
-    assert err < 1e-3 * 100 / 1  # versus the naive bound: GS of a mean with unknown n is 100
+    # Global-sensitivity Laplace mean at the same total ε = 1 (noisy sum / noisy count,
+    # ε/2 each). With PTR's cost stated honestly as 2ε (the seed charges ε), the
+    # sum/count split wins on a mean — as seed 002 itself concludes.
+    lap = Laplace(q, epsilon=1)
+    lap_err = float(np.mean([abs(float(lap.release(data, rng)) - truth) for _ in range(60)]))  # type: ignore[arg-type]
+    assert lap_err < err < 20 * lap_err
 
 
 def test_local_sens_formula_verdicts() -> None:
@@ -158,7 +166,7 @@ def test_ptr_plan_checks_and_runs() -> None:
     assert d.cost == ApproxDP("1.5", "2e-6")
     data = {"v": np.linspace(0, 100, 10_001), "g": np.array([1] * 8000 + [2] * 2001)}
     out = plan.run(data, rng=3).value
-    assert isinstance(out, tuple) and abs(float(out[0]) - 50) < 5 and out[1] == 1.0  # type: ignore[arg-type]
+    assert isinstance(out, tuple) and abs(float(out[0]) - 50) < 5 and out[1] == 1.0
 
 
 def test_ptr_mode_bottom_when_unstable() -> None:
