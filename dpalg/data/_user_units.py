@@ -16,9 +16,15 @@ Data policy (in addition to the one of :mod:`dpalg.data._dataset`):
 * a ``NaN``/``None`` value means "no value": the row is dropped, but its user
   still exists (a user whose rows are all missing contributes 0, or no value);
 * :func:`per_unit_sums` clamps each *user's total* to ``[0, +max float]``:
-  ``max(sum, 0)`` is the monotone envelope ``max over sub-multisets of users``
-  of the signed user sum (seed 004, "Monotonicity Assumption"), and an
-  overflowing or ``+inf`` total becomes the largest finite float64.
+  ``max(sum, 0)`` makes the user sum monotone (removing a user removes a
+  non-negative term; seed 004, Eq. 3), and an overflowing or ``+inf`` total
+  becomes the largest finite float64. The clamp acts on one user's total only,
+  so it is unit-local and costs no privacy; raising an error instead would
+  reveal that some user's total is negative;
+* :func:`per_unit_max` maps ``+inf`` to the largest finite float64 (``-inf``
+  means "below everything", like a user without values), so every entry is
+  finite or ``-inf`` and no release path can fail because one user holds
+  ``+inf`` (a data-dependent error would itself leak).
 
 The order of units is the sorted order of their ids (``np.unique``). Results are
 plain numpy arrays; nothing here draws randomness or prints values.
@@ -165,6 +171,8 @@ def per_unit_sums(ids: npt.ArrayLike, values: npt.ArrayLike) -> npt.NDArray[np.f
 def per_unit_max(ids: npt.ArrayLike, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Each user's largest value (``-inf`` for a user with no values).
 
+    ``+inf`` becomes the largest finite float64 (see the module docstring).
+
     Examples:
         >>> per_unit_max([1, 2, 1, 3], [4.0, 9.0, 7.0, float("nan")]).tolist()
         [7.0, 9.0, -inf]
@@ -174,7 +182,7 @@ def per_unit_max(ids: npt.ArrayLike, values: npt.ArrayLike) -> npt.NDArray[np.fl
     _check_lengths(inv.shape[0], vals.shape[0], "per_unit_max")
     keep = ~np.isnan(vals)
     out = np.full(n_units, -np.inf, dtype=np.float64)
-    np.maximum.at(out, inv[keep], vals[keep])
+    np.maximum.at(out, inv[keep], np.minimum(vals[keep], _FMAX))
     return out
 
 

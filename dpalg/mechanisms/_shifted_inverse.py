@@ -5,18 +5,28 @@ column named by the query's ``user=``).
 
 For a monotone f (f(x′) ≤ f(x) when x′ ⊆ x) the loss ℓ(x, y) = min number of
 users to delete so that f ≤ y has global sensitivity 1 (seed 004, Prop. 3), and
-so does ℓ̄ (strict <). Three releases are built on it:
+so does ℓ̄ (strict <). The output domain Y = [y_lo, y_hi] is an integer
+interval, so every form works with the integer-valued monotone query ⌊f⌋
+(:meth:`UserLoss.floored`; Theorem 4 assumes f maps into Y, and a fractional
+float sum does not). Three releases are built on it:
 
 * :class:`ShiftedInverse` — the exponential mechanism on
-  ℓ*(x, y) = max{ℓ(x, y) − τ, τ − ℓ̄(x, y)} over an integer domain Y (seed 004,
-  Theorem 4): ε-DP, and P[f(x) ≥ M(x) ≥ f(x) − DS^{2τ}_f(x)] ≥ 1 − β with
-  τ = ⌈(2/ε) ln(|Y|/β)⌉. Runs of equal ℓ* are weighted in one exact step.
+  ℓ*(x, y) = max{ℓ(x, y) − τ, τ − ℓ̄(x, y)} over Y (seed 004, Theorem 4 and
+  footnote 4): ε-DP, and P[⌊f(x)⌋ ≥ M(x) ≥ ⌊f(x)⌋ − DS^{2τ}_{⌊f⌋}(x)] ≥ 1 − β
+  with τ = ⌈(2/ε) ln(|Y|/β)⌉. Runs of equal ℓ* are weighted in one exact step.
 * :class:`ShiftedInverseSearch` — noisy binary search on y with exact discrete
-  Laplace noise on ℓ (seed 004, Section "binary search"): ε-DP by basic
-  composition of I = ⌈log2(|Y| − 1)⌉ steps of (1/σ)-DP, σ = I/ε.
+  Laplace noise on ℓ (seed 004, "binary search"): ε-DP by basic composition of
+  at most I = ⌈log2 |Y|⌉ steps of (1/σ)-DP, σ = I/ε.
 * :class:`ShiftedInverseSearchZCDP` — the same with discrete Gaussian noise:
   each step is 1/(2σ²)-zCDP, σ² = I/(2ρ), so ρ-zCDP in total (seed 004,
-  Theorem 5 and footnote 6).
+  Theorem 5 and footnote 6; Canonne–Kamath–Steinke 2020, Theorem 4).
+
+The approximate-DP form of the seed's Theorem 6 (generalized interior point,
+τ = (log(1/δ)/ε)·2^{O(log* |Y|)}) is not implemented: its constants are not
+explicit in the seed. For (ε, δ)-DP convert the zCDP form (``ZCDPToApprox``).
+
+The utility statements assume y_lo ≤ ⌊f(x)⌋ ≤ y_hi (f maps into Y); privacy
+holds for every dataset. The proof sketches are in docs/mechanisms/shifted_inverse.md.
 """
 
 from __future__ import annotations
@@ -30,7 +40,7 @@ import numpy as np
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
-from dpalg.data import Dataset, Neighbouring, per_unit_max, per_unit_row_counts, per_unit_sums
+from dpalg.data import Dataset, Neighbouring, per_unit_max, per_unit_row_counts, per_unit_sums, unit_count
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ZCDP, PureDP
 from dpalg.mechanisms._common import positive_param
@@ -68,31 +78,57 @@ def _beta(owner: str, value: ExactLike) -> Fraction:
 
 
 def user_loss(query: Query, data: Dataset, floor: int) -> UserLoss:
-    """The loss object of a user-level query, read through the per-unit reductions."""
+    """The loss of ``⌊f⌋`` that every shifted-inverse form uses, read through the per-unit reductions.
+
+    Args:
+        query: a validated user-level query (see :data:`SHIFTED_KINDS`).
+        data: the dataset.
+        floor: ``y_lo`` of the output domain; for ``user_max`` it is ``f(∅)``
+            (``f = max(y_lo, largest value)``), for the other kinds ``f(∅) = 0``.
+
+    Returns:
+        The :meth:`UserLoss.floored` loss (integer-valued ``⌊f⌋``). A ``Clip``
+        on the query clips every row first (a row-local, monotone-preserving
+        transformation); user sums then clamp each user's total at 0.
+
+    Privacy: not a mechanism; ``ℓ`` and ``ℓ̄`` of the result have global
+    sensitivity 1 under add/remove of one user (seed 004, Prop. 3).
+    """
     assert query.user is not None
     ids = data.column(query.user)
     match query.kind:
         case "user_sum":
             assert query.column is not None
             values = data.numeric(query.column)
-            if query.upper is not None:  # clip rows to [lower, upper] (lower >= 0 checked)
-                values = np.clip(values, float(query.lower or 0), float(query.upper))
-            return UserLoss.user_sum(per_unit_sums(ids, values))
+            if query.lower is not None and query.upper is not None:  # lower >= 0 checked at construction
+                values = np.clip(values, float(query.lower), float(query.upper))
+            loss = UserLoss.user_sum(per_unit_sums(ids, values))
         case "user_count":
-            return UserLoss.row_count(np.ones(int(np.unique(ids).size), dtype=np.int64))
+            loss = UserLoss.row_count(np.ones(unit_count(ids), dtype=np.int64))
         case "count":
-            return UserLoss.row_count(per_unit_row_counts(ids))
+            column = None if query.column is None else data.column(query.column)
+            loss = UserLoss.row_count(per_unit_row_counts(ids, column))  # non-missing values when a column is named
         case "user_max":
             assert query.column is not None
-            return UserLoss.user_max(per_unit_max(ids, data.numeric(query.column)), floor=floor)
+            values = data.numeric(query.column)
+            if query.lower is not None and query.upper is not None:
+                values = np.clip(values, float(query.lower), float(query.upper))
+            loss = UserLoss.user_max(per_unit_max(ids, values), floor=floor)
         case _:
             raise AssertionError(query.kind)
+    return loss.floored()
 
 
 def search_steps(domain: tuple[int, int]) -> int:
-    """Iterations of the binary search: at most ⌈log2(|Y| − 1)⌉ (|Y| ≥ 2)."""
+    """Iterations of the binary search: at most I = ⌈log2 |Y|⌉ (|Y| ≥ 2).
+
+    The search keeps ``y_lo − 1 <= i_min < i_max <= y_hi``; the gap
+    ``i_max − i_min`` starts at ``|Y|`` and becomes at most ``⌈gap/2⌉`` per
+    step, so it stops after at most ``⌈log2 |Y|⌉`` steps
+    (``(|Y| − 1).bit_length()``).
+    """
     size = domain[1] - domain[0] + 1
-    return max(1, (size - 2).bit_length())
+    return max(1, (size - 1).bit_length())
 
 
 def _neighbouring(query: Query) -> Neighbouring:
@@ -129,11 +165,13 @@ class ShiftedInverse(AbstractPrimitive[PureDP]):
         beta: failure probability of the utility guarantee.
 
     Privacy guarantee:
-        ε-DP for adding or removing one user with all their rows. ℓ and ℓ̄ have
-        global sensitivity 1 (seed 004, Prop. 3), hence so does ℓ*; sampling
-        y ∝ exp(−ε·ℓ*(x, y)/2) exactly over Y is the exponential mechanism
-        (McSherry–Talwar 2007). Utility: P[f(x) ≥ M(x) ≥ f(x) − DS^{2τ}_f(x)]
-        ≥ 1 − β, τ = ⌈(2/ε) ln(|Y|/β)⌉.
+        ε-DP for adding or removing one user with all their rows. ℓ and ℓ̄ of
+        the monotone ⌊f⌋ have global sensitivity 1 (seed 004, Prop. 3 and
+        footnote 4), hence so does ℓ*; sampling y ∝ exp(−ε·ℓ*(x, y)/2) exactly
+        over Y is the exponential mechanism (McSherry–Talwar 2007), ε-DP.
+        Utility (seed 004, Theorem 4, for ⌊f⌋ which maps into the integers):
+        if y_lo ≤ ⌊f(x)⌋ ≤ y_hi, P[⌊f(x)⌋ ≥ M(x) ≥ ⌊f(x)⌋ − DS^{2τ}_{⌊f⌋}(x)]
+        ≥ 1 − β with τ = ⌈(2/ε) ln(|Y|/β)⌉; so f(x) ≥ M(x) > f(x) − DS^{2τ}_f(x) − 1.
     """
 
     query: Query = attrs.field(converter=_em_query)
@@ -174,7 +212,14 @@ class ShiftedInverse(AbstractPrimitive[PureDP]):
 
 
 def _binary_search(loss: UserLoss, domain: tuple[int, int], tau: int, noise: "_Noise") -> int:
-    i_min, i_max = domain
+    """Seed 004's noisy binary search, started one below ``y_lo``.
+
+    ``i_min = y_lo − 1`` is a virtual candidate that is never queried: the
+    seed's invariant ``ℓ(x, i_min) > 0`` then holds at the start also when
+    ``f(x) <= y_lo``, and ``y_lo`` itself can be released. Queried points lie
+    in ``[y_lo, y_hi − 1]``, where the loss is finite.
+    """
+    i_min, i_max = domain[0] - 1, domain[1]
     while i_min + 1 < i_max:
         mid = (i_min + i_max) // 2
         if loss.loss(mid) + noise() <= tau:
@@ -219,11 +264,13 @@ class ShiftedInverseSearch(AbstractPrimitive[PureDP]):
 
     Privacy guarantee:
         ε-DP for adding or removing one user with all their rows: each of the
-        at most I = ⌈log2(|Y| − 1)⌉ steps releases (a function of) ℓ(x, y) +
+        at most I = ⌈log2 |Y|⌉ steps releases (a function of) ℓ(x, y) +
         discrete Laplace(σ) with ℓ of sensitivity 1 (seed 004, Prop. 3), i.e.
-        (1/σ)-DP; σ = I/ε, basic composition. Utility: with τ = ⌈σ ln(I/β)⌉ all
-        noises are ≤ τ in magnitude with probability ≥ 1 − β, and then
-        f(x) ≥ M(x) ≥ f(x) − DS^{2τ}_f(x) (seed 004, binary-search analysis).
+        (1/σ)-DP; σ = I/ε, basic (adaptive) composition (seed 004, binary
+        search). Utility: with τ = ⌈σ ln(I/β)⌉ all noises are ≤ τ in magnitude
+        with probability ≥ 1 − β (P[|Z| > τ] ≤ e^{−τ/σ}, union bound), and then,
+        if ⌊f(x)⌋ ≤ y_hi, ⌊f(x)⌋ ≥ M(x) ≥ ⌊f(x)⌋ − DS^{2τ}_{⌊f⌋}(x) (the
+        invariants ℓ(i_min) > 0 and ℓ(i_max) ≤ 2τ of the seed's analysis).
     """
 
     query: Query = attrs.field(converter=_bs_query)
@@ -283,10 +330,14 @@ class ShiftedInverseSearchZCDP(AbstractPrimitive[ZCDP]):
 
     Privacy guarantee:
         ρ-zCDP for adding or removing one user with all their rows: each of the
-        at most I steps adds discrete Gaussian noise of variance parameter
-        σ² = I/(2ρ) to a sensitivity-1 integer, which is 1/(2σ²) = ρ/I-zCDP
-        (Canonne–Kamath–Steinke 2020, Thm 14); zCDP composes additively
-        (seed 004, Theorem 5 with Gaussian noise, footnote 6).
+        at most I = ⌈log2 |Y|⌉ steps adds discrete Gaussian noise of variance
+        parameter σ² = I/(2ρ) to a sensitivity-1 integer, which is
+        1/(2σ²) = ρ/I-zCDP (Canonne–Kamath–Steinke 2020, Theorem 4); zCDP
+        composes additively, also adaptively (Bun–Steinke 2016), so ρ-zCDP
+        (seed 004, Theorem 5 with Gaussian noise, footnote 6). Utility: with
+        τ = ⌈σ·sqrt(2 ln(2I/β))⌉ all noises are ≤ τ in magnitude with
+        probability ≥ 1 − β, and then ⌊f(x)⌋ ≥ M(x) ≥ ⌊f(x)⌋ − DS^{2τ}_{⌊f⌋}(x)
+        when ⌊f(x)⌋ ≤ y_hi.
     """
 
     query: Query = attrs.field(converter=_bz_query)
@@ -312,7 +363,7 @@ class ShiftedInverseSearchZCDP(AbstractPrimitive[ZCDP]):
         """ρ = I/(2σ²)."""
         return PrivacyClaim(
             ZCDP(self.rho),
-            "shifted inverse, noisy binary search, discrete Gaussian per step (seed 004 Thm 5; CKS 2020 Thm 14)",
+            "shifted inverse, noisy binary search, discrete Gaussian per step (seed 004 Thm 5; CKS 2020 Thm 4)",
             (("rho", str(self.rho)), ("steps", str(search_steps(self.domain))), ("sigma2", str(self.sigma2()))),
         )
 

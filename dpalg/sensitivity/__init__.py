@@ -1,6 +1,15 @@
 """The sensitivity layer: local sensitivity at distance k, smooth sensitivity,
 down sensitivity and the shifted-inverse loss, and sympy checks of user formulas."""
 
+from dpalg.sensitivity._catalog import (
+    CATALOG_KINDS,
+    distance_to_instability,
+    global_sensitivity,
+    local_sensitivity_at_distance,
+    ls_profile,
+    mode_gap_distance,
+)
+from dpalg.sensitivity._sympy_check import MonotoneCheck, check_monotone, require_monotone, spot_check_formula
 from dpalg.sensitivity._down_sens import (
     UserLoss,
     check_user_monotone,
@@ -10,6 +19,8 @@ from dpalg.sensitivity._down_sens import (
 from dpalg.sensitivity._shift_runs import shift_tau, shifted_loss_at, shifted_loss_runs
 
 __all__ = [
+    "CATALOG_KINDS", "MonotoneCheck", "check_monotone", "distance_to_instability", "global_sensitivity",
+    "local_sensitivity_at_distance", "ls_profile", "mode_gap_distance", "require_monotone", "spot_check_formula",
     "UserLoss", "check_user_monotone", "down_sensitivity_count_distinct", "down_sensitivity_function",
     "shift_tau", "shifted_loss_at", "shifted_loss_runs",
 ]  # fmt: skip

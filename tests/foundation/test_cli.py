@@ -72,7 +72,8 @@ def test_bad_usage_exits_2(argv: list[str], plan_file: Path) -> None:
 
 
 def test_module_spec() -> None:
-    assert main(["check", "dpalg._demo:demo_plan", "--budget", "eps=2,delta=1e-6"]) == 0
+    assert main(["check", "dpalg._demo:demo_plan", "--budget", "eps=3,delta=1e-6"]) == 0
+    assert main(["check", "dpalg._demo:demo_plan", "--budget", "eps=2,delta=1e-6"]) == 1  # over budget at the PTR part
 
 
 def test_audit_confirms_and_refutes(tmp_path: Path) -> None:
