@@ -11,8 +11,10 @@ these reductions and nothing above ``data/`` changes.
 
 Data policy (in addition to the one of :mod:`dpalg.data._dataset`):
 
-* ids must not be missing: ``None`` or ``NaN`` ids raise :class:`InvalidArgument`
-  (a public schema error, the message never shows values);
+* a row whose id is missing (``None`` or ``NaN``) belongs to no unit and is
+  dropped (it is nobody's data: no unit's entry depends on it). Raising instead
+  would make the release fail or not depending on one row -- a data-dependent
+  error is itself a leak;
 * a ``NaN``/``None`` value means "no value": the row is dropped, but its user
   still exists (a user whose rows are all missing contributes 0, or no value);
 * :func:`per_unit_sums` clamps each *user's total* to ``[0, +max float]``:
@@ -93,27 +95,29 @@ def unit_index(ids: npt.ArrayLike, *, owner: str = "unit_index") -> tuple[int, n
         owner: the caller's name, used in error messages.
 
     Returns:
-        ``(n_units, inverse)`` with ``0 <= inverse[i] < n_units``; units are in
-        sorted id order.
+        ``(n_units, inverse)`` with ``0 <= inverse[i] < n_units``, or ``-1`` for a
+        row whose id is missing (it belongs to no unit); units are in sorted id
+        order.
 
     Raises:
-        InvalidArgument: if ids are not 1-D or some id is missing (None/NaN).
+        InvalidArgument: if ids are not 1-D or not mutually comparable.
 
     Examples:
-        >>> n, inv = unit_index(["b", "a", "b"])
+        >>> n, inv = unit_index(["b", "a", "b", None])
         >>> n, inv.tolist()
-        (2, [1, 0, 1])
+        (2, [1, 0, 1, -1])
     """
     arr = _as_1d(ids, owner, "ids")
-    if arr.shape[0] and bool(_missing(arr).any()):
-        raise InvalidArgument(owner, "ids", "(missing id)", "must not contain None or NaN")
+    inverse = np.full(arr.shape[0], -1, dtype=np.intp)
     if arr.shape[0] == 0:
-        return 0, np.zeros(0, dtype=np.intp)
+        return 0, inverse
+    present = ~_missing(arr)
     try:
-        uniq, inverse = np.unique(arr, return_inverse=True)
+        uniq, inv_present = np.unique(arr[present], return_inverse=True)
     except TypeError:
         raise InvalidArgument(owner, "ids", f"dtype={arr.dtype}", "must be mutually comparable") from None
-    return int(uniq.shape[0]), inverse.reshape(-1).astype(np.intp, copy=False)
+    inverse[present] = inv_present.reshape(-1)
+    return int(uniq.shape[0]), inverse
 
 
 def _check_lengths(n_ids: int, n_values: int, owner: str) -> None:
@@ -160,7 +164,7 @@ def per_unit_sums(ids: npt.ArrayLike, values: npt.ArrayLike) -> npt.NDArray[np.f
     n_units, inv = unit_index(ids, owner="per_unit_sums")
     vals = _numeric(values, "per_unit_sums")
     _check_lengths(inv.shape[0], vals.shape[0], "per_unit_sums")
-    keep = ~np.isnan(vals)
+    keep = ~np.isnan(vals) & (inv >= 0)
     # finite rows cannot sum to NaN (+inf only arises by overflow and then stays +inf)
     rows = np.clip(vals[keep], -_FMAX, _FMAX)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -180,7 +184,7 @@ def per_unit_max(ids: npt.ArrayLike, values: npt.ArrayLike) -> npt.NDArray[np.fl
     n_units, inv = unit_index(ids, owner="per_unit_max")
     vals = _numeric(values, "per_unit_max")
     _check_lengths(inv.shape[0], vals.shape[0], "per_unit_max")
-    keep = ~np.isnan(vals)
+    keep = ~np.isnan(vals) & (inv >= 0)
     out = np.full(n_units, -np.inf, dtype=np.float64)
     np.maximum.at(out, inv[keep], np.minimum(vals[keep], _FMAX))
     return out
@@ -197,10 +201,10 @@ def per_unit_row_counts(ids: npt.ArrayLike, values: npt.ArrayLike | None = None)
     """
     n_units, inv = unit_index(ids, owner="per_unit_row_counts")
     if values is None:
-        return np.bincount(inv, minlength=n_units).astype(np.int64)
+        return np.bincount(inv[inv >= 0], minlength=n_units).astype(np.int64)
     arr = _as_1d(values, "per_unit_row_counts", "values")
     _check_lengths(inv.shape[0], arr.shape[0], "per_unit_row_counts")
-    keep = ~_missing(arr)
+    keep = ~_missing(arr) & (inv >= 0)
     return np.bincount(inv[keep], minlength=n_units).astype(np.int64)
 
 
@@ -229,7 +233,7 @@ def per_unit_value_sets(
     n_units, inv = unit_index(ids, owner="per_unit_value_sets")
     arr = _as_1d(values, "per_unit_value_sets", "values")
     _check_lengths(inv.shape[0], arr.shape[0], "per_unit_value_sets")
-    keep = ~_missing(arr)
+    keep = ~_missing(arr) & (inv >= 0)
     kept = arr[keep]
     if kept.shape[0] == 0:
         return np.zeros(n_units + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)

@@ -205,11 +205,22 @@ def test_reductions() -> None:
     assert per_unit_sums([], []).size == 0
 
 
+def test_rows_with_missing_ids_belong_to_no_unit() -> None:
+    """Policy: a missing id drops the row (never an error, which would leak)."""
+    ids = np.array(["a", None, "b", "a"], dtype=object)
+    vals = [1.0, 100.0, 2.0, 3.0]
+    assert unit_index(ids)[1].tolist() == [0, -1, 1, 0]
+    assert unit_index([1.0, float("nan")])[1].tolist() == [0, -1]
+    assert per_unit_sums(ids, vals).tolist() == per_unit_sums(["a", "b", "a"], [1.0, 2.0, 3.0]).tolist() == [4.0, 2.0]
+    assert per_unit_max(ids, vals).tolist() == [3.0, 2.0]
+    assert per_unit_row_counts(ids).tolist() == [2, 1]
+    indptr, codes = per_unit_value_sets(ids, vals)
+    assert indptr.tolist() == [0, 2, 3]
+
+
 @pytest.mark.parametrize(
     "call",
     [
-        lambda: unit_index([1.0, float("nan")]),
-        lambda: unit_index(np.array(["a", None], dtype=object)),
         lambda: per_unit_sums([1, 2], [1.0]),
         lambda: per_unit_sums([[1]], [[1.0]]),
         lambda: per_unit_sums([1], ["x"]),
@@ -482,6 +493,6 @@ def test_error_messages_do_not_show_data() -> None:
         UserLoss.user_sum([1.0, -secret])
     assert "987654" not in str(info.value)
     with pytest.raises(InvalidArgument) as info2:
-        per_unit_sums(np.array(["alice-secret", None], dtype=object), [1.0, 2.0])
+        per_unit_sums(np.array(["alice-secret", 3], dtype=object), [1.0, 2.0])  # not comparable
     assert "alice" not in str(info2.value)
     assert "5" not in repr(UserLoss.user_sum([5.0]))
