@@ -1,6 +1,7 @@
 """Propose-test-release (Dwork–Lei 2009), PTR for the mode, and user LS_k formulas.
 
-Neighbouring relation: one row, add/remove by default (substitution on request).
+Neighbouring relation: one row, add/remove (row substitution is refused for
+queries over a column: it can turn a value into a missing one, changing n).
 
 Careful with seed 002's listing (do not copy it): it claims (ε, δ) overall although
 the test and the release each spend ε, and its threshold log(2/δ)/(2ε) is too low —
@@ -206,6 +207,24 @@ def _parsed(formula: str, params: tuple[tuple[str, Fraction], ...]) -> sympy.Exp
     return expr
 
 
+def _require_fixed_n(owner: str, query: Query, relation: Relation) -> None:
+    """Refuse row substitution for a query over a column.
+
+    dpalg's LS_k under ``"substitution"`` is the value-level relation with n
+    fixed. A row substitution can replace a value by a missing one (or the
+    reverse), which is a value-level *removal* (addition): the substitution
+    distance and LS_k would not cover that neighbour, and PTR's distance would
+    not be 1-Lipschitz. Under row add/remove every neighbour is a value-level
+    add/remove (or identical), which the add/remove LS_k covers.
+    """
+    if relation == "substitution" and query.column is not None:
+        raise InvalidArgument(
+            owner, "relation", relation,
+            "must be 'add_remove' for a query over a column (a row substitution can turn a value into a missing one, "
+            "changing n, which the substitution LS_k does not cover)",
+        )
+
+
 # --- ProposeTest -------------------------------------------------------------------
 
 
@@ -286,7 +305,8 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
         bound: the proposed bound b > 0 on the local sensitivity.
         epsilon: ε > 0 (spent twice: test and release).
         delta: δ in (0, 1).
-        relation: ``"add_remove"`` (default) or ``"substitution"``.
+        relation: ``"add_remove"`` (default); ``"substitution"`` only for
+            ``Query.count()`` (see :func:`_require_fixed_n`).
 
     Privacy guarantee:
         (2ε, δ)-DP under the stated relation for one row (Dwork–Lei 2009;
@@ -303,6 +323,9 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
     delta: Fraction = attrs.field(converter=_pt_delta)
     relation: Relation = attrs.field(default="add_remove", converter=_pt_relation)
     granularity: int | None = attrs.field(default=None, converter=_pt_k)
+
+    def __attrs_post_init__(self) -> None:
+        _require_fixed_n("ProposeTest", self.query, self.relation)
 
     @property
     def query(self) -> Query:
@@ -389,6 +412,9 @@ class PTRMode(AbstractPrimitive[ApproxDP]):
     epsilon: Fraction = attrs.field(converter=_pm_eps)
     delta: Fraction = attrs.field(converter=_pm_delta)
     relation: Relation = attrs.field(default="add_remove", converter=_pm_relation)
+
+    def __attrs_post_init__(self) -> None:
+        _require_fixed_n("PTRMode", self.query, self.relation)
 
     @property
     def neighbouring(self) -> Neighbouring:

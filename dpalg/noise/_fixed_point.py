@@ -108,8 +108,8 @@ def clipped_sum_sensitivity(
     ``L = floor(lower / 2**k)`` and ``U = ceil(upper / 2**k)`` (the bounds rounded
     outward), and the sum is exact. Adding or removing one row (NaN rows count
     as absent) changes the sum by one term, at most ``max(|L|, |U|)`` units;
-    substituting one row changes one term within ``[L, U]``, at most ``U - L``
-    units. No float rounding is involved, so these bounds hold for every dataset.
+    substituting one row changes one term within ``[L, U]`` or turns it into
+    an absent (missing) one, i.e. into 0: at most ``max(U, 0) - min(L, 0)`` units. No float rounding is involved, so these bounds hold for every dataset.
 
     Args:
         lower: lower clipping bound.

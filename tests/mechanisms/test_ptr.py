@@ -238,3 +238,12 @@ def test_invalid_ptr_arguments(build: object, owner: str, field: str) -> None:
     with pytest.raises(InvalidArgument) as info:
         build()  # type: ignore[operator]
     assert info.value.owner == owner and info.value.field == field
+
+
+def test_row_substitution_is_refused_for_column_queries() -> None:
+    """A row substitution value -> missing changes n: the substitution LS_k does not cover it."""
+    with pytest.raises(InvalidArgument, match="relation"):
+        ProposeTest(Query.median("v") | Clip(0, 1), bound=1, epsilon=1, delta="1e-6", relation="substitution")
+    with pytest.raises(InvalidArgument, match="relation"):
+        PTRMode(Query.mode("g"), epsilon=1, delta="1e-6", relation="substitution")
+    ProposeTest(Query.count(), bound=1, epsilon=1, delta="1e-6", relation="substitution")
