@@ -130,8 +130,8 @@ class LocalSensAtDistance:
     a counterexample; *unproven* ones are refused with ``strict=True`` and
     otherwise accepted with a warning recorded in every certificate.
 
-    At run time the formula is spot-checked against dpalg's own exact LS_k of the
-    query on the data (for k = 0, 1, 2 and the PTR cap); a formula below the true
+    At run time, for a catalog query, every F_k that PTR uses is checked against
+    dpalg's own exact LS_k of the query on the data; a formula below the true
     LS_k is refused without printing the data.
 
     The user promises what sympy cannot check: that F_k is an LS-at-distance-k
@@ -174,27 +174,43 @@ class LocalSensAtDistance:
         return sympy.sympify(expr.subs(subs))
 
     def distance(self, values: npt.NDArray[np.float64], bound: Fraction, relation: Relation, cap: int) -> int:
-        """min{k ≤ cap : F_k > bound} (cap if none), after the spot check."""
+        """min{k ≤ cap : F_k > bound} (cap if none), checking F_k ≥ LS_k on the way.
+
+        For a catalog query every F_k used (k up to the returned distance) is
+        compared with dpalg's exact LS_k on this data; a formula below it is
+        refused, so the distance never exceeds the true distance to instability.
+        """
         n = int(values.size)
         b = sympy.Rational(bound.numerator, bound.denominator)
-        self.spot_check(values, relation, (0, 1, 2, cap))
+        profile = self._profile(values, relation, cap)
         for k in range(cap + 1):
-            if bool(self.evaluate(k, n) > b):
+            value = self.evaluate(k, n)
+            if profile is not None:
+                self._refuse_if_below(value, float(profile[k]), k)
+            if bool(value > b):
                 return k
         return cap
 
-    def spot_check(self, values: npt.NDArray[np.float64], relation: Relation, ks: tuple[int, ...]) -> None:
-        """Refuse a formula below dpalg's exact LS_k on this data (no data in the message)."""
+    def _profile(self, values: npt.NDArray[np.float64], relation: Relation, kmax: int) -> npt.NDArray[np.float64] | None:
         if self.query.kind not in PTR_KINDS or (self.query.kind != "count" and not self.query.bounded):
+            return None
+        return ls_profile(self.query, values, kmax, relation)
+
+    def _refuse_if_below(self, value: sympy.Expr, true_ls: float, k: int) -> None:
+        true = Fraction(true_ls)
+        if bool(value < sympy.Rational(true.numerator, true.denominator)):
+            raise InvalidArgument(
+                "LocalSensAtDistance", "formula", self.formula,
+                f"is below the query's true local sensitivity at distance k={k} on this data (a privacy bug): refused",
+            )
+
+    def spot_check(self, values: npt.NDArray[np.float64], relation: Relation, ks: tuple[int, ...]) -> None:
+        """Refuse a formula below dpalg's exact LS_k at the given k (no data in the message)."""
+        profile = self._profile(values, relation, max(ks))
+        if profile is None:
             return
-        profile = ls_profile(self.query, values, max(ks), relation)
         for k in ks:
-            true = Fraction(float(profile[k]))
-            if bool(self.evaluate(k, int(values.size)) < sympy.Rational(true.numerator, true.denominator)):
-                raise InvalidArgument(
-                    "LocalSensAtDistance", "formula", self.formula,
-                    f"is below the query's true local sensitivity at distance k={k} on this data (a privacy bug): refused",
-                )
+            self._refuse_if_below(self.evaluate(k, int(values.size)), float(profile[k]), k)
 
 
 @functools.lru_cache(maxsize=256)

@@ -127,6 +127,8 @@ def _structural(e: sympy.Expr, k: sympy.Symbol) -> bool:
     if isinstance(e, sympy.Pow):
         base, ex = e.args
         if k not in ex.free_symbols:
+            if bool(ex.is_negative):  # g**(-c): g > 0 non-increasing, e.g. 1/Max(n - k, 1)
+                return _positive_nonincreasing(base, k)
             return bool(ex.is_nonnegative) and _structural(base, k)
         if k not in base.free_symbols:  # c**g(k) with c >= 1 and g non-decreasing (need not be >= 0)
             return bool((base - 1).is_nonnegative) and _nondecreasing_only(ex, k)
@@ -135,6 +137,33 @@ def _structural(e: sympy.Expr, k: sympy.Symbol) -> bool:
         return _nondecreasing_only(e.args[0], k)
     if isinstance(e, (sympy.ceiling, sympy.floor)):
         return _structural(e.args[0], k) and bool(e.args[0].is_nonnegative)
+    return False
+
+
+def _nonincreasing(e: sympy.Expr, k: sympy.Symbol) -> bool:
+    """Non-increasing in k (any sign), by composition rules only."""
+    if k not in e.free_symbols:
+        return True
+    if isinstance(e, sympy.Add):
+        return all(_nonincreasing(a, k) for a in e.args)
+    if isinstance(e, sympy.Mul):
+        coeff, rest = e.as_coeff_Mul()
+        if bool(coeff.is_negative):
+            return _nondecreasing_only(rest, k)
+        return bool(coeff.is_nonnegative) and rest != e and _nonincreasing(rest, k)
+    if isinstance(e, (sympy.Max, sympy.Min)):
+        return all(_nonincreasing(a, k) for a in e.args)
+    return False
+
+
+def _positive_nonincreasing(e: sympy.Expr, k: sympy.Symbol) -> bool:
+    """Strictly positive and non-increasing in k, by composition rules only."""
+    if k not in e.free_symbols:
+        return bool(e.is_positive)
+    if isinstance(e, sympy.Max):  # non-increasing arguments, one of them positive
+        return all(_nonincreasing(a, k) for a in e.args) and any(_positive_nonincreasing(a, k) for a in e.args)
+    if isinstance(e, sympy.Min):
+        return all(_positive_nonincreasing(a, k) for a in e.args)
     return False
 
 

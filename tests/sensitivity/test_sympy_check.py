@@ -15,7 +15,8 @@ N_INT = {"n": {"integer": True, "positive": True}}
 
 @pytest.mark.parametrize(
     "formula",
-    ["k + 1", "2**k", "(k+1)*b", "b*Min(k+1, n)", "Max(k - 3, 0)", "sqrt(k) + 1", "(k+1)/(k+2)", "ceiling(k/2)", "exp(k/b)"],
+    ["k + 1", "2**k", "(k+1)*b", "b*Min(k+1, n)", "Max(k - 3, 0)", "sqrt(k) + 1", "(k+1)/(k+2)", "ceiling(k/2)", "exp(k/b)",
+     "100/Max(n - k, 1)", "b/Min(Max(n - k, 1), 7)"],
 )
 def test_proven(formula: str) -> None:
     result = check_monotone(formula, assumptions=N_INT)
@@ -31,7 +32,7 @@ def test_proven_sympy_expression() -> None:
 
 @pytest.mark.parametrize(
     ("formula", "kind"),
-    [("5 - k", 2), ("(k-3)**2", 4), ("k**2 - 3*k + 3", 4), ("n - k", 2), ("b/(k+1)", 4)],
+    [("5 - k", 2), ("(k-3)**2", 4), ("k**2 - 3*k + 3", 4), ("n - k", 2), ("b/(k+1)", 4), ("100/Max(n + k, 1)", 4), ("1/Min(n - k, 1)", 2)],
 )
 def test_refuted_with_counterexample(formula: str, kind: int) -> None:
     result = check_monotone(formula, assumptions=N_INT)
@@ -105,3 +106,8 @@ def test_spot_check_refuses_without_leaking() -> None:
     assert "k=0" in message
     for secret in ("123", "456", "789", "333", "666"):
         assert secret not in message
+
+
+def test_reciprocal_of_a_possibly_zero_denominator_is_not_proven() -> None:
+    """1/Max(n - k, 0) is undefined at k = n: the positivity rule must not fire."""
+    assert check_monotone("1/Max(n - k, 0)", assumptions=N_INT).status != "proven"
