@@ -99,7 +99,8 @@ def _sum_sensitivity(query: Query, relation: Relation, k: int) -> Fraction:
 def _real_sensitivity(query: Query, relation: Relation) -> Fraction:
     lower, upper = query.require_bounds("sum")
     # substitution can also swap a value for a missing one (a 0 term): max(u, 0) - min(l, 0)
-    return max(upper, 0) - min(lower, 0) if relation == "substitution" else max(abs(lower), abs(upper))
+    zero = Fraction(0)
+    return max(upper, zero) - min(lower, zero) if relation == "substitution" else max(abs(lower), abs(upper))
 
 
 def _noise(kind: Literal["laplace", "gaussian"], param: Fraction, size: int, rng: AbstractRandomness) -> list[int]:
