@@ -33,7 +33,7 @@ import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
-from typing import Literal, Union, final
+from typing import Literal, final
 
 import attrs
 import numpy as np
@@ -45,7 +45,7 @@ from dpalg._numbers import ExactLike, fraction_ceil, to_fraction
 from dpalg.data import Dataset, Neighbouring, Relation
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP
-from dpalg.mechanisms._common import floor_log2, positive_param, relation_param
+from dpalg.mechanisms._common import floor_log2, positive_param, relation_param, unit_interval_param
 from dpalg.noise import AbstractRandomness, discrete_laplace
 
 __all__ = [
@@ -151,9 +151,7 @@ def tail_margin(scale: ExactLike, delta: ExactLike) -> int:
         4
     """
     t = positive_param("tail_margin", "scale", scale)
-    d = to_fraction(delta, owner="tail_margin", field="delta")
-    if not 0 < d < 1:
-        raise InvalidArgument("tail_margin", "delta", delta, "must be in (0, 1)")
+    d = unit_interval_param("tail_margin", "delta", delta)
     p_hi = exp_neg_upper(1 / t)
     if p_hi >= 1:  # pragma: no cover - only for absurd scales
         raise InvalidArgument("tail_margin", "scale", scale, "is too large for a rigorous tail bound")
@@ -543,10 +541,7 @@ def _bl_eps2(value: ExactLike) -> Fraction:
 
 
 def _bl_delta(value: ExactLike) -> Fraction:
-    d = to_fraction(value, owner="BoundedLS", field="delta")
-    if not 0 < d < 1:
-        raise InvalidArgument("BoundedLS", "delta", value, "must be in (0, 1)")
-    return d
+    return unit_interval_param("BoundedLS", "delta", value)
 
 
 def _bl_gs(value: ExactLike | None) -> Fraction | None:

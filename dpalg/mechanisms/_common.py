@@ -8,7 +8,7 @@ from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import Relation
 
-__all__ = ["positive_param", "relation_param", "granularity_param", "floor_log2"]
+__all__ = ["positive_param", "unit_interval_param", "relation_param", "granularity_param", "floor_log2"]
 
 
 def positive_param(owner: str, field: str, value: ExactLike) -> Fraction:
@@ -16,6 +16,14 @@ def positive_param(owner: str, field: str, value: ExactLike) -> Fraction:
     result = to_fraction(value, owner=owner, field=field)
     if result <= 0:
         raise InvalidArgument(owner, field, value, "must be > 0")
+    return result
+
+
+def unit_interval_param(owner: str, field: str, value: ExactLike) -> Fraction:
+    """An exact parameter that must lie in the open interval (0, 1) (δ, β, …)."""
+    result = to_fraction(value, owner=owner, field=field)
+    if not 0 < result < 1:
+        raise InvalidArgument(owner, field, value, "must be in (0, 1)")
     return result
 
 

@@ -27,7 +27,7 @@ from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import Dataset, Neighbouring, Relation
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP
-from dpalg.mechanisms._common import floor_log2, granularity_param, positive_param, relation_param
+from dpalg.mechanisms._common import floor_log2, granularity_param, positive_param, relation_param, unit_interval_param
 from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
 from dpalg.noise import AbstractRandomness, discrete_laplace, lattice_noise
 from dpalg.queries import Query
@@ -42,10 +42,7 @@ _FORMULA_SYMBOLS = ("k", "n", "lower", "upper")
 
 
 def _delta(owner: str, value: ExactLike) -> Fraction:
-    d = to_fraction(value, owner=owner, field="delta")
-    if not 0 < d < 1:
-        raise InvalidArgument(owner, "delta", value, "must be in (0, 1)")
-    return d
+    return unit_interval_param(owner, "delta", value)
 
 
 def ptr_cap(epsilon: Fraction, delta: Fraction) -> int:

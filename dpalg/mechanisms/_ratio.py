@@ -28,12 +28,12 @@ import numpy as np
 import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
-from dpalg._numbers import ExactLike, to_fraction
+from dpalg._numbers import ExactLike
 from dpalg.data import Dataset, Neighbouring, Relation
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP, PureDP
 from dpalg.mechanisms._bounded_ls import lattice_release, tail_margin
-from dpalg.mechanisms._common import positive_param, relation_param
+from dpalg.mechanisms._common import positive_param, relation_param, unit_interval_param
 from dpalg.noise import AbstractRandomness, discrete_laplace
 
 __all__ = [
@@ -362,10 +362,7 @@ def _bl_eps2(value: ExactLike) -> Fraction:
 
 
 def _bl_delta(value: ExactLike) -> Fraction:
-    d = to_fraction(value, owner="BoundedLSRatio", field="delta")
-    if not 0 < d < 1:
-        raise InvalidArgument("BoundedLSRatio", "delta", value, "must be in (0, 1)")
-    return d
+    return unit_interval_param("BoundedLSRatio", "delta", value)
 
 
 def _bl_rel(value: str) -> Relation:

@@ -39,11 +39,11 @@ import attrs
 import numpy as np
 
 from dpalg._errors import InvalidArgument
-from dpalg._numbers import ExactLike, to_fraction
+from dpalg._numbers import ExactLike
 from dpalg.data import Dataset, Neighbouring, per_unit_max, per_unit_row_counts, per_unit_sums, unit_count
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ZCDP, PureDP
-from dpalg.mechanisms._common import positive_param
+from dpalg.mechanisms._common import positive_param, unit_interval_param
 from dpalg.noise import AbstractRandomness, discrete_gaussian, discrete_laplace, sample_exp_runs
 from dpalg.queries import Query
 from dpalg.sensitivity import UserLoss, shift_tau, shifted_loss_runs
@@ -71,10 +71,7 @@ def _domain(owner: str, value: tuple[int, int]) -> tuple[int, int]:
 
 
 def _beta(owner: str, value: ExactLike) -> Fraction:
-    b = to_fraction(value, owner=owner, field="beta")
-    if not 0 < b < 1:
-        raise InvalidArgument(owner, "beta", value, "must be in (0, 1)")
-    return b
+    return unit_interval_param(owner, "beta", value)
 
 
 def user_loss(query: Query, data: Dataset, floor: int) -> UserLoss:

@@ -9,11 +9,11 @@ import attrs
 import numpy as np
 
 from dpalg._errors import InvalidArgument
-from dpalg._numbers import ExactLike, to_fraction
+from dpalg._numbers import ExactLike
 from dpalg.data import Dataset, Neighbouring
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP
-from dpalg.mechanisms._common import positive_param
+from dpalg.mechanisms._common import positive_param, unit_interval_param
 from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
 from dpalg.noise import AbstractRandomness, discrete_laplace
 from dpalg.queries import Query
@@ -43,10 +43,7 @@ def _sh_eps(value: ExactLike) -> Fraction:
 
 
 def _sh_delta(value: ExactLike) -> Fraction:
-    d = to_fraction(value, owner="StableHistogram", field="delta")
-    if not 0 < d < 1:
-        raise InvalidArgument("StableHistogram", "delta", value, "must be in (0, 1)")
-    return d
+    return unit_interval_param("StableHistogram", "delta", value)
 
 
 @final

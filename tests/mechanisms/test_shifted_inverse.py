@@ -10,7 +10,6 @@ import math
 from fractions import Fraction
 
 import numpy as np
-import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
