@@ -6,6 +6,8 @@ from dpalg.mechanisms._global import Gaussian, Laplace
 from dpalg.mechanisms._per_coordinate import CalibratedGaussianSum, CalibratedLaplaceSum
 from dpalg.mechanisms._ratio import BoundedLSRatio, KSWRatio, NaiveRatio, PrivateRatio
 from dpalg.mechanisms._ptr import LocalSensAtDistance, ProposeTest, PTRMode
+from dpalg.mechanisms._sample_aggregate import SampleAggregateMean, SampleAggregateMedian, SampleAggregateMode
+from dpalg.mechanisms._smooth_bound import SmoothBound, SmoothBoundCauchy
 from dpalg.mechanisms._shifted_inverse import ShiftedInverse, ShiftedInverseSearch, ShiftedInverseSearchZCDP
 from dpalg.mechanisms._stable_histogram import StableHistogram
 
@@ -15,4 +17,5 @@ __all__ = [
     "ExponentialQuantile", "Gaussian", "KSWRatio", "Laplace", "NaiveRatio", "NoisyCount", "NoisyMax",
     "PrivateRatio", "ShiftedInverse",
     "ShiftedInverseSearch", "ShiftedInverseSearchZCDP",
+    "SampleAggregateMean", "SampleAggregateMedian", "SampleAggregateMode", "SmoothBound", "SmoothBoundCauchy",
 ]  # fmt: skip

@@ -7,8 +7,9 @@ from fractions import Fraction
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import Relation
+from dpalg.queries import Query
 
-__all__ = ["positive_param", "unit_interval_param", "relation_param", "granularity_param", "floor_log2"]
+__all__ = ["positive_param", "unit_interval_param", "relation_param", "require_fixed_n", "granularity_param", "floor_log2"]
 
 
 def positive_param(owner: str, field: str, value: ExactLike) -> Fraction:
@@ -54,3 +55,21 @@ def floor_log2(x: Fraction) -> int:
     elif Fraction(2) ** (k + 1) <= x:
         k += 1
     return k
+
+
+def require_fixed_n(owner: str, query: Query, relation: Relation) -> None:
+    """Refuse row substitution for a query over a column.
+
+    dpalg's LS_k under ``"substitution"`` is the value-level relation with n
+    fixed. A row substitution can replace a value by a missing one (or the
+    reverse), which is a value-level *removal* (addition): the substitution
+    distance and LS_k would not cover that neighbour, and PTR's distance would
+    not be 1-Lipschitz. Under row add/remove every neighbour is a value-level
+    add/remove (or identical), which the add/remove LS_k covers.
+    """
+    if relation == "substitution" and query.column is not None:
+        raise InvalidArgument(
+            owner, "relation", relation,
+            "must be 'add_remove' for a query over a column (a row substitution can turn a value into a missing one, "
+            "changing n, which the substitution LS_k does not cover)",
+        )

@@ -27,7 +27,14 @@ from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import Dataset, Neighbouring, Relation
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP
-from dpalg.mechanisms._common import floor_log2, granularity_param, positive_param, relation_param, unit_interval_param
+from dpalg.mechanisms._common import (
+    floor_log2,
+    granularity_param,
+    positive_param,
+    relation_param,
+    require_fixed_n,
+    unit_interval_param,
+)
 from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
 from dpalg.noise import AbstractRandomness, discrete_laplace, lattice_noise
 from dpalg.queries import Query
@@ -220,23 +227,6 @@ def _parsed(formula: str, params: tuple[tuple[str, Fraction], ...]) -> sympy.Exp
     return expr
 
 
-def _require_fixed_n(owner: str, query: Query, relation: Relation) -> None:
-    """Refuse row substitution for a query over a column.
-
-    dpalg's LS_k under ``"substitution"`` is the value-level relation with n
-    fixed. A row substitution can replace a value by a missing one (or the
-    reverse), which is a value-level *removal* (addition): the substitution
-    distance and LS_k would not cover that neighbour, and PTR's distance would
-    not be 1-Lipschitz. Under row add/remove every neighbour is a value-level
-    add/remove (or identical), which the add/remove LS_k covers.
-    """
-    if relation == "substitution" and query.column is not None:
-        raise InvalidArgument(
-            owner, "relation", relation,
-            "must be 'add_remove' for a query over a column (a row substitution can turn a value into a missing one, "
-            "changing n, which the substitution LS_k does not cover)",
-        )
-
 
 # --- ProposeTest -------------------------------------------------------------------
 
@@ -319,7 +309,7 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
         epsilon: ε > 0 (spent twice: test and release).
         delta: δ in (0, 1).
         relation: ``"add_remove"`` (default); ``"substitution"`` only for
-            ``Query.count()`` (see :func:`_require_fixed_n`).
+            ``Query.count()`` (see :func:`dpalg.mechanisms._common.require_fixed_n`).
 
     Privacy guarantee:
         (2ε, δ)-DP under the stated relation for one row (Dwork–Lei 2009;
@@ -338,7 +328,7 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
     granularity: int | None = attrs.field(default=None, converter=_pt_k)
 
     def __attrs_post_init__(self) -> None:
-        _require_fixed_n("ProposeTest", self.query, self.relation)
+        require_fixed_n("ProposeTest", self.query, self.relation)
 
     @property
     def query(self) -> Query:
@@ -427,7 +417,7 @@ class PTRMode(AbstractPrimitive[ApproxDP]):
     relation: Relation = attrs.field(default="add_remove", converter=_pm_relation)
 
     def __attrs_post_init__(self) -> None:
-        _require_fixed_n("PTRMode", self.query, self.relation)
+        require_fixed_n("PTRMode", self.query, self.relation)
 
     @property
     def neighbouring(self) -> Neighbouring:

@@ -17,6 +17,15 @@ Randomness sources are re-exported from :mod:`dpalg.noise._random`.
 """
 
 from dpalg.noise._bernoulli import bernoulli, bernoulli_exp
+from dpalg.noise._admissible import (
+    AbstractAdmissibleNoise,
+    Admissibility,
+    ArsinhNormal,
+    CauchyNoise,
+    LaplaceLogNormal,
+    LaplaceNoise,
+    UniformLogNormal,
+)
 from dpalg.noise._exponential import exponential_mechanism, sample_exp_runs, sample_exp_weights
 from dpalg.noise._fixed_point import clipped_sum_sensitivity, exact_clipped_sum
 from dpalg.noise._gaussian import discrete_gaussian
@@ -25,6 +34,13 @@ from dpalg.noise._lattice import choose_granularity, lattice_noise, lattice_sens
 from dpalg.noise._random import AbstractRandomness, RngLike, SecureRandomness, SeededRandomness, resolve_rng
 
 __all__ = [
+    "AbstractAdmissibleNoise",
+    "Admissibility",
+    "ArsinhNormal",
+    "CauchyNoise",
+    "LaplaceLogNormal",
+    "LaplaceNoise",
+    "UniformLogNormal",
     "AbstractRandomness",
     "RngLike",
     "SecureRandomness",

@@ -17,10 +17,12 @@ from dpalg.sensitivity._down_sens import (
     down_sensitivity_function,
 )
 from dpalg.sensitivity._shift_runs import shift_tau, shifted_loss_at, shifted_loss_runs
+from dpalg.sensitivity._smooth import smooth_sensitivity, smooth_sensitivity_quantile
 
 __all__ = [
     "CATALOG_KINDS", "MonotoneCheck", "check_monotone", "distance_to_instability", "global_sensitivity",
     "local_sensitivity_at_distance", "ls_profile", "mode_gap_distance", "require_monotone", "spot_check_formula",
     "UserLoss", "check_user_monotone", "down_sensitivity_count_distinct", "down_sensitivity_function",
     "shift_tau", "shifted_loss_at", "shifted_loss_runs",
+    "smooth_sensitivity", "smooth_sensitivity_quantile",
 ]  # fmt: skip

@@ -13,7 +13,7 @@ and ``S(x) ≤ e^β S(y)`` for neighbours ``x, y``. Any profile ``U_k`` with
 ``w_k U_k(x) ≤ w_k U_{k+1}(y) ≤ e^β w_{k+1} U_{k+1}(y)``). This module uses that
 freedom to make floating point err **upward** only (see "Rounding" below).
 
-Three entry points:
+Entry points (:func:`smooth_sensitivity` dispatches any catalog query to them):
 
 * :func:`smooth_sensitivity_from_profile` -- any query, from a function giving
   (an upper bound on) ``LS_k``, with a provably safe early stop;
@@ -66,7 +66,10 @@ from dpalg._errors import InvalidArgument
 from dpalg._numbers import to_fraction
 
 __all__ = [
+    "ORDER_KINDS",
     "Relation",
+    "order_statistic",
+    "smooth_sensitivity",
     "smooth_sensitivity_from_profile",
     "smooth_sensitivity_quantile",
     "smooth_sensitivity_quantile_quadratic",
@@ -673,3 +676,110 @@ def _add_remove_fast(xp: FloatArray, n: int, q: Fraction, beta: float, cap: floa
         k = k_end + 1
         chunk *= 2
     return _finish(best, 0.0)
+
+
+# --- any catalog query ------------------------------------------------------------------
+
+#: kinds with the rigorous order-statistic path (the others use the catalog's LS_k)
+ORDER_KINDS: Final = ("median", "quantile", "max", "min")
+
+
+def order_statistic(query: object, owner: str) -> tuple[Fraction, Fraction, Fraction, bool]:
+    """``(q, lower, upper, negate)`` of a clipped order-statistic query.
+
+    ``max`` is the quantile ``q = 1`` (value ``lower`` on empty data, as in
+    :mod:`dpalg.queries`); ``min`` is ``−max(−x)`` on ``[−upper, −lower]`` (negation is
+    exact in floating point, and the empty value ``upper`` maps to ``−upper``).
+    """
+    from dpalg.queries import Query
+
+    if not isinstance(query, Query) or query.kind not in ORDER_KINDS:
+        raise InvalidArgument(owner, "query", query, f"must be a Query of kind {ORDER_KINDS}")
+    if query.user is not None:
+        raise InvalidArgument(owner, "query", query, "must be row-level")
+    lower, upper = query.require_bounds(owner)
+    if query.kind == "min":
+        return Fraction(1), -upper, -lower, True
+    q = Fraction(1) if query.kind == "max" else (query.q if query.q is not None else Fraction(1, 2))
+    return q, lower, upper, False
+
+
+def smooth_sensitivity(query: object, values: npt.ArrayLike, beta: float, relation: str = "substitution") -> float:
+    """The β-smooth sensitivity ``S*_β(x) = max_k e^{−kβ} LS_k(x)`` of a catalog query.
+
+    Relation: ``"substitution"`` (default; ``n`` is public) or ``"add_remove"`` of one
+    value. ``values`` is the query's column as a 1-D array: NaN are dropped and the
+    values clipped to the query's range, as :meth:`Query.values` does.
+
+    * median, quantile, max, min (clipped): the exact O(n log n) / near-linear
+      algorithms of :func:`smooth_sensitivity_quantile`; the result is a rigorous
+      upper bound that is itself β-smooth (module docstring, "Rounding").
+    * count, sum, mean, count_distinct, histogram: the catalog's exact ``LS_k``
+      (:func:`dpalg.sensitivity._catalog.ls_profile`) through
+      :func:`smooth_sensitivity_from_profile` (early stop at the global sensitivity).
+      The catalog evaluates ``LS_k`` in floating point without outward rounding, so
+      this value is exact up to a few ulps but not certified; mechanism nodes use
+      only the order-statistic path.
+
+    Args:
+        query: a row-level :class:`~dpalg.queries.Query` (e.g.
+            ``Query.median("x") | Clip(0, 10)``).
+        values: the column's values (1-D).
+        beta: ``β > 0``.
+        relation: ``"substitution"`` or ``"add_remove"``.
+
+    Returns:
+        ``S*_β(x)`` as a float.
+
+    Raises:
+        InvalidArgument: a query without ``LS_k`` here (mode, trimmed mean, user-level),
+            an unclipped query, bad ``beta`` or ``relation``.
+
+    Examples:
+        >>> from dpalg.queries import Clip, Query
+        >>> med = Query.median("x") | Clip(0, 10)
+        >>> [round(smooth_sensitivity(med, range(7), b), 5) for b in (0.1, 0.5, 1)]
+        [5.48812, 1.56191, 1.0]
+        >>> round(smooth_sensitivity(Query.count(), [1.0, 2.0], 0.5, "add_remove"), 6)
+        1.0
+
+    References:
+        NRS07 Def. 2.1, Prop. 3.1 and §3.1 (median).
+    """
+    from dpalg.queries import Query
+    from dpalg.sensitivity._catalog import CATALOG_KINDS, global_sensitivity, ls_profile
+
+    owner = "smooth_sensitivity"
+    rel = _relation(relation, owner)
+    b = _beta(beta, owner)
+    if not isinstance(query, Query):
+        raise InvalidArgument(owner, "query", type(query).__name__, "must be a dpalg Query")
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 1:
+        raise InvalidArgument(owner, "values", f"ndim={arr.ndim}", "must be 1-D")
+    arr = arr[~np.isnan(arr)]
+    if query.kind in ORDER_KINDS:
+        q, lower, upper, negate = order_statistic(query, owner)
+        lo_b, hi_b = _bounds(lower, upper, owner)
+        x = np.sort(np.clip(-arr if negate else arr, lo_b, hi_b))
+        return smooth_sensitivity_quantile(x, q, lower, upper, b, rel)
+    if query.kind not in CATALOG_KINDS or query.user is not None:
+        raise InvalidArgument(owner, "query", query, f"has no LS_k in the catalog; supported: {CATALOG_KINDS} (row-level)")
+    if query.lower is not None and query.upper is not None:
+        lo_b, hi_b = _bounds(query.lower, query.upper, owner)
+        arr = np.clip(arr, lo_b, hi_b)
+    gs = float(global_sensitivity(query, rel))
+    if not math.isfinite(gs):
+        raise InvalidArgument(owner, "query", query, "has infinite global sensitivity: add | Clip(lower, upper)")
+    cap = gs * (1 + 2.0**-40)
+    # beyond k_max the constant cap·e^{−(k_max+1)β} ≤ e^{−50}·cap bounds the tail
+    k_max = min(int(arr.size) + 2 + math.ceil(50 / b), 2**31)
+    cache: list[FloatArray] = [np.zeros(0)]
+
+    def ls_at(ks: IntArray) -> FloatArray:
+        top = int(ks.max())
+        if cache[0].size <= top:
+            cache[0] = ls_profile(query, arr, min(k_max, max(2 * top, 64)), rel)
+        return np.minimum(cache[0][ks], cap)
+
+    return smooth_sensitivity_from_profile(ls_at, b, ls_cap=cap, k_max=k_max, vectorised=True)

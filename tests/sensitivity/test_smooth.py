@@ -13,6 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpalg._errors import InvalidArgument
+from dpalg.queries import Clip, Query
+from dpalg.sensitivity import smooth_sensitivity
+from dpalg.sensitivity._catalog import ls_profile
 from dpalg.sensitivity._smooth import (
     FLOOR,
     Relation,
@@ -163,7 +166,7 @@ def test_fast_equals_quadratic_on_random_inputs(relation: Relation) -> None:
 @pytest.mark.parametrize("relation", RELATIONS)
 def test_fast_equals_quadratic_many_n_2000(relation: Relation) -> None:
     gen = np.random.Generator(np.random.PCG64(12))
-    for trial in range(40):
+    for trial in range(16 if relation == "add_remove" else 40):
         x, lo, hi = _random_sorted(gen, 2000, trial % 4)
         q = Fraction(int(gen.integers(0, 101)), 100)
         beta = float(gen.choice([0.001, 0.01, 0.1, 1.0]))
@@ -280,3 +283,116 @@ def test_quantile_invalid_arguments(args: tuple[object, ...], field: str) -> Non
             fn(*args)  # type: ignore[arg-type]
         assert info.value.field == field
         assert "5.0" not in str(info.value)  # never prints data
+
+
+# --- exhaustive LS_k on a non-uniform domain (ported from the second implementation) ----
+
+EX_DOMAIN = (0, 1, 3, 4, 7)  # bounds [0, 7], both included
+
+
+def _ex_neighbours(y: Data, relation: Relation) -> set[Data]:
+    out: set[Data] = set()
+    for i in range(len(y)):
+        rest = y[:i] + y[i + 1 :]
+        if relation == "add_remove":
+            out.add(rest)
+        else:
+            out.update(tuple(sorted(rest + (v,))) for v in EX_DOMAIN)
+    if relation == "add_remove":
+        out.update(tuple(sorted(y + (v,))) for v in EX_DOMAIN)
+    return out
+
+
+def _ex_profile(x: Data, q: Fraction, relation: Relation, k_max: int) -> list[int]:
+    def ls(y: Data) -> int:
+        fy = value(y, q)
+        return max((abs(fy - value(z, q)) for z in _ex_neighbours(y, relation)), default=0)
+
+    seen = {x}
+    front = {x}
+    cur = ls(x)
+    out = [cur]
+    for _ in range(k_max):
+        front = {z for y in front for z in _ex_neighbours(y, relation)} - seen
+        seen |= front
+        cur = max([cur] + [ls(y) for y in front])
+        out.append(cur)
+    return out
+
+
+def test_ls_k_exhaustive_small_domain() -> None:
+    import itertools
+
+    for q in (Fraction(1, 2), Fraction(1, 3), Fraction(0), Fraction(1), Fraction(3, 4)):
+        for relation in RELATIONS:
+            for n in range(0, 4):
+                for x in itertools.combinations_with_replacement(EX_DOMAIN, n):
+                    want = _ex_profile(x, q, relation, 4)
+                    got = [quantile_ls_k(x, q, 0, 7, k, relation) for k in range(5)]
+                    assert all(w <= g <= w * (1 + 2**-50) for w, g in zip(want, got)), (q, relation, x)
+
+
+def test_profile_never_below_the_true_max_at_large_k() -> None:
+    # the maximum sits at k = 2000 with kβ = 200: the exponent's rounding must be covered
+    s = smooth_sensitivity_from_profile(lambda k: 1e-100 if k < 2000 else 1.0, 0.1, ls_cap=1.0, k_max=5000)
+    assert s >= math.exp(-2000 * 0.1)
+
+
+# --- the public interface: dpalg.sensitivity.smooth_sensitivity ------------------------
+
+MED = Query.median("x") | Clip(0, 10)
+
+
+@pytest.mark.parametrize(("beta", "want"), [(0.1, 5.48812), (0.5, 1.56191), (1.0, 1.0)])
+def test_interface_reference_values(beta: float, want: float) -> None:
+    got = smooth_sensitivity(MED, np.arange(7), beta)
+    assert isinstance(got, float)
+    assert got == pytest.approx(want, abs=5e-6) and got >= want - 5e-6
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=DATA, relation=st.sampled_from(RELATIONS), beta=st.sampled_from([0.2, 0.6, 1.3]), kind=st.sampled_from(["median", "q", "max", "min"]))
+def test_interface_equals_brute_force(data: tuple[int, list[int]], relation: Relation, beta: float, kind: str) -> None:
+    """Median, a quantile, max and min (both relations) against the definition on {0..top}."""
+    top, xs = data
+    x = tuple(sorted(xs))
+    if relation == "substitution" and not x:
+        return
+    if kind == "min":  # min(x) = top − max(top − x) on [0, top]; empty data: top
+        query, q, y = Query.min("x") | Clip(0, top), Fraction(1), tuple(sorted(top - v for v in x))
+    elif kind == "max":
+        query, q, y = Query.max("x") | Clip(0, top), Fraction(1), x
+    else:
+        qq = Fraction(1, 2) if kind == "median" else Fraction(1, 3)
+        query = (Query.median("x") if kind == "median" else Query.quantile("x", qq)) | Clip(0, top)
+        q, y = qq, x
+    want = brute_smooth(y, q, relation, top, beta, len(x) + 1)
+    got = smooth_sensitivity(query, np.array(x, dtype=np.float64), beta, relation)
+    assert want <= got <= want * math.exp(beta * 2**-19 * (len(x) + 2)) * (1 + 1e-9)
+
+
+def test_interface_other_catalog_queries_use_the_catalog_profile() -> None:
+    x = np.array([0.0, 1, 1, 2, 5, 8])
+    for query in (Query.mean("x") | Clip(0, 10), Query.sum("x") | Clip(0, 10), Query.count("x")):
+        for relation in RELATIONS:
+            beta = 0.4
+            prof = ls_profile(query, x, x.size + 40, relation)
+            want = max(math.exp(-beta * k) * float(v) for k, v in enumerate(prof))
+            assert smooth_sensitivity(query, x, beta, relation) == pytest.approx(want, rel=1e-9, abs=1e-20)
+
+
+def test_interface_drops_nan_and_clips() -> None:
+    raw = np.array([np.nan, -5.0, 1.0, 2.0, 50.0])
+    assert smooth_sensitivity(MED, raw, 0.5) == smooth_sensitivity(MED, [0.0, 1.0, 2.0, 10.0], 0.5)
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [(Query.mode("x"), "query"), (Query.median("x"), "query"), (Query.sum("x"), "query"), ("median", "query")],
+)
+def test_interface_rejects_queries_without_ls_k(query: object, field: str) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        smooth_sensitivity(query, [1.0], 0.5)
+    assert info.value.field == field
+    with pytest.raises(InvalidArgument):
+        smooth_sensitivity(MED, [1.0], 0.5, relation="swap")

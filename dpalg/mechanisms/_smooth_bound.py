@@ -1,0 +1,376 @@
+"""SmoothBound: release an order statistic with noise scaled to its smooth sensitivity.
+
+``f(x) + (S(x)/α)·Z`` with ``S`` a β-smooth upper bound on the local sensitivity
+(NRS07) and ``Z`` an admissible noise; dpalg chooses ``(α, β)`` from the privacy
+target (:mod:`dpalg.noise._admissible`):
+
+* :class:`SmoothBound` -- Laplace noise, (ε, δ)-DP: ``α = ε/2`` and a rational
+  ``β ≤ ε/(2 ln(2/δ))`` (rounded *down*: a bound that is smooth for a smaller β is
+  smooth for the theorem's β), noise scale ``2S'/ε``;
+* :class:`SmoothBoundCauchy` -- generalised Cauchy noise ``∝ 1/(1 + |z|^γ)``, pure
+  ε-DP: NRS07's ``α = β = ε/(2(γ+1))`` (γ = 2: ``ε/6``, scale ``6S'/ε``) or the
+  ``"tight"`` constants derived in the docs (γ = 2: ``α = β = ε/2``).
+
+Release path (no floating-point noise, Mironov 2012): ``S`` is computed by
+:func:`~dpalg.sensitivity.smooth_sensitivity_quantile` as a float that is a rigorous
+upper bound and itself β-smooth, taken exactly as a rational (every float is one);
+``S' = S + 2^k`` pays for rounding ``f(x)`` to the lattice ``2^k ℤ``; the noise is the
+*exact* law of ``round(S'(x) Z/(α 2^k))`` (:meth:`AbstractAdmissibleNoise.sample_lattice`).
+The output ``2^k (round(f(x)/2^k) + N)`` is the lattice rounding of the ideal
+continuous release for ``g = round(f)``, whose local sensitivity is at most
+``LS_f + 2^k ≤ S'``: post-processing, so the node costs exactly what the theorem
+states, with no sampling slack. Clamping the result to ``[lower, upper]`` (default)
+is post-processing too.
+
+The zCDP noises of Bun–Steinke 2019 (LLN, ULN, arsinh-normal) are **not** offered
+here: they have no exact sampler in dpalg (they need an exact lazy continuous
+Gaussian), and a fixed-precision inversion would only give approximate zCDP.
+
+Queries: ``median``, ``quantile``, ``max`` and ``min`` of a clipped column (their
+value and smooth sensitivity are exact order statistics). Proof sketch and the
+lemma composition: ``docs/mechanisms/smooth_sensitivity.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Literal, final
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from dpalg._errors import InvalidArgument
+from dpalg._numbers import ExactLike, to_fraction
+from dpalg.data import Dataset, Neighbouring, Relation
+from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
+from dpalg.measures import ApproxDP, PureDP
+from dpalg.mechanisms._common import floor_log2, granularity_param, positive_param, relation_param, require_fixed_n
+from dpalg.noise import AbstractRandomness, round_to_lattice
+from dpalg.noise._admissible import AbstractAdmissibleNoise, Admissibility, CauchyNoise, LaplaceNoise
+from dpalg.queries import Query
+from dpalg.sensitivity._smooth import ORDER_KINDS, order_statistic, smooth_sensitivity_quantile
+
+__all__ = ["SmoothBound", "SmoothBoundCauchy", "auto_granularity", "center_and_scale", "check_range", "smooth_release"]
+
+#: the lattice step is at most 2^-40 of the clip range (negligible extra sensitivity)
+_RANGE_BITS = 40
+#: largest noise scale in lattice units accepted by the exact Laplace sampler (2^52)
+_MAX_UNITS_BITS = 52
+
+
+def _float_floor(x: Fraction) -> float:
+    """The largest float ``≤ x`` (so a smoothness parameter is never rounded up)."""
+    f = float(x)
+    if Fraction(f) > x:
+        f = math.nextafter(f, -math.inf)
+    return f
+
+
+def _ceil_log2(x: Fraction) -> int:
+    k = floor_log2(x)
+    return k if Fraction(2) ** k == x else k + 1
+
+
+def check_range(owner: str, lower: Fraction, upper: Fraction, alpha: Fraction) -> None:
+    """Refuse ranges and budgets the lattice release cannot serve exactly (at construction)."""
+    width = upper - lower
+    if not Fraction(1, 2**800) <= width <= Fraction(2**900):
+        raise InvalidArgument(owner, "upper - lower", float(width), "must be in [2**-800, 2**900]")
+    if alpha < Fraction(1, 2**40):
+        raise InvalidArgument(owner, "epsilon", float(alpha), "is too small (alpha < 2**-40)")
+    if not -1000 <= auto_granularity(lower, upper, alpha) <= 1000:  # pragma: no cover - implied by the range checks
+        raise InvalidArgument(owner, "upper - lower", float(width), "gives a lattice exponent outside [-1000, 1000]")
+
+
+def auto_granularity(lower: Fraction, upper: Fraction, alpha: Fraction) -> int:
+    """The public lattice exponent k: ``2^k ≤ 2^-40 (u − l)``, and ``S'/(α 2^k) ≤ 2^52``.
+
+    ``S ≤ 2(u − l)`` always (the smooth bound never exceeds the rounded-up range by
+    more than a tiny factor), so ``k ≥ ⌈log2(4(u − l)/α)⌉ − 52`` keeps the noise scale
+    in lattice units within the exact Laplace sampler's range whatever the data.
+    Depends on public parameters only.
+    """
+    width = upper - lower
+    return max(floor_log2(width) - _RANGE_BITS, _ceil_log2(4 * width / alpha) - _MAX_UNITS_BITS)
+
+
+def center_and_scale(
+    sorted_values: npt.NDArray[np.float64],
+    q: Fraction,
+    lower: Fraction,
+    upper: Fraction,
+    relation: Relation,
+    constants: Admissibility,
+    k: int,
+) -> tuple[int, Fraction]:
+    """``(a, scale)``: the lattice centre ``round(f(x)/2^k)`` and the noise scale ``S'(x)/α``.
+
+    ``S' = Ŝ + 2^k`` with ``Ŝ`` the rigorous β-smooth float bound taken exactly. Both
+    are private (functions of the data): used by :func:`smooth_release` and by the
+    tests that compute the output distribution exactly; never released.
+    """
+    beta = _float_floor(constants.beta)
+    s_hat = smooth_sensitivity_quantile(sorted_values, q, lower, upper, beta, relation)
+    s_prime = Fraction(s_hat) + Fraction(2) ** k  # exact: every float is a rational
+    n = int(sorted_values.size)
+    value = float(sorted_values[max(0, -(-(q.numerator * n) // q.denominator) - 1)]) if n else float(lower)
+    return int(round_to_lattice(np.array([value]), k)[0]), s_prime / constants.alpha
+
+
+def smooth_release(
+    sorted_values: npt.NDArray[np.float64],
+    q: Fraction,
+    lower: Fraction,
+    upper: Fraction,
+    relation: Relation,
+    constants: Admissibility,
+    noise: AbstractAdmissibleNoise,
+    k: int,
+    rng: AbstractRandomness,
+    *,
+    clamp: bool = True,
+) -> Fraction:
+    """One smooth-sensitivity release of the q-quantile of sorted clipped data.
+
+    Returns ``2^k (a + N)`` with ``(a, scale)`` from :func:`center_and_scale` and ``N``
+    the exact ``round(scale·Z/2^k)``; clamped to ``[lower, upper]`` when ``clamp``.
+    """
+    a, scale = center_and_scale(sorted_values, q, lower, upper, relation, constants, k)
+    noise_units = int(noise.sample_lattice(1, k, rng, scale=scale)[0])
+    out = Fraction(a + noise_units) * Fraction(2) ** k
+    if clamp:
+        out = min(max(out, lower), upper)
+    return out
+
+
+def _query(owner: str, value: Query) -> Query:
+    if not isinstance(value, Query) or value.kind not in ORDER_KINDS:
+        raise InvalidArgument(owner, "query", value, f"must be a clipped Query of kind {ORDER_KINDS}")
+    order_statistic(value, owner)  # bounds and row level
+    lower, upper = value.require_bounds(owner)
+    if lower >= upper:
+        raise InvalidArgument(owner, "query", value, "needs a clip range with lower < upper")
+    return value
+
+
+def _release_query(node: SmoothBound | SmoothBoundCauchy, data: Dataset, rng: AbstractRandomness) -> object:
+    q, lower, upper, negate = order_statistic(node.query, type(node).__name__)
+    values = node.query.values(data)
+    x = np.sort(-values if negate else values)
+    out = smooth_release(x, q, lower, upper, node.relation, node.constants(), node.noise(), node.lattice_k(), rng, clamp=node.clamp)
+    return float(-out if negate else out)
+
+
+def _sb_query(value: Query) -> Query:
+    return _query("SmoothBound", value)
+
+
+def _sb_eps(value: ExactLike) -> Fraction:
+    return positive_param("SmoothBound", "epsilon", value)
+
+
+def _sb_delta(value: ExactLike) -> Fraction:
+    d = to_fraction(value, owner="SmoothBound", field="delta")
+    if not 0 < d < 1:
+        raise InvalidArgument("SmoothBound", "delta", value, "must be in (0, 1)")
+    return d
+
+
+def _sb_relation(value: str) -> Relation:
+    return relation_param("SmoothBound", value)
+
+
+def _sb_k(value: int | None) -> int | None:
+    return granularity_param("SmoothBound", value)
+
+
+def _check_k(owner: str, node: SmoothBound | SmoothBoundCauchy) -> None:
+    lower, upper = node.query.require_bounds(owner)
+    alpha = node.constants().alpha
+    check_range(owner, lower, upper, alpha)
+    if isinstance(node, SmoothBound) and node.granularity is not None:
+        k_min = auto_granularity(lower, upper, alpha)
+        if node.granularity < k_min:
+            raise InvalidArgument(owner, "granularity", node.granularity, f"must be >= {k_min} (range of the exact Laplace sampler)")
+
+
+@final
+@attrs.frozen
+class SmoothBound(AbstractPrimitive[ApproxDP]):
+    """A quantile, median, max or min with Laplace noise scaled to its smooth sensitivity.
+
+    Releases ``f(x) + Lap(2S'(x)/ε)`` on the lattice ``2^k ℤ`` (exact noise), where
+    ``S' = S + 2^k`` and ``S`` is a β-smooth upper bound on the local sensitivity with
+    a rational ``β ≤ ε/(2 ln(2/δ))``; the result is clamped to ``[lower, upper]``.
+
+    Args:
+        query: ``Query.median(col) | Clip(l, u)`` (or quantile, max, min), ``l < u``.
+        epsilon: ε > 0.
+        delta: δ in (0, 1).
+        relation: ``"add_remove"`` (default) or ``"substitution"`` of one row.
+        granularity: the lattice exponent k (default :func:`auto_granularity`).
+        clamp: clamp the output to the clip range (post-processing; default True).
+
+    Privacy guarantee:
+        (ε, δ)-DP under the stated relation for one row: NRS07 Lemma 2.6 with the
+        Laplace admissibility Lemma 2.9 (``α = ε/2``, ``β = ε/(2 ln(2/δ))``, here rounded
+        down). The sliding step of the Laplace is δ-free, so the proof even gives
+        δ/2 (docs §3). The lattice release is post-processing of the ideal mechanism
+        for ``round(f)`` with the smooth bound ``S + 2^k``, and the noise is sampled
+        exactly: the cost is exactly ``ApproxDP(ε, δ)``.
+
+    Examples:
+        >>> from dpalg import ApproxDP, Clip, Query
+        >>> node = SmoothBound(Query.median("x") | Clip(0, 100), epsilon=1, delta="1e-6")
+        >>> node.cost()
+        ApproxDP(1, '1/1000000')
+    """
+
+    query: Query = attrs.field(converter=_sb_query)
+    epsilon: Fraction = attrs.field(converter=_sb_eps)
+    delta: Fraction = attrs.field(converter=_sb_delta)
+    relation: Relation = attrs.field(default="add_remove", converter=_sb_relation)
+    granularity: int | None = attrs.field(default=None, converter=_sb_k)
+    clamp: bool = True
+
+    def __attrs_post_init__(self) -> None:
+        _check_k("SmoothBound", self)
+        require_fixed_n("SmoothBound", self.query, self.relation)
+
+    @property
+    def neighbouring(self) -> Neighbouring:
+        """Row-level under ``relation``."""
+        return self.query.neighbouring(self.relation)
+
+    def noise(self) -> AbstractAdmissibleNoise:
+        """The standard Laplace."""
+        return LaplaceNoise()
+
+    def constants(self) -> Admissibility:
+        """``α = ε/2``, ``β`` = ε/(2 ln(2/δ)) rounded down to a rational."""
+        return LaplaceNoise().constants(self.epsilon, self.delta)
+
+    def lattice_k(self) -> int:
+        """The public lattice exponent."""
+        if self.granularity is not None:
+            return self.granularity
+        lower, upper = self.query.require_bounds("SmoothBound")
+        return auto_granularity(lower, upper, self.constants().alpha)
+
+    def privacy(self) -> PrivacyClaim[ApproxDP]:
+        """(ε, δ) from the parameters."""
+        c = self.constants()
+        return PrivacyClaim(
+            ApproxDP(self.epsilon, self.delta),
+            "smooth sensitivity + Laplace noise, alpha = eps/2, beta <= eps/(2 ln(2/delta)) (NRS07 Lemmas 2.6, 2.9); "
+            "exact lattice sampling, S + 2^k",
+            (("epsilon", str(self.epsilon)), ("delta", str(self.delta)), ("alpha", str(c.alpha)), ("beta", str(c.beta)),
+             ("relation", self.relation), ("lattice", f"2**{self.lattice_k()}")),
+        )  # fmt: skip
+
+    def release(self, data: Dataset, rng: AbstractRandomness) -> object:
+        """The noisy statistic (a float, a multiple of 2^k)."""
+        return _release_query(self, data, rng)
+
+
+def _sc_query(value: Query) -> Query:
+    return _query("SmoothBoundCauchy", value)
+
+
+def _sc_eps(value: ExactLike) -> Fraction:
+    return positive_param("SmoothBoundCauchy", "epsilon", value)
+
+
+def _sc_gamma(value: ExactLike) -> Fraction:
+    return CauchyNoise(value).gamma
+
+
+def _sc_variant(value: str) -> Literal["nrs07", "tight"]:
+    if value == "nrs07":
+        return "nrs07"
+    if value == "tight":
+        return "tight"
+    raise InvalidArgument("SmoothBoundCauchy", "variant", value, "must be 'nrs07' or 'tight'")
+
+
+def _sc_relation(value: str) -> Relation:
+    return relation_param("SmoothBoundCauchy", value)
+
+
+def _sc_k(value: int | None) -> int | None:
+    return granularity_param("SmoothBoundCauchy", value)
+
+
+@final
+@attrs.frozen
+class SmoothBoundCauchy(AbstractPrimitive[PureDP]):
+    """A quantile, median, max or min with generalised Cauchy noise: pure ε-DP.
+
+    Releases ``f(x) + (S'(x)/α)·Z``, ``Z ∝ 1/(1 + |z|^γ)``, on the lattice ``2^k ℤ``
+    (exact sampler), ``S' = S + 2^k`` with ``S`` β-smooth, clamped to ``[lower, upper]``.
+
+    Args:
+        query: ``Query.median(col) | Clip(l, u)`` (or quantile, max, min), ``l < u``.
+        epsilon: ε > 0.
+        gamma: rational γ > 1 (default 2, the Cauchy distribution).
+        variant: ``"nrs07"`` (default): ``α = β = ε/(2(γ+1))``, γ = 2: ``ε/6``;
+            ``"tight"``: ``α = ε/(2(γ−1)^{(γ−1)/γ})`` (rounded down), ``β = ε/(2 max(1, γ−1))``.
+        relation: ``"add_remove"`` (default) or ``"substitution"``.
+        granularity: the lattice exponent k (default :func:`auto_granularity`).
+        clamp: clamp the output to the clip range (post-processing; default True).
+
+    Privacy guarantee:
+        ε-DP (δ = 0) under the stated relation for one row: NRS07 Lemma 2.6 with the
+        generalised-Cauchy admissibility (sliding and dilation log-ratios bounded
+        pointwise by ε/2 each; proofs in docs §3). Exact sampling and the lattice
+        argument of :class:`SmoothBound` keep it pure: cost exactly ``PureDP(ε)``.
+    """
+
+    query: Query = attrs.field(converter=_sc_query)
+    epsilon: Fraction = attrs.field(converter=_sc_eps)
+    gamma: Fraction = attrs.field(default=Fraction(2), converter=_sc_gamma)
+    variant: Literal["nrs07", "tight"] = attrs.field(default="nrs07", converter=_sc_variant)
+    relation: Relation = attrs.field(default="add_remove", converter=_sc_relation)
+    granularity: int | None = attrs.field(default=None, converter=_sc_k)
+    clamp: bool = True
+
+    def __attrs_post_init__(self) -> None:
+        _check_k("SmoothBoundCauchy", self)
+        require_fixed_n("SmoothBoundCauchy", self.query, self.relation)
+
+    @property
+    def neighbouring(self) -> Neighbouring:
+        """Row-level under ``relation``."""
+        return self.query.neighbouring(self.relation)
+
+    def noise(self) -> AbstractAdmissibleNoise:
+        """The generalised Cauchy with this γ."""
+        return CauchyNoise(self.gamma)
+
+    def constants(self) -> Admissibility:
+        """``(α, β)`` of the chosen variant (exact rationals)."""
+        return CauchyNoise(self.gamma).constants(self.epsilon, variant=self.variant)
+
+    def lattice_k(self) -> int:
+        """The public lattice exponent."""
+        if self.granularity is not None:
+            return self.granularity
+        lower, upper = self.query.require_bounds("SmoothBoundCauchy")
+        return auto_granularity(lower, upper, self.constants().alpha)
+
+    def privacy(self) -> PrivacyClaim[PureDP]:
+        """ε from the parameters."""
+        c = self.constants()
+        return PrivacyClaim(
+            PureDP(self.epsilon),
+            f"smooth sensitivity + generalised Cauchy noise (gamma={self.gamma}, {self.variant} constants; NRS07 Lemma 2.6); "
+            "exact lattice sampling, S + 2^k",
+            (("epsilon", str(self.epsilon)), ("gamma", str(self.gamma)), ("alpha", str(c.alpha)), ("beta", str(c.beta)),
+             ("relation", self.relation), ("lattice", f"2**{self.lattice_k()}")),
+        )  # fmt: skip
+
+    def release(self, data: Dataset, rng: AbstractRandomness) -> object:
+        """The noisy statistic (a float, a multiple of 2^k)."""
+        return _release_query(self, data, rng)
