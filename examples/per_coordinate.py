@@ -34,7 +34,7 @@ QUERIES = [Query.sum(f"x{i}") | Clip(0, DELTAS[i - 1]) for i in range(1, D + 1)]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="fewer trials (for the test suite)")
+    parser.add_argument("--quick", "--small", action="store_true", help="fewer trials (for the test suite)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
     args = parser.parse_args()
     trials = 1000 if args.quick else 100_000

@@ -42,7 +42,7 @@ def oracle(a: int, b: int, epsilon: Fraction, trials: int, rng: SeededRandomness
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="few trials and settings (for the test suite)")
+    parser.add_argument("--quick", "--small", action="store_true", help="few trials and settings (for the test suite)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
     args = parser.parse_args()
     trials = 200 if args.quick else 3000

@@ -1,0 +1,132 @@
+"""Shared helpers: the table row, timing, peer discovery, printing."""
+
+from __future__ import annotations
+
+import importlib
+import math
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from types import ModuleType
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table: a dpalg figure next to its baseline from the same run.
+
+    ``ratio`` is always dpalg / baseline; ``better`` says which direction is good
+    for this figure ("lower" for errors and times, "higher" for throughputs).
+    """
+
+    group: str
+    figure: str
+    dpalg: float | None
+    baseline: float | None
+    baseline_name: str
+    better: str = "lower"
+    unit: str = ""
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if self.dpalg is None or self.baseline is None or self.baseline == 0:
+            return None
+        return self.dpalg / self.baseline
+
+
+def best_of(fn: Callable[[], object], repeat: int = 3) -> float:
+    """The fastest of ``repeat`` wall-clock timings of ``fn()``, in seconds."""
+    best = math.inf
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+@dataclass(frozen=True)
+class Releases:
+    """Repeated releases of one mechanism: outputs and the mean time of one release."""
+
+    outputs: list[float]
+    seconds_each: float
+
+    @property
+    def count(self) -> int:
+        return len(self.outputs)
+
+    def mae(self, truth: float) -> float:
+        return sum(abs(o - truth) for o in self.outputs) / len(self.outputs)
+
+    def mae_se(self, truth: float) -> float:
+        """Standard error of the MAE estimate (0 with fewer than two releases)."""
+        errs = [abs(o - truth) for o in self.outputs]
+        if len(errs) < 2:
+            return 0.0
+        mean = sum(errs) / len(errs)
+        var = sum((e - mean) ** 2 for e in errs) / (len(errs) - 1)
+        return math.sqrt(var / len(errs))
+
+
+def repeat_release(release: Callable[[], float], *, max_releases: int, min_releases: int, time_budget: float) -> Releases:
+    """Call ``release`` until ``max_releases`` calls, or ``time_budget`` seconds once ``min_releases`` are done."""
+    outputs: list[float] = []
+    start = time.perf_counter()
+    while len(outputs) < max_releases:
+        outputs.append(float(release()))
+        if len(outputs) >= min_releases and time.perf_counter() - start > time_budget:
+            break
+    return Releases(outputs, (time.perf_counter() - start) / len(outputs))
+
+
+def peer(module: str, distribution: str) -> tuple[ModuleType, str] | tuple[None, str]:
+    """Import a peer library: ``(module, "name version")`` or ``(None, reason)``."""
+    try:
+        dist_version = version(distribution)
+    except PackageNotFoundError:
+        return None, f"{distribution} not installed (pip install -e '.[compare]')"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mod = importlib.import_module(module)
+    except Exception as exc:  # a broken install must not stop the other figures
+        return None, f"{distribution} {dist_version} failed to import: {type(exc).__name__}: {str(exc)[:80]}"
+    return mod, f"{distribution} {dist_version}"
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if value == 0:
+        return "0"
+    mag = abs(value)
+    if mag >= 1e6 or mag < 1e-3:
+        return f"{value:.3g}"
+    if mag >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
+def render(rows: Sequence[Row], *, markdown: bool = False) -> str:
+    """The one table (plain text, or Markdown with ``markdown=True``)."""
+    header = ["figure", "dpalg", "baseline", "ratio", "better", "baseline is"]
+    body = []
+    for r in rows:
+        unit = f" [{r.unit}]" if r.unit else ""
+        ratio = r.ratio
+        body.append([
+            f"{r.figure}{unit}", _fmt(r.dpalg), _fmt(r.baseline),
+            "n/a" if ratio is None else f"{ratio:.3g}", r.better, r.baseline_name + (f" ({r.note})" if r.note else ""),
+        ])  # fmt: skip
+    if markdown:
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in body]
+        return "\n".join(lines)
+    widths = [max(len(h), *(len(row[i]) for row in body)) if body else len(h) for i, h in enumerate(header)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths)), "  ".join("-" * w for w in widths)]
+    for row in body:
+        cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:4], widths[1:4])] + [row[4].ljust(widths[4]), row[5]]
+        out.append("  ".join(cells))
+    return "\n".join(out)

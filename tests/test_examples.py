@@ -1,0 +1,57 @@
+"""Every script in examples/ runs to completion in its small setting.
+
+Each example takes ``--small`` (older ones spell it ``--quick``; both are accepted
+by those that define both) and ``--out DIR``; the environment variable
+``DPALG_EXAMPLES_SMALL=1`` is set too, for scripts that read it. Outputs go to a
+temporary directory, never to ``examples/out/``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+
+
+def _arguments(source: str, out: Path) -> list[str]:
+    args: list[str] = []
+    if '"--small"' in source:
+        args.append("--small")
+    elif '"--quick"' in source:
+        args.append("--quick")
+    if '"--out"' in source:
+        args += ["--out", str(out)]
+    return args
+
+
+def test_there_are_examples() -> None:
+    names = {p.name for p in EXAMPLES}
+    assert {"shifted_vs_clipping.py", "mean_of_ages.py", "median_vs_epsilon.py"} <= names
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
+def test_example_runs_small(script: Path, tmp_path: Path) -> None:
+    source = script.read_text()
+    env = {**os.environ, "DPALG_EXAMPLES_SMALL": "1", "MPLBACKEND": "Agg"}
+    result = subprocess.run(
+        [sys.executable, str(script), *_arguments(source, tmp_path)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, f"{script.name} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
+    if '"--out"' in source and ".png" in source:
+        assert list(tmp_path.glob("*.png")), f"{script.name} wrote no PNG into --out"
+
+
+def test_benchmarks_entry_point_starts() -> None:
+    """``python -m benchmarks`` is importable and parses its arguments (the run itself is minutes long)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "--full" in result.stdout and "--only" in result.stdout
