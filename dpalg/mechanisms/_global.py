@@ -20,6 +20,7 @@ from dpalg.data import Dataset, Neighbouring, Relation
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ZCDP, PureDP
 from dpalg.mechanisms._common import floor_log2, granularity_param, positive_param, relation_param
+from dpalg.noise._fixed_point import lattice_bounds
 from dpalg.noise import (
     AbstractRandomness,
     clipped_sum_sensitivity,
@@ -152,13 +153,24 @@ def noise_terms(node: Laplace | Gaussian, data: Dataset) -> list[NoiseTerm]:
     share = Fraction(1) if query.kind == "sum" else Fraction(1, 2)
     real = _real_sensitivity(query, relation)
     k = node.granularity if node.granularity is not None else _auto_k(max(real, Fraction(1, 2**60)) / (budget * share))
-    lat = _sum_sensitivity(query, relation, k)
-    terms = [NoiseTerm("sum", _lattice_sum(query, data, k), param_for(lat, lat * lat, share), k, lat if laplace else lat * lat)]
-    if query.kind == "mean":
-        # the count is private too under add/remove: a NaN or an added row changes it
-        n = int(query.values(data).size)
-        terms.append(NoiseTerm("count", n, param_for(Fraction(1), Fraction(1), share), 0, Fraction(1)))
-    return terms
+    if query.kind == "sum":
+        lat = _sum_sensitivity(query, relation, k)
+        return [NoiseTerm("sum", _lattice_sum(query, data, k), param_for(lat, lat * lat, share), k, lat if laplace else lat * lat)]
+    # mean: the sum of the terms centred on the lattice midpoint c of [L, U]. Each
+    # centred term lies in [L - c, U - c]: adding or removing a row (or a value
+    # becoming missing) moves the sum by at most max(c - L, U - c) ≈ (U - L)/2,
+    # a value-to-value substitution by at most U - L. The count is private too
+    # (an added row or a NaN changes it), each half of the budget.
+    lower, upper = query.require_bounds("mean")
+    lo_u, hi_u = lattice_bounds(lower, upper, k, "Laplace" if laplace else "Gaussian")
+    centre = (lo_u + hi_u) // 2
+    n = int(query.values(data).size)
+    lat = Fraction(hi_u - lo_u) if relation == "substitution" else Fraction(max(centre - lo_u, hi_u - centre))
+    centred = _lattice_sum(query, data, k) - n * centre
+    return [
+        NoiseTerm("centred_sum", centred, param_for(lat, lat * lat, share), k, lat if laplace else lat * lat),
+        NoiseTerm("count", n, param_for(Fraction(1), Fraction(1), share), 0, Fraction(1)),
+    ]
 
 
 def _release(node: Laplace | Gaussian, data: Dataset, rng: AbstractRandomness) -> object:
@@ -181,7 +193,9 @@ def _release(node: Laplace | Gaussian, data: Dataset, rng: AbstractRandomness) -
     lower, upper = query.require_bounds("mean")
     if noisy[1] <= 0:
         return float((lower + upper) / 2)
-    return float(min(max(Fraction(noisy[0]) * step / noisy[1], lower), upper))
+    lo_u, hi_u = lattice_bounds(lower, upper, terms[0].k, "mean")
+    centre = (lo_u + hi_u) // 2
+    return float(min(max((Fraction(noisy[0]) / noisy[1] + centre) * step, lower), upper))
 
 
 def _eps(value: ExactLike) -> Fraction:
@@ -223,7 +237,9 @@ class Laplace(AbstractPrimitive[PureDP]):
 
     Supports counts, ``count_distinct``, ``user_count``, histograms over public
     keys (vector, L1 sensitivity), clipped sums and clipped means (the mean is
-    noisy sum / noisy count, ε split in halves, so the count is private too).
+    the midpoint plus a noisy *centred* sum / noisy count, ε split in halves, so the
+    count is private too; centring on the clip midpoint halves the sum's
+    add/remove sensitivity to about (u − l)/2).
 
     Args:
         query: a :class:`~dpalg.Query` (sums and means need ``| Clip(l, u)``).

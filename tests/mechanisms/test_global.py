@@ -259,3 +259,13 @@ def test_empty_data_is_defined() -> None:
     for node in (Laplace(Query.mean("x") | Clip(0, 4), epsilon=1), ExponentialQuantile(Query.median("x") | Clip(0, 4), epsilon=1)):
         value = node.release(as_dataset(empty), SeededRandomness(0))
         assert isinstance(value, float) and 0 <= value <= 4
+
+
+def test_centred_mean_sensitivity_is_tight_under_add_remove() -> None:
+    """Centring halves the mean's sum sensitivity; the exact worst case meets ε exactly,
+    so any further (wrong) reduction of the declared sensitivity would fail the check above."""
+    node = Laplace(Query.mean("x") | Clip(0, 2), epsilon="0.7")
+    worst = max(_privacy_loss_bound(node, _ds(x), _ds(y)) for x, y in _neighbours("add_remove", 3))
+    assert worst == Fraction(7, 10)
+    terms = _global.noise_terms(node, _ds((0.0, 2.0)))
+    assert terms[0].label == "centred_sum" and terms[0].sensitivity * 2 ** terms[0].k == 1  # (u - l)/2, not max(|l|, |u|) = 2
