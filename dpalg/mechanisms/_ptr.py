@@ -44,7 +44,7 @@ from dpalg.sensitivity._sympy_check import MonotoneCheck, require_monotone
 
 __all__ = ["LocalSensAtDistance", "ProposeTest", "PTRMode", "ptr_test_passes", "ptr_cap"]
 
-PTR_KINDS = ("mean", "median", "quantile", "max", "min", "count")
+PTR_KINDS = ("mean", "trimmed_mean", "median", "quantile", "max", "min", "count")
 _FORMULA_SYMBOLS = ("k", "n", "lower", "upper")
 
 

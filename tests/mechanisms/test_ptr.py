@@ -247,3 +247,15 @@ def test_row_substitution_is_refused_for_column_queries() -> None:
     with pytest.raises(InvalidArgument, match="relation"):
         PTRMode(Query.mode("g"), epsilon=1, delta="1e-6", relation="substitution")
     ProposeTest(Query.count(), bound=1, epsilon=1, delta="1e-6", relation="substitution")
+
+
+def test_trimmed_mean_ptr_releases_near_the_truth() -> None:
+    gen = np.random.default_rng(5)
+    x = np.concatenate([gen.normal(50, 5, 20_000), np.full(50, 100.0)])  # outliers are trimmed
+    q = Query.trimmed_mean("v", "0.1") | Clip(0, 100)
+    node = ProposeTest(q, bound="0.02", epsilon="0.5", delta="1e-6")
+    data = as_dataset({"v": x})
+    truth = q.evaluate(data)
+    assert isinstance(truth, float)
+    out = node.release(data, SeededRandomness(2))
+    assert out is not BOTTOM and abs(float(out) - truth) < 1.0  # type: ignore[arg-type]
