@@ -1,8 +1,14 @@
 """The ``dpalg`` command line: ``check``, ``audit`` and ``demo``.
 
-Exit codes: 0 success (within budget / certificate confirmed), 1 failure (over
-budget / certificate refuted), 2 bad usage (unreadable file, unknown object,
-malformed budget, measure mismatch).
+Exit codes:
+
+* ``dpalg check PLAN --budget B [--strict] [--json]``: 0 within budget, 1 over
+  budget (or, with ``--strict``, relying on an unproven symbolic check), 2 bad
+  usage (unreadable file, unknown object, malformed budget, measure mismatch);
+* ``dpalg audit CERT.json``: 0 confirmed, 1 refuted (the first differing node is
+  named), 2 malformed or tampered;
+* ``dpalg audit --empirical PLAN|--demo``: 0 no violation found, 1 a violation
+  (ε̂ > ε or δ̂ > δ), 2 bad usage or mechanisms that could not be audited.
 """
 
 from __future__ import annotations
@@ -13,12 +19,18 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from dpalg._errors import BudgetExceeded, DPAlgError, InvalidArgument
-from dpalg.graph._accountant import check, derive
+from dpalg._errors import BudgetExceeded, DPAlgError, InvalidArgument, Unsupported
+from dpalg.graph._accountant import check, derive, fits
+from dpalg.graph._derivation import Derivation, measure_to_json
 from dpalg.graph._node import AbstractMeasurement
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
+from dpalg.release._serialize import JSON
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dpalg.release._adversary import NeighbourPair
+    from dpalg.release._auditor import MechanismAudit
 
 __all__ = ["main", "parse_budget", "load_object"]
 
@@ -89,91 +101,208 @@ def load_object(spec: str) -> object:
     return getattr(module, name)
 
 
-def _cmd_check(args: argparse.Namespace) -> int:
-    plan = load_object(args.plan)
+def _load_plan(spec: str) -> AbstractMeasurement[PureDP] | AbstractMeasurement[ApproxDP] | AbstractMeasurement[ZCDP]:
+    plan = load_object(spec)
     if callable(plan) and not isinstance(plan, AbstractMeasurement):
-        plan = plan()
+        try:
+            plan = plan()
+        except DPAlgError as exc:
+            raise UsageError(f"{spec}: building the plan failed: {exc}") from None
     if not isinstance(plan, AbstractMeasurement):
-        raise UsageError(f"{args.plan} is a {type(plan).__name__}, not a dpalg plan")
+        raise UsageError(f"{spec} is a {type(plan).__name__}, not a dpalg plan")
+    return plan
+
+
+def _check_json(plan: object, budget: Measure, derivation: Derivation, status: str, failing: BudgetExceeded | None) -> str:
+    from dpalg.release._certificate import symbolic_check_records
+
+    doc: dict[str, JSON] = {
+        "format": "dpalg-check/1",
+        "status": status,
+        "plan": repr(plan),
+        "budget": measure_to_json(budget),
+        "cost": measure_to_json(derivation.cost),
+        "fits": status != "over_budget" and type(derivation.cost) is type(budget) and fits(derivation.cost, budget),
+        "derivation": derivation.to_json(),
+        "symbolic_checks": symbolic_check_records(derivation),
+        "failing_node": None if failing is None else {
+            "path": failing.path, "node": failing.node_repr,
+            "required": measure_to_json(failing.required) if isinstance(failing.required, (PureDP, ApproxDP, ZCDP)) else str(failing.required),
+            "available": measure_to_json(failing.available) if isinstance(failing.available, (PureDP, ApproxDP, ZCDP)) else str(failing.available),
+        },
+    }
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from dpalg.release._certificate import symbolic_check_records
+
+    plan = _load_plan(args.plan)
     budget = parse_budget(args.budget)
     derivation = derive(plan)
-    print(derivation.render())
     if type(derivation.cost) is not type(budget):
         raise UsageError(
             f"the plan's cost is {type(derivation.cost).__name__} but the budget is {type(budget).__name__}; "
             "wrap the plan in an explicit conversion node (PureToApprox, PureToZCDP, ZCDPToApprox)"
         )
+    checks = [c for c in symbolic_check_records(derivation) if isinstance(c, dict) and c["status"] in ("unproven", "refuted")]
+    failing: BudgetExceeded | None = None
     try:
         check(plan, budget)
     except BudgetExceeded as exc:
-        print(f"OVER BUDGET: {exc}")
-        print(f"failing node: {exc.path}\n  {exc.node_repr}\n  needs {exc.required!r}; available {exc.available!r}")
+        failing = exc
+    status = "over_budget" if failing is not None else ("unproven" if checks and args.strict else "ok")
+    if args.json:
+        print(_check_json(plan, budget, derivation, status, failing))
+        return 0 if status == "ok" else 1
+    print(derivation.render())
+    for c in checks:
+        print(f"{'STRICT: refusing' if args.strict else 'WARNING:'} {c['status']} symbolic check at {c['path']}: {c['detail']}")
+    if failing is not None:
+        print(f"OVER BUDGET: {failing}")
+        print(f"failing node: {failing.path}\n  {failing.node_repr}\n  needs {failing.required!r}; available {failing.available!r}")
+        return 1
+    if status == "unproven":
+        print("REFUSED (--strict): the plan relies on symbolic checks sympy could not prove")
         return 1
     print(f"OK: total {derivation.cost!r} fits within {budget!r}")
     return 0
 
 
 def audit_certificate(cert: dict[str, object]) -> tuple[bool, list[str]]:
-    """Re-derive a certificate's claim from its plan alone.
+    """Re-derive a certificate's claim from its plan alone (see :func:`dpalg.release.audit_certificate`).
 
     Returns:
-        ``(confirmed, findings)``: confirmed when the re-derived cost equals the
-        claimed cost, the derivation matches and the cost fits the budget.
+        ``(confirmed, findings)``, warnings included in the findings.
     """
-    from dpalg.graph._accountant import fits
-    from dpalg.graph._derivation import measure_from_json, measure_to_json
-    from dpalg.release._serialize import decode
+    from dpalg.release._audit import audit_certificate as _audit
 
-    findings: list[str] = []
-    if cert.get("format") != "dpalg-certificate/1":
-        raise UsageError(f"unknown certificate format {cert.get('format')!r}")
+    report = _audit(cert)
+    return report.confirmed, [*report.findings, *(f"WARNING: {w}" for w in report.warnings)]
+
+
+def _read_key(text: str) -> bytes:
+    path = Path(text)
+    raw = path.read_text().strip() if path.is_file() else text.strip()
     try:
-        plan = decode(cert["plan"])  # type: ignore[arg-type]
-    except (DPAlgError, KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"the plan cannot be rebuilt: {exc}") from None
-    if not isinstance(plan, AbstractMeasurement):
-        raise UsageError("the certificate's plan is not a dpalg plan")
-    derivation = derive(plan)
-    claimed = measure_from_json(cert.get("claimed_cost"))
-    budget = measure_from_json(cert.get("budget"))
-    ok = True
-    if derivation.cost != claimed:
-        ok = False
-        findings.append(f"REFUTED: re-derived cost {derivation.cost!r} != claimed {claimed!r}")
-    else:
-        findings.append(f"cost re-derived: {derivation.cost!r} equals the claim")
-    if json.dumps(derivation.to_json(), sort_keys=True) != json.dumps(cert.get("derivation"), sort_keys=True):
-        ok = False
-        findings.append("REFUTED: the recorded derivation differs from the re-derived one")
-    if type(claimed) is not type(budget) or not fits(claimed, budget):
-        ok = False
-        findings.append(f"REFUTED: claimed cost {claimed!r} does not fit the recorded budget {budget!r}")
-    else:
-        findings.append(f"fits the recorded budget {budget!r}")
-    if measure_to_json(derivation.cost) != cert.get("claimed_cost"):
-        ok = False
-        findings.append("REFUTED: claimed_cost serialisation differs")
-    rnd = cert.get("randomness")
-    if isinstance(rnd, dict) and not rnd.get("secure", False):
-        findings.append(f"WARNING: released with insecure randomness ({rnd.get('kind')})")
-    notes = cert.get("symbolic_checks")
-    if isinstance(notes, list):
-        findings.extend(f"note: {n}" for n in notes)
-    return ok, findings
+        key = bytes.fromhex(raw)
+    except ValueError:
+        raise UsageError("--public-key: expected 64 hex digits (or a file holding them)") from None
+    if len(key) != 32:
+        raise UsageError("--public-key: an Ed25519 public key is 32 bytes (64 hex digits)")
+    return key
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
+    if args.empirical or args.demo:
+        return _cmd_audit_empirical(args)
+    if args.target is None:
+        raise UsageError("audit: give a certificate file (or --empirical PLAN)")
+    from dpalg.release._audit import audit_certificate as _audit
+
     try:
-        cert = json.loads(Path(args.certificate).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise UsageError(f"{args.certificate}: {exc}") from None
+        cert = json.loads(Path(args.target).read_text())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{args.target}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        print(f"MALFORMED: {args.target} is not JSON: {exc}")
+        return 2
+    key = _read_key(args.public_key) if args.public_key else None
     if not isinstance(cert, dict):
-        raise UsageError(f"{args.certificate}: not a certificate object")
-    ok, findings = audit_certificate(cert)
-    for line in findings:
+        print(f"MALFORMED: {args.target} is not a certificate object")
+        return 2
+    report = _audit(cert, strict=args.strict, require_secure=args.require_secure, public_key=key)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        return report.exit_code
+    for warning in report.warnings:
+        print(f"WARNING: {warning}")
+    for line in report.findings:
         print(line)
-    print("CONFIRMED" if ok else "REFUTED")
-    return 0 if ok else 1
+    print(report.status.upper())
+    return report.exit_code
+
+
+def _neighbour_pairs(spec: str) -> list[NeighbourPair]:
+    from dpalg.release._adversary import NeighbourPair
+
+    obj = load_object(spec)
+    if callable(obj):
+        obj = obj()
+    if isinstance(obj, NeighbourPair):
+        return [obj]
+    if isinstance(obj, tuple) and len(obj) == 2 and not isinstance(obj[0], (tuple, NeighbourPair)):
+        obj = [obj]
+    if not isinstance(obj, (list, tuple)) or not obj:
+        raise UsageError(f"--neighbours {spec}: expected a pair (x, x'), a list of pairs or of NeighbourPair")
+    out: list[NeighbourPair] = []
+    for i, item in enumerate(obj):
+        if isinstance(item, NeighbourPair):
+            out.append(item)
+        elif isinstance(item, (tuple, list)) and len(item) in (2, 3):
+            label = f"{spec}[{i}]"
+            if len(item) == 3:
+                label, x, y = str(item[0]), item[1], item[2]
+            else:
+                x, y = item
+            out.append(NeighbourPair(label, x, y))
+        else:
+            raise UsageError(f"--neighbours {spec}: item {i} is not a pair (x, x') or (label, x, x')")
+    return out
+
+
+def _cmd_audit_empirical(args: argparse.Namespace) -> int:
+    from fractions import Fraction
+
+    from dpalg.release._auditor import audit_plan, format_table, plot_mechanism
+
+    if args.demo:
+        from dpalg._demo import demo_plan, user_plan
+
+        plans: list[tuple[str, AbstractMeasurement[PureDP] | AbstractMeasurement[ApproxDP] | AbstractMeasurement[ZCDP]]] = [
+            ("demo_plan", demo_plan()), ("user_plan", user_plan()),
+        ]
+    elif args.target is None:
+        raise UsageError("audit --empirical: give PLAN (FILE.py:NAME or module:NAME) or --demo")
+    else:
+        plans = [(args.target, _load_plan(args.target))]
+    pairs = None if args.neighbours in (None, "auto") else _neighbour_pairs(args.neighbours)
+    if args.trials < 200:
+        raise UsageError("--trials must be >= 200")
+    if not 0 < args.alpha < 1:
+        raise UsageError("--alpha must be in (0, 1)")
+    try:
+        zdelta = Fraction(args.zcdp_delta)
+    except (ValueError, ZeroDivisionError):
+        raise UsageError("--zcdp-delta must be a number in (0, 1)") from None
+    if not 0 < zdelta < 1:
+        raise UsageError("--zcdp-delta must be in (0, 1)")
+    progress: bool | None = False if args.no_progress else (None if sys.stderr.isatty() else False)
+    audits: list[MechanismAudit] = []
+    for name, plan in plans:
+        print(f"== empirical audit of {name}: {args.trials} runs per dataset and pair, alpha={args.alpha} "
+              f"(split over mechanisms and pairs); {'given' if pairs else 'dpalg-derived'} neighbours ==", flush=True)
+        found = audit_plan(plan, pairs, trials=args.trials, alpha=args.alpha / len(plans), rng=args.seed, zcdp_delta=zdelta, progress=progress)
+        print(format_table(found), flush=True)
+        audits.extend(found)
+    if args.plot:
+        for i, a in enumerate(audits):
+            path = plot_mechanism(a, args.plot, i)
+            if path is not None:
+                print(f"plot: {path}")
+    if args.seed is not None:
+        print("note: --seed makes the audit reproducible (the auditor's randomness is not a release)")
+    violations = [a for a in audits if a.violation]
+    skipped = [a for a in audits if a.skipped is not None]
+    for a in violations:
+        print(f"VIOLATION: {a.label}: eps_hat={a.epsilon_lower:.4g} > eps={a.epsilon:.4g} or delta_hat={a.delta_lower:.3g} > delta={a.delta:.3g}")
+    if violations:
+        return 1
+    if skipped:
+        print(f"INCONCLUSIVE: {len(skipped)} mechanism(s) could not be audited (give --neighbours)")
+        return 2
+    print("OK: eps_hat <= eps (and delta_hat <= delta) for every mechanism; an empirical audit can refute, never prove, privacy")
+    return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -188,9 +317,28 @@ def _parser() -> argparse.ArgumentParser:
     p_check = sub.add_parser("check", help="prove a plan's cost against a budget (no data touched)")
     p_check.add_argument("plan", help="FILE.py:NAME or package.module:NAME (a plan, or a function returning one)")
     p_check.add_argument("--budget", required=True, help='"eps=1", "eps=1,delta=1e-6" or "rho=0.5"')
+    p_check.add_argument("--strict", action="store_true", help="refuse (exit 1) a plan relying on an unproven symbolic check")
+    p_check.add_argument("--json", action="store_true", help="print the derivation as JSON (machine-readable, for CI)")
     p_check.set_defaults(func=_cmd_check)
-    p_audit = sub.add_parser("audit", help="re-derive a release certificate's claim from its plan")
-    p_audit.add_argument("certificate", help="certificate JSON file")
+    p_audit = sub.add_parser(
+        "audit", help="re-derive a certificate's claim, or audit mechanisms empirically",
+        description="dpalg audit CERT.json: 0 confirmed, 1 refuted, 2 malformed/tampered. "
+        "dpalg audit --empirical PLAN [--neighbours SPEC] or --empirical --demo: 0 no violation, 1 violation, 2 usage/inconclusive.",
+    )
+    p_audit.add_argument("target", nargs="?", help="certificate JSON file; with --empirical: FILE.py:NAME of a plan or mechanism")
+    p_audit.add_argument("--strict", action="store_true", help="refute certificates relying on unproven symbolic checks")
+    p_audit.add_argument("--require-secure", action="store_true", help="refute releases made with seeded (insecure) randomness")
+    p_audit.add_argument("--public-key", help="require an Ed25519 signature by this key (64 hex digits, or a file)")
+    p_audit.add_argument("--json", action="store_true", help="machine-readable report (certificate audits)")
+    p_audit.add_argument("--empirical", action="store_true", help="run the empirical auditor instead (lower-bounds eps)")
+    p_audit.add_argument("--demo", action="store_true", help="with --empirical: audit every mechanism of the demo's plans")
+    p_audit.add_argument("--neighbours", help="'auto' (default: dpalg derives adversarial pairs) or FILE.py:NAME of (x, x') pairs")
+    p_audit.add_argument("--trials", type=int, default=10_000, help="runs per dataset and pair (default 10000)")
+    p_audit.add_argument("--alpha", type=float, default=0.01, help="all bounds hold jointly with probability 1 - alpha")
+    p_audit.add_argument("--zcdp-delta", default="1e-6", help="delta at which zCDP claims are converted (default 1e-6)")
+    p_audit.add_argument("--seed", type=int, default=None, help="seed the auditor's runs (reproducible audits)")
+    p_audit.add_argument("--plot", metavar="DIR", help="write one PNG per mechanism: both output histograms and the event")
+    p_audit.add_argument("--no-progress", action="store_true", help="no progress bars")
     p_audit.set_defaults(func=_cmd_audit)
     p_demo = sub.add_parser("demo", help="run the main job on built-in synthetic data")
     p_demo.add_argument("--seed", type=int, default=None, help="seed for the synthetic data AND the noise (insecure; for reproducible demos)")
@@ -211,7 +359,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"dpalg: error: {exc}", file=sys.stderr)
         return 2
-    except InvalidArgument as exc:
+    except (InvalidArgument, Unsupported) as exc:
         print(f"dpalg: error: {exc}", file=sys.stderr)
         return 2
     return result

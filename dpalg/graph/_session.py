@@ -81,9 +81,15 @@ class Session(Generic[M]):
         Raises:
             BudgetExceeded: when ``spent + cost`` would exceed the budget.
         """
+        self._charge(cost, label)
+
+    def _charge(self, cost: M, label: str) -> tuple[M, M]:
+        """:meth:`charge`, returning the spent amount just before and just after it
+        (read under the lock, so a certificate records its own charge exactly)."""
         if type(cost) is not type(self._budget):
             raise InvalidArgument("Session.charge", "cost", cost, f"must be a {type(self._budget).__name__}")
         with self._lock:
+            before = self._spent
             after = add_measures(self._spent, cost)
             if not fits(after, self._budget):
                 raise BudgetExceeded(
@@ -93,17 +99,19 @@ class Session(Generic[M]):
                 )
             self._spent = cast(M, after)
             self._charges += 1
+            return before, self._spent
 
     def run(self, plan: AbstractMeasurement[M], data: object, *, rng: RngLike = None) -> Release:
         """Charge ``plan``'s static cost, then run it; returns its :class:`~dpalg.Release`.
 
         The charge is made before any data is read; a later error does not refund it.
         """
-        from dpalg.release._release import execute
+        from dpalg.release._release import SessionSpend, execute
 
         derivation = derive(plan)
-        self.charge(cast(M, derivation.cost), label=derivation.path)
-        return execute(plan, data, rng=rng, derivation=derivation, budget=self._budget, session=f"spent {self._spent!r} of {self._budget!r}")
+        before, after = self._charge(cast(M, derivation.cost), derivation.path)
+        spend = SessionSpend(budget=self._budget, spent_before=before, spent_after=after)
+        return execute(plan, data, rng=rng, derivation=derivation, budget=self._budget, session=spend)
 
     def __repr__(self) -> str:
         return f"Session({self._budget!r})"

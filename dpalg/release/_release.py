@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import datetime
 import json
-from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Union, assert_never, cast, final
+import math
+from typing import TYPE_CHECKING, assert_never, final
 
 import attrs
 import numpy as np
@@ -16,28 +15,17 @@ from dpalg._errors import UncheckedPlan
 from dpalg.data import Dataset, as_dataset
 from dpalg.graph._accountant import KnownNode, _classify, check
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
-from dpalg.graph._derivation import Derivation, measure_to_json
+from dpalg.graph._derivation import Derivation
 from dpalg.graph._node import AbstractMeasurement, AbstractPrimitive
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.noise._random import AbstractRandomness, RngLike, resolve_rng
-from dpalg.release._serialize import encode
+from dpalg.release._certificate import build_certificate, sign_certificate
+from dpalg.release._serialize import JSON
 
 if TYPE_CHECKING:  # pragma: no cover
     from dpalg.graph._node import M
 
-__all__ = ["BOTTOM", "Bottom", "Release", "execute", "run_checked", "library_version"]
-
-JSON = Union[None, bool, int, float, str, list["JSON"], dict[str, "JSON"]]
-
-
-
-
-def library_version() -> str:
-    """The installed dpalg version (recorded in certificates)."""
-    try:
-        return version("dpalg")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "0+unknown"
+__all__ = ["BOTTOM", "Bottom", "Release", "SessionSpend", "execute", "run_checked"]
 
 
 @final
@@ -55,8 +43,37 @@ class Release:
     certificate: dict[str, JSON] = attrs.field(repr=False)
 
     def certificate_json(self) -> str:
-        """The certificate as a JSON string."""
-        return json.dumps(self.certificate, indent=2, sort_keys=True)
+        """The certificate as a JSON string (schema: ``docs/certificates.md``)."""
+        return json.dumps(self.certificate, indent=2, sort_keys=True, ensure_ascii=False)
+
+    def signed(self, private_key: bytes) -> Release:
+        """This release with an Ed25519 signature added to its certificate.
+
+        Args:
+            private_key: the 32-byte raw Ed25519 private key (see
+                :func:`dpalg.release.generate_signing_key`).
+
+        Raises:
+            Unsupported: when the optional ``cryptography`` package is missing
+                (install ``dpalg[sign]``).
+        """
+        return Release(self.value, sign_certificate(self.certificate, private_key))
+
+
+@final
+@attrs.frozen
+class SessionSpend:
+    """What a session had spent just before and just after one release's charge.
+
+    Attributes:
+        budget: the session's total budget.
+        spent_before: the amount spent before this release was charged.
+        spent_after: the amount spent right after (``spent_before`` + the plan's cost).
+    """
+
+    budget: Measure
+    spent_before: Measure
+    spent_after: Measure
 
 
 def _value_json(value: object) -> JSON:
@@ -68,8 +85,10 @@ def _value_json(value: object) -> JSON:
         return {str(k): _value_json(v) for k, v in value.items()}
     if isinstance(value, np.ndarray):
         return [_value_json(v) for v in value.tolist()]
-    if isinstance(value, (np.integer, np.floating)):
-        return cast(JSON, value.item())
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return _value_json(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"$float": value.hex()}
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return repr(value)
@@ -82,28 +101,16 @@ def execute(
     rng: RngLike,
     derivation: Derivation,
     budget: Measure,
-    session: str | None = None,
+    session: SessionSpend | None = None,
 ) -> Release:
     """Run ``plan`` (already checked and, in a session, already charged)."""
     dataset = as_dataset(data)
     source = resolve_rng(rng)
     value = _exec(plan, dataset, source, "")
-    notes = [note for d in derivation.walk() for note in d.notes]
-    certificate: dict[str, JSON] = {
-        "format": "dpalg-certificate/1",
-        "dpalg_version": library_version(),
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        "plan": encode(plan),
-        "plan_repr": repr(plan),
-        "neighbouring": plan.neighbouring.describe(),
-        "claimed_cost": measure_to_json(derivation.cost),
-        "budget": measure_to_json(budget),
-        "derivation": derivation.to_json(),
-        "symbolic_checks": cast(JSON, notes),
-        "randomness": {"kind": source.kind, "secure": source.secure},
-        "session": session,
-        "value": _value_json(value),
-    }
+    spend = None if session is None else (session.budget, session.spent_before, session.spent_after)
+    certificate = build_certificate(
+        plan, derivation, budget, kind=source.kind, secure=source.secure, session=spend, value=_value_json(value)
+    )
     return Release(value, certificate)
 
 

@@ -1,44 +1,117 @@
-"""Structured (de)serialisation of plans for certificates.
+"""Structured (de)serialisation of plans for certificates (schema: docs/certificates.md).
 
-A plan is encoded field by field from its attrs definition; decoding only ever
-instantiates attrs classes defined inside the ``dpalg`` package, so reading a
-certificate never runs code named by the certificate. User callables (for
-example a sample-and-aggregate block function) are recorded by name only and
-decode to a stub that refuses to run: an audit re-derives the cost, which never
-depends on them.
+A plan is encoded field by field from its attrs definition:
+
+* ``None``, ``bool``, ``int``, ``str`` are themselves;
+* a ``float`` is ``{"$float": float.hex()}`` (exact);
+* a ``Fraction`` is ``{"$fraction": "p/q"}`` (exact);
+* a ``tuple`` is ``{"$tuple": [...]}``;
+* a dpalg attrs class is ``{"$node": "module:QualName", "fields": {...}}``;
+* a user callable is ``{"$callable": "module:qualname"}`` (recorded by name only).
+
+Decoding only ever instantiates attrs classes defined inside the ``dpalg``
+package, through their ``__attrs_init__`` so that every converter, validator and
+post-init check (including the sympy checks) runs again. User callables decode to
+a :class:`CallableStub` that refuses to run: an audit re-derives the cost, which
+never depends on them.
+
+Reading a certificate must never run code named or written by the certificate.
+Some nodes hand strings to :func:`sympy.parse_expr`, which evaluates Python, so
+every string that does not sit in a field known to hold a plain name (column
+names, relation names, ...) is vetted first: a string with ``__``, ``lambda``,
+``import``, ``;``, an attribute access, or a call of anything but the sympy
+functions dpalg formulas use is refused (the certificate is malformed).
 """
 
 from __future__ import annotations
 
 import importlib
+import json
+import re
 from fractions import Fraction
 from typing import Union, final
 
 import attrs
 
-from dpalg._errors import InvalidArgument
+from dpalg._errors import DPAlgError, InvalidArgument
 from dpalg.measures import ZCDP, ApproxDP, PureDP
 
-__all__ = ["decode", "encode", "CallableStub"]
+__all__ = [
+    "CallableStub", "CertificateMalformed", "JSON", "UnknownNodeKind", "canonical_json", "decode", "encode", "stable_repr",
+]  # fmt: skip
 
 JSON = Union[None, bool, int, float, str, list["JSON"], dict[str, "JSON"]]
 
 
+class CertificateMalformed(DPAlgError, ValueError):
+    """A certificate (or an encoded plan) is not well formed, or was tampered with.
+
+    ``dpalg audit`` exits 2 on it. ``where`` names the place in the document.
+    """
+
+    def __init__(self, where: str, problem: str) -> None:
+        self.where = where
+        self.problem = problem
+        super().__init__(f"{where}: {problem}")
+
+
+class UnknownNodeKind(DPAlgError, TypeError):
+    """An encoded plan names a dpalg class this version does not have.
+
+    ``dpalg audit`` refutes such a certificate (exit 1): unknown nodes are never free.
+    """
+
+    def __init__(self, where: str, kind: str) -> None:
+        self.where = where
+        self.kind = kind
+        super().__init__(f"{where}: node kind {kind!r} is unknown to this dpalg version; unknown nodes are never free")
+
+
 @final
-@attrs.frozen
+@attrs.frozen(repr=False)
 class CallableStub:
-    """Stands in for a user callable when a plan is rebuilt from a certificate."""
+    """Stands in for a user callable when a plan is rebuilt from a certificate.
+
+    Its repr is the function's, without the address (see :func:`stable_repr`).
+    """
 
     name: str
 
     def __call__(self, *args: object) -> object:
         raise InvalidArgument("CallableStub", "name", self.name, "is a recorded callable; it cannot run during an audit")
 
+    def __repr__(self) -> str:
+        return f"<function {self.name.partition(':')[2] or self.name}>"
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
+
+
+def stable_repr(text: str) -> str:
+    """A repr with memory addresses removed (``<function f at 0x7f..>`` -> ``<function f>``).
+
+    Certificates record reprs this way so that a plan rebuilt with
+    :class:`CallableStub` in place of user functions reads the same.
+
+    Examples:
+        >>> stable_repr("Node(fn=<function mean at 0x7f3a2c>)")
+        'Node(fn=<function mean>)'
+    """
+    return _ADDRESS.sub(">", text)
+
 
 def encode(value: object) -> JSON:
-    """Encode a node, a measure or a parameter value as JSON-compatible data."""
+    """Encode a node, a measure or a parameter value as JSON-compatible data.
+
+    Examples:
+        >>> from dpalg import PureDP
+        >>> encode(PureDP("1/2"))
+        {'$node': 'dpalg.measures._measures:PureDP', 'fields': {'epsilon': {'$fraction': '1/2'}}}
+    """
     if value is None or isinstance(value, (bool, int, str)):
         return value
+    if isinstance(value, CallableStub):  # a rebuilt plan encodes like the original
+        return {"$callable": value.name}
     if isinstance(value, float):
         return {"$float": value.hex()}
     if isinstance(value, Fraction):
@@ -47,8 +120,8 @@ def encode(value: object) -> JSON:
         return {"$tuple": [encode(v) for v in value]}
     if isinstance(value, (PureDP, ApproxDP, ZCDP)) or attrs.has(type(value)):
         cls: type = type(value)
-        if not cls.__module__.startswith("dpalg"):
-            raise InvalidArgument("encode", "node", cls.__name__, "must be a dpalg class")
+        if not (cls.__module__ == "dpalg" or cls.__module__.startswith("dpalg.")):
+            raise InvalidArgument("encode", "node", cls.__name__, "must be a dpalg class (plans are built from dpalg nodes)")
         fields = {f.name: encode(getattr(value, f.name)) for f in attrs.fields(cls)}
         return {"$node": f"{cls.__module__}:{cls.__qualname__}", "fields": fields}
     if callable(value):
@@ -57,41 +130,144 @@ def encode(value: object) -> JSON:
     raise InvalidArgument("encode", "value", type(value).__name__, "cannot be recorded in a certificate")
 
 
-def decode(obj: JSON) -> object:
-    """Inverse of :func:`encode`; only dpalg attrs classes are instantiated."""
-    if obj is None or isinstance(obj, (bool, int, str)):
+# Fields that hold plain names (never parsed as expressions); every other string is vetted.
+_NAME_FIELDS = frozenset({"column", "user", "unit", "by", "name", "where", "numerator", "relation", "kind", "calibration"})
+_NAME_CLASSES = frozenset({"Query", "Clip", "Parallel", "Neighbouring", "NoisyCount", "PrivateRatio"})
+# sympy functions and constants dpalg formulas may use (dpalg/sensitivity/_sympy_check.py)
+_SAFE_CALLS = frozenset({"Min", "Max", "exp", "log", "sqrt", "ceiling", "floor", "Abs", "Rational", "sin", "cos"})
+_CALL = re.compile(r"([A-Za-z_][A-Za-z_0-9]*)\s*\(")
+_ATTRIBUTE = re.compile(r"[A-Za-z_)\]}'\"]\s*\.")
+_BANNED = ("__", "lambda", "import", ";", "`", "\\", "[", "{", ":", "=", "'", '"', "@", "!", "~", "|", "&", "<", ">")
+_MAX_STRING = 4096
+
+
+def _vet(text: str, where: str) -> None:
+    """Refuse strings that could run code if a node hands them to ``sympy.parse_expr``."""
+    if len(text) > _MAX_STRING:
+        raise CertificateMalformed(where, f"string of {len(text)} characters is longer than {_MAX_STRING}")
+    for bad in _BANNED:
+        if bad in text:
+            raise CertificateMalformed(where, f"string contains {bad!r}; refusing to rebuild it (it could run code when parsed)")
+    if _ATTRIBUTE.search(text):
+        raise CertificateMalformed(where, "string contains an attribute access; refusing to rebuild it")
+    for name in _CALL.findall(text):
+        if name not in _SAFE_CALLS:
+            raise CertificateMalformed(where, f"string calls {name!r}, which is not an allowed formula function {sorted(_SAFE_CALLS)}")
+    if "**" in text and re.search(r"\*\*\s*\(?\s*\d{4,}", text):
+        raise CertificateMalformed(where, "string raises to a huge literal power; refusing to evaluate it")
+
+
+def decode(obj: JSON, where: str = "plan") -> object:
+    """Inverse of :func:`encode`; only dpalg attrs classes are instantiated.
+
+    Args:
+        obj: the encoded value.
+        where: the place of ``obj`` in the certificate, used in error messages.
+
+    Raises:
+        CertificateMalformed: for an encoding error, a class outside dpalg or a
+            string that could run code when parsed.
+        UnknownNodeKind: for a dpalg class this version does not have.
+        InvalidArgument: when the rebuilt node's own validation refuses it.
+    """
+    return _decode(obj, where, None)
+
+
+def _decode(obj: JSON, where: str, field: tuple[str, str] | None) -> object:
+    if obj is None or isinstance(obj, (bool, int)):
+        return obj
+    if isinstance(obj, str):
+        if field is None or not (field[1] in _NAME_FIELDS or field[0] in _NAME_CLASSES):
+            _vet(obj, where)
         return obj
     if isinstance(obj, float):
         return obj
     if isinstance(obj, list):
-        raise InvalidArgument("decode", "obj", "list", "bare lists do not occur in encoded plans")
-    if "$float" in obj:
-        return float.fromhex(str(obj["$float"]))
-    if "$fraction" in obj:
-        return Fraction(str(obj["$fraction"]))
-    if "$tuple" in obj:
-        items = obj["$tuple"]
-        if not isinstance(items, list):
-            raise InvalidArgument("decode", "$tuple", type(items).__name__, "must be a list")
-        return tuple(decode(v) for v in items)
-    if "$callable" in obj:
-        return CallableStub(str(obj["$callable"]))
-    if "$node" in obj:
-        target = str(obj["$node"])
-        module_name, _, qualname = target.partition(":")
-        if not (module_name == "dpalg" or module_name.startswith("dpalg.")) or "." in qualname:
-            raise InvalidArgument("decode", "$node", target, "must name a class inside the dpalg package")
-        cls = getattr(importlib.import_module(module_name), qualname, None)
-        if not isinstance(cls, type) or not attrs.has(cls):
-            raise InvalidArgument("decode", "$node", target, "must name a dpalg attrs class")
-        raw = obj.get("fields", {})
-        if not isinstance(raw, dict):
-            raise InvalidArgument("decode", "fields", type(raw).__name__, "must be a dict")
-        fields = {k: decode(v) for k, v in raw.items()}
-        instance = cls.__new__(cls)
-        init = getattr(instance, "__attrs_init__", None)
+        raise CertificateMalformed(where, "bare lists do not occur in encoded plans")
+    if not isinstance(obj, dict):  # pragma: no cover - JSON has no other types
+        raise CertificateMalformed(where, f"unexpected {type(obj).__name__}")
+    tags = [k for k in obj if k.startswith("$")]
+    if len(tags) != 1:
+        raise CertificateMalformed(where, f"an encoded value has exactly one $-tag; found {sorted(tags)}")
+    tag = tags[0]
+    extra = set(obj) - {tag, "fields"} if tag == "$node" else set(obj) - {tag}
+    if extra:
+        raise CertificateMalformed(where, f"unexpected keys {sorted(extra)} next to {tag}")
+    payload = obj[tag]
+    if tag == "$float":
+        if not isinstance(payload, str):
+            raise CertificateMalformed(where, "$float must be a hex string")
+        try:
+            return float.fromhex(payload)
+        except ValueError:
+            raise CertificateMalformed(where, "$float is not a float.hex() string") from None
+    if tag == "$fraction":
+        if not isinstance(payload, str) or not re.fullmatch(r"-?\d{1,4000}(/\d{1,4000})?", payload):
+            raise CertificateMalformed(where, "$fraction must be a string 'p/q' of decimal integers")
+        try:
+            return Fraction(payload)
+        except ZeroDivisionError:
+            raise CertificateMalformed(where, "$fraction has a zero denominator") from None
+    if tag == "$tuple":
+        if not isinstance(payload, list):
+            raise CertificateMalformed(where, "$tuple must be a list")
+        return tuple(_decode(v, f"{where}[{i}]", field) for i, v in enumerate(payload))
+    if tag == "$callable":
+        if not isinstance(payload, str):
+            raise CertificateMalformed(where, "$callable must be a string")
+        return CallableStub(payload)
+    if tag == "$node":
+        return _decode_node(obj, where)
+    raise CertificateMalformed(where, f"unknown tag {tag!r}")
+
+
+def _decode_node(obj: dict[str, JSON], where: str) -> object:
+    target = obj["$node"]
+    if not isinstance(target, str):
+        raise CertificateMalformed(where, "$node must be a string 'module:Class'")
+    module_name, sep, qualname = target.partition(":")
+    if not sep or not (module_name == "dpalg" or module_name.startswith("dpalg.")):
+        raise CertificateMalformed(where, f"$node {target!r} must name a class inside the dpalg package")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*(\.[A-Za-z_][A-Za-z_0-9]*)*", module_name) or not qualname.isidentifier():
+        raise CertificateMalformed(where, f"$node {target!r} is not a module path and a class name")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        raise UnknownNodeKind(where, target) from None
+    cls = getattr(module, qualname, None)
+    if cls is None:
+        raise UnknownNodeKind(where, target)
+    if not isinstance(cls, type) or not attrs.has(cls):
+        raise CertificateMalformed(where, f"$node {target!r} is not a dpalg attrs class")
+    raw = obj.get("fields", {})
+    if not isinstance(raw, dict):
+        raise CertificateMalformed(where, "fields must be an object")
+    known = {f.name for f in attrs.fields(cls)}
+    unknown = sorted(set(raw) - known)
+    missing = sorted(f.name for f in attrs.fields(cls) if f.name not in raw and f.default is attrs.NOTHING)
+    if unknown or missing:
+        raise CertificateMalformed(where, f"{qualname}: unknown fields {unknown}, missing fields {missing}")
+    fields = {k: _decode(v, f"{where}.{qualname}.{k}", (qualname, k)) for k, v in raw.items()}
+    instance = cls.__new__(cls)
+    init = getattr(instance, "__attrs_init__", None)
+    try:
         if init is not None:
             init(**fields)  # runs converters, validators and post-init checks
             return instance
         return cls(**fields)
-    raise InvalidArgument("decode", "obj", sorted(obj), "is not an encoded value")
+    except InvalidArgument:
+        raise
+    except (TypeError, ValueError, AttributeError, ArithmeticError) as exc:
+        raise CertificateMalformed(where, f"{qualname} cannot be rebuilt from its fields ({type(exc).__name__})") from None
+
+
+def canonical_json(value: JSON) -> bytes:
+    """The canonical UTF-8 JSON of ``value``: sorted keys, no spaces, no NaN.
+
+    This is what the certificate digest and signature are computed over.
+
+    Examples:
+        >>> canonical_json({"b": 1, "a": [1.5, "x"]})
+        b'{"a":[1.5,"x"],"b":1}'
+    """
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")

@@ -76,7 +76,7 @@ def test_module_spec() -> None:
     assert main(["check", "dpalg._demo:demo_plan", "--budget", "eps=2,delta=1e-6"]) == 1  # over budget at the PTR part
 
 
-def test_audit_confirms_and_refutes(tmp_path: Path) -> None:
+def _certificate(tmp_path: Path) -> tuple[Path, dict[str, object]]:
     from dpalg import Compose
     from dpalg.graph._testing import Fixed
 
@@ -85,21 +85,132 @@ def test_audit_confirms_and_refutes(tmp_path: Path) -> None:
     release = plan.run({"x": [1.0, 2.0]})
     cert_path = tmp_path / "cert.json"
     cert_path.write_text(release.certificate_json())
+    return cert_path, json.loads(release.certificate_json())
+
+
+def _write(path: Path, cert: dict[str, object], *, reseal: bool) -> None:
+    from dpalg.release import seal
+
+    path.write_text(json.dumps(seal(cert) if reseal else cert))  # type: ignore[arg-type]
+
+
+def test_audit_confirms_and_refutes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cert_path, cert = _certificate(tmp_path)
     assert main(["audit", str(cert_path)]) == 0
-    cert = json.loads(cert_path.read_text())
-    assert cert["randomness"]["secure"] is True
+    assert cert["randomness"]["secure"] is True  # type: ignore[index]
 
     forged = dict(cert)
     forged["claimed_cost"] = {"measure": "PureDP", "epsilon": "1/2"}  # understated
-    cert_path.write_text(json.dumps(forged))
+    _write(cert_path, forged, reseal=False)
+    assert main(["audit", str(cert_path)]) == 2  # the digest no longer matches: tampered
+    assert "TAMPERED" in capsys.readouterr().out
+    _write(cert_path, forged, reseal=True)  # a forger who recomputes the digest
     assert main(["audit", str(cert_path)]) == 1
+    assert "REFUTED: claimed cost PureDP('1/2'), but the plan costs PureDP('3/4')" in capsys.readouterr().out
 
-    tampered = json.loads(release.certificate_json())
-    tampered["plan"]["fields"]["children"]["$tuple"][0]["fields"]["loss"]["fields"]["epsilon"] = {"$fraction": "1/100"}
-    cert_path.write_text(json.dumps(tampered))
+    tampered = json.loads(json.dumps(cert))
+    tampered["plan"]["fields"]["children"]["$tuple"][1]["fields"]["loss"]["fields"]["epsilon"] = {"$fraction": "1/100"}
+    _write(cert_path, tampered, reseal=True)
     assert main(["audit", str(cert_path)]) == 1
+    out = capsys.readouterr().out
+    assert "node Compose/1/Fixed" in out and "1/100" in out  # names the node that differs
 
-    evil = json.loads(release.certificate_json())
+    evil = json.loads(json.dumps(cert))
     evil["plan"] = {"$node": "os:system", "fields": {}}
-    cert_path.write_text(json.dumps(evil))
+    _write(cert_path, evil, reseal=True)
     assert main(["audit", str(cert_path)]) == 2
+
+    cert_path.write_text("{not json")
+    assert main(["audit", str(cert_path)]) == 2
+
+
+def test_audit_refutes_unknown_node_kinds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cert_path, cert = _certificate(tmp_path)
+    unknown = json.loads(json.dumps(cert))
+    unknown["plan"]["fields"]["children"]["$tuple"][0]["$node"] = "dpalg.mechanisms._future:FreeLunch"
+    _write(cert_path, unknown, reseal=True)
+    assert main(["audit", str(cert_path)]) == 1
+    out = capsys.readouterr().out
+    assert "FreeLunch" in out and "never free" in out and "plan.Compose.children[0]" in out
+
+
+def test_audit_json_and_strict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from dpalg import ApproxDP, Clip, Query
+    from dpalg.mechanisms import LocalSensAtDistance, ProposeTest
+
+    plan = ProposeTest(LocalSensAtDistance(Query.median("x") | Clip(0, 100), "k + sin(k) + 100"), bound=200, epsilon=1, delta="1e-6")
+    plan.check(ApproxDP(2, "1e-6"))
+    release = plan.run({"x": [1.0, 2.0, 3.0]}, rng=3)
+    path = tmp_path / "ptr.json"
+    path.write_text(release.certificate_json())
+    assert main(["audit", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "UNPROVEN" in out and "INSECURE RANDOMNESS" in out
+    assert main(["audit", str(path), "--strict"]) == 1
+    assert main(["audit", str(path), "--require-secure"]) == 1
+    capsys.readouterr()
+    assert main(["audit", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert any("UNPROVEN" in w for w in report["warnings"]) and any("INSECURE" in w for w in report["warnings"])
+
+
+def test_audit_json_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cert_path, _ = _certificate(tmp_path)
+    assert main(["audit", str(cert_path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["status"] == "confirmed" and report["exit_code"] == 0
+
+
+STRICT_PLAN = """
+from dpalg import Clip, Query
+from dpalg.mechanisms import LocalSensAtDistance, ProposeTest
+
+unproven = ProposeTest(LocalSensAtDistance(Query.median("x") | Clip(0, 100), "k + sin(k) + 100"), bound=200, epsilon=1, delta="1e-6")
+proven = ProposeTest(LocalSensAtDistance(Query.median("x") | Clip(0, 100), "(upper - lower) / Max(n - k, 1)"), bound=200, epsilon=1, delta="1e-6")
+"""
+
+
+def test_check_strict_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "strictplan.py"
+    path.write_text(STRICT_PLAN)
+    assert main(["check", f"{path}:unproven", "--budget", "eps=2,delta=1e-6"]) == 0
+    assert "WARNING: unproven symbolic check" in capsys.readouterr().out
+    assert main(["check", f"{path}:unproven", "--budget", "eps=2,delta=1e-6", "--strict"]) == 1
+    assert "REFUSED (--strict)" in capsys.readouterr().out
+    assert main(["check", f"{path}:proven", "--budget", "eps=2,delta=1e-6", "--strict"]) == 0
+    capsys.readouterr()
+
+    assert main(["check", f"{path}:unproven", "--budget", "eps=2,delta=1e-6", "--strict", "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["status"] == "unproven" and doc["fits"] is True
+    assert doc["symbolic_checks"][0]["status"] == "unproven"
+    assert doc["derivation"]["rule"].startswith("propose-test-release")
+    assert main(["check", f"{path}:proven", "--budget", "eps=1,delta=1e-6", "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["status"] == "over_budget" and doc["fits"] is False
+    assert doc["failing_node"]["path"] == "ProposeTest" and doc["failing_node"]["required"]["epsilon"] == "2"
+    assert main(["check", f"{path}:proven", "--budget", "eps=2,delta=1e-6", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cost"] == {"measure": "ApproxDP", "epsilon": "2", "delta": "1/1000000"}
+
+
+def test_signed_certificate_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("cryptography")
+    from dpalg.release import generate_signing_key, sign_certificate
+
+    cert_path, cert = _certificate(tmp_path)
+    private, public = generate_signing_key()
+    signed = sign_certificate(cert, private)  # type: ignore[arg-type]
+    cert_path.write_text(json.dumps(signed))
+    assert main(["audit", str(cert_path), "--public-key", public.hex()]) == 0
+    _, other = generate_signing_key()
+    assert main(["audit", str(cert_path), "--public-key", other.hex()]) == 2
+    signed["created"] = "2000-01-01T00:00:00+00:00"
+    cert_path.write_text(json.dumps(signed))
+    assert main(["audit", str(cert_path)]) == 2  # digest mismatch
+    from dpalg.release import seal
+
+    resealed = seal(signed)
+    resealed["signature"] = json.loads(json.dumps(sign_certificate(cert, private)["signature"]))  # type: ignore[arg-type]
+    cert_path.write_text(json.dumps(resealed))
+    assert main(["audit", str(cert_path)]) == 2  # the old signature does not cover the new content
+    assert "signature" in capsys.readouterr().out
