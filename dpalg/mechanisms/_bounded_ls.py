@@ -38,7 +38,6 @@ from typing import Literal, final
 import attrs
 import numpy as np
 import sympy
-from sympy.parsing.sympy_parser import parse_expr
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, fraction_ceil, to_fraction
@@ -47,6 +46,7 @@ from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP
 from dpalg.mechanisms._common import floor_log2, positive_param, relation_param, unit_interval_param
 from dpalg.noise import AbstractRandomness, discrete_laplace
+from dpalg.sensitivity._sympy_check import safe_parse
 
 __all__ = [
     "BoundFunction",
@@ -78,15 +78,7 @@ def parse_expression(text: str, names: Sequence[str], owner: str, field: str) ->
     Every name is bound to a plain sympy ``Symbol`` (so ``E``, ``N``, ``S`` or
     ``I`` never mean sympy constants when they are count names).
     """
-    if not isinstance(text, str) or not text.strip():
-        raise InvalidArgument(owner, field, text, "must be a non-empty expression string")
-    local = {n: sympy.Symbol(n) for n in names}
-    try:
-        expr = parse_expr(text, local_dict=local)
-    except (SyntaxError, TypeError, ValueError, AttributeError, NameError) as err:
-        raise InvalidArgument(owner, field, text, f"is not a valid expression ({type(err).__name__})") from None
-    if not isinstance(expr, sympy.Expr):
-        raise InvalidArgument(owner, field, text, "must be an arithmetic expression")
+    expr = safe_parse(text, {n: sympy.Symbol(n) for n in names}, owner, field)
     unknown = sorted({str(sym) for sym in expr.free_symbols} - set(names))
     if unknown:
         raise InvalidArgument(owner, field, text, f"uses unknown symbols {unknown}; allowed: {sorted(names)}")

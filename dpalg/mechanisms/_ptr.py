@@ -40,7 +40,7 @@ from dpalg.noise import AbstractRandomness, discrete_laplace, lattice_noise
 from dpalg.queries import Query
 from dpalg._bottom import BOTTOM
 from dpalg.sensitivity._catalog import distance_to_instability, ls_profile, mode_gap_distance
-from dpalg.sensitivity._sympy_check import MonotoneCheck, require_monotone
+from dpalg.sensitivity._sympy_check import MonotoneCheck, require_monotone, safe_parse
 
 __all__ = ["LocalSensAtDistance", "ProposeTest", "PTRMode", "ptr_test_passes", "ptr_cap"]
 
@@ -223,8 +223,7 @@ def _parsed(formula: str, params: tuple[tuple[str, Fraction], ...]) -> sympy.Exp
         "k": sympy.Symbol("k"), "n": sympy.Symbol("n", integer=True, nonnegative=True),
         "lower": sympy.Symbol("lower", real=True), "upper": sympy.Symbol("upper", real=True),
     }
-    expr: sympy.Expr = sympy.parse_expr(formula, local_dict=local)
-    return expr
+    return safe_parse(formula, local, "LocalSensAtDistance", "formula")
 
 
 

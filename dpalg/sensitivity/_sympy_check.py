@@ -41,7 +41,7 @@ from dpalg.data import Relation
 from dpalg.queries import Query
 from dpalg.sensitivity._catalog import ls_profile
 
-__all__ = ["MonotoneCheck", "check_monotone", "require_monotone", "spot_check_formula"]
+__all__ = ["MonotoneCheck", "check_monotone", "require_monotone", "safe_parse", "spot_check_formula"]
 
 Status = Literal["proven", "unproven", "refuted"]
 Assumptions = Mapping[str, Mapping[str, bool]]
@@ -73,6 +73,34 @@ class MonotoneCheck:
     counterexample: tuple[object, ...] | None
     reason: str
     formula: str
+
+
+def safe_parse(text: str, local: Mapping[str, object], owner: str, field: str) -> sympy.Expr:
+    """Parse an arithmetic formula without letting it run Python code.
+
+    ``sympy.parse_expr`` evaluates Python, so: strings with ``__``, ``lambda``,
+    ``import``, ``;`` or attribute access are refused; every identifier is bound
+    either by ``local``, to an allowed sympy function (Min, Max, exp, log, sqrt,
+    …), or to a plain ``Symbol`` — so no builtin (``exec``, ``chr``, ``open``…)
+    is reachable by name; and the evaluation globals hold only sympy's number
+    constructors.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidArgument(owner, field, text, "must be a non-empty expression string")
+    if any(b in text for b in _BANNED) or _ATTRIBUTE.search(text):
+        raise InvalidArgument(owner, field, text, "must not contain '__', 'lambda', 'import', ';' or attribute access")
+    names: dict[str, object] = dict(_ALLOWED)
+    names.update(local)
+    for name in set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", text)) - set(names):
+        names[name] = sympy.Symbol(name)
+    try:
+        expr = sympy.parse_expr(text, local_dict=names, global_dict={"Integer": sympy.Integer, "Float": sympy.Float,
+                                                                     "Symbol": sympy.Symbol, "Rational": sympy.Rational})
+    except Exception as exc:  # sympy raises many types on bad input
+        raise InvalidArgument(owner, field, text, f"does not parse ({type(exc).__name__})") from None
+    if not isinstance(expr, sympy.Expr):
+        raise InvalidArgument(owner, field, text, "must be an arithmetic expression")
+    return expr
 
 
 def _parse(formula: sympy.Expr | str, var: str, assumptions: Assumptions) -> sympy.Expr:

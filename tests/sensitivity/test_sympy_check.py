@@ -111,3 +111,16 @@ def test_spot_check_refuses_without_leaking() -> None:
 def test_reciprocal_of_a_possibly_zero_denominator_is_not_proven() -> None:
     """1/Max(n - k, 0) is undefined at k = n: the positivity rule must not fire."""
     assert check_monotone("1/Max(n - k, 0)", assumptions=N_INT).status != "proven"
+
+
+@pytest.mark.parametrize("text", ["exec(chr(49))", "open('x')", "eval('1')", "getattr(k, 'x')", "globals()"])
+def test_formulas_cannot_run_python(text: str) -> None:
+    """Every identifier is a Symbol or an allowed sympy function: builtins are unreachable."""
+    from dpalg.mechanisms import BoundedLS  # noqa: F401  (its parser is the same safe_parse)
+    from dpalg.mechanisms._bounded_ls import parse_expression
+    from dpalg.sensitivity._sympy_check import safe_parse
+
+    with pytest.raises(InvalidArgument):
+        safe_parse(text, {}, "t", "formula")
+    with pytest.raises(InvalidArgument):
+        parse_expression(text, ["a", "b"], "BoundedLS", "bound")
