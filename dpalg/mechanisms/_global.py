@@ -21,6 +21,8 @@ from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ZCDP, PureDP
 from dpalg.mechanisms._common import floor_log2, granularity_param, positive_param, relation_param
 from dpalg.noise._fixed_point import lattice_bounds
+from dpalg.noise._gaussian import MAX_GAUSSIAN_SIGMA2
+from dpalg.noise._laplace import MAX_LAPLACE_SCALE
 from dpalg.noise import (
     AbstractRandomness,
     clipped_sum_sensitivity,
@@ -198,6 +200,28 @@ def _release(node: Laplace | Gaussian, data: Dataset, rng: AbstractRandomness) -
     return float(min(max((Fraction(noisy[0]) / noisy[1] + centre) * step, lower), upper))
 
 
+def _check_noise_range(node: Laplace | Gaussian) -> None:
+    """Fail at construction when a noise parameter is beyond the exact samplers' range.
+
+    The parameters depend only on the node (never on data), so they are computed
+    on an empty dataset with the query's columns.
+    """
+    from dpalg.data import as_dataset
+
+    columns = {c: np.zeros(0, dtype=np.float64) for c in (node.query.column, node.query.user) if c is not None}
+    owner, limit, what = (
+        ("Laplace", MAX_LAPLACE_SCALE, "scale") if isinstance(node, Laplace) else ("Gaussian", MAX_GAUSSIAN_SIGMA2, "sigma^2")
+    )
+    for term in noise_terms(node, as_dataset(columns if columns else {"_": np.zeros(0)})):
+        if term.param > limit:
+            raise InvalidArgument(
+                owner, "epsilon" if isinstance(node, Laplace) else "rho", node.epsilon if isinstance(node, Laplace) else node.rho,
+                f"gives a noise {what} of about 2**{floor_log2(term.param)} lattice units for {term.label!r} "
+                f"(at most 2**{floor_log2(limit)}); "
+                "raise the budget, narrow the clip or coarsen the granularity",
+            )
+
+
 def _eps(value: ExactLike) -> Fraction:
     return positive_param("Laplace", "epsilon", value)
 
@@ -271,6 +295,9 @@ class Laplace(AbstractPrimitive[PureDP]):
     relation: Relation = attrs.field(default="add_remove", converter=_lap_relation)
     granularity: int | None = attrs.field(default=None, converter=_lap_k)
 
+    def __attrs_post_init__(self) -> None:
+        _check_noise_range(self)
+
     @property
     def neighbouring(self) -> Neighbouring:
         """The query's unit under ``relation``."""
@@ -315,6 +342,9 @@ class Gaussian(AbstractPrimitive[ZCDP]):
     rho: Fraction = attrs.field(converter=_rho)
     relation: Relation = attrs.field(default="add_remove", converter=_gauss_relation)
     granularity: int | None = attrs.field(default=None, converter=_gauss_k)
+
+    def __attrs_post_init__(self) -> None:
+        _check_noise_range(self)
 
     @property
     def neighbouring(self) -> Neighbouring:

@@ -6,6 +6,7 @@ import itertools
 import math
 from collections import Counter
 from fractions import Fraction
+from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
@@ -269,3 +270,17 @@ def test_centred_mean_sensitivity_is_tight_under_add_remove() -> None:
     assert worst == Fraction(7, 10)
     terms = _global.noise_terms(node, _ds((0.0, 2.0)))
     assert terms[0].label == "centred_sum" and terms[0].sensitivity * 2 ** terms[0].k == 1  # (u - l)/2, not max(|l|, |u|) = 2
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Laplace(Query.sum("x") | Clip(0, 2**1000), epsilon=1, granularity=-100),
+        lambda: Laplace(Query.count(), epsilon="1e-20"),
+        lambda: Gaussian(Query.histogram("g", keys=("a",)), rho="1e-40"),
+    ],
+)
+def test_noise_beyond_the_sampler_range_fails_at_construction(make: Callable[[], object]) -> None:
+    """Data-independent, so it must fail before any charge, not during a run."""
+    with pytest.raises(InvalidArgument, match="lattice units"):
+        make()
