@@ -79,6 +79,13 @@ def _integer_value(query: Query, data: Dataset) -> int | dict[str | int, int]:
             raise AssertionError(query.kind)
 
 
+def _lattice_centre(query: Query, k: int) -> tuple[int, int, int]:
+    """The mean's clip bounds in lattice units (rounded outward) and their integer midpoint."""
+    lower, upper = query.require_bounds("mean")
+    lo_u, hi_u = lattice_bounds(lower, upper, k, "mean")
+    return lo_u, hi_u, (lo_u + hi_u) // 2
+
+
 def _auto_k(scale: Fraction) -> int:
     return floor_log2(scale) - _GRANULARITY_BITS
 
@@ -163,9 +170,7 @@ def noise_terms(node: Laplace | Gaussian, data: Dataset) -> list[NoiseTerm]:
     # becoming missing) moves the sum by at most max(c - L, U - c) ≈ (U - L)/2,
     # a value-to-value substitution by at most U - L. The count is private too
     # (an added row or a NaN changes it), each half of the budget.
-    lower, upper = query.require_bounds("mean")
-    lo_u, hi_u = lattice_bounds(lower, upper, k, "Laplace" if laplace else "Gaussian")
-    centre = (lo_u + hi_u) // 2
+    lo_u, hi_u, centre = _lattice_centre(query, k)
     n = int(query.values(data).size)
     lat = Fraction(hi_u - lo_u) if relation == "substitution" else Fraction(max(centre - lo_u, hi_u - centre))
     centred = _lattice_sum(query, data, k) - n * centre
@@ -195,8 +200,7 @@ def _release(node: Laplace | Gaussian, data: Dataset, rng: AbstractRandomness) -
     lower, upper = query.require_bounds("mean")
     if noisy[1] <= 0:
         return float((lower + upper) / 2)
-    lo_u, hi_u = lattice_bounds(lower, upper, terms[0].k, "mean")
-    centre = (lo_u + hi_u) // 2
+    centre = _lattice_centre(query, terms[0].k)[2]
     return float(min(max((Fraction(noisy[0]) / noisy[1] + centre) * step, lower), upper))
 
 

@@ -170,6 +170,17 @@ def test_search_steps() -> None:
         assert _depth((3, 3 + hi)) == search_steps((3, 3 + hi))
 
 
+def _utility_node(
+    form: str, q: Query, domain: tuple[int, int], beta: Fraction
+) -> ShiftedInverse | ShiftedInverseSearch | ShiftedInverseSearchZCDP:
+    """The three forms at ε = 1 (ρ = 1/2 for the zCDP search), as the utility tests use them."""
+    if form == "em":
+        return ShiftedInverse(q, domain=domain, epsilon=1, beta=beta)
+    if form == "laplace":
+        return ShiftedInverseSearch(q, domain=domain, epsilon=1, beta=beta)
+    return ShiftedInverseSearchZCDP(q, domain=domain, rho="0.5", beta=beta)
+
+
 @pytest.mark.parametrize("form", ["em", "laplace", "gaussian"])
 def test_utility_guarantee_on_heavy_tailed_data(form: str) -> None:
     gen = np.random.default_rng(7)
@@ -179,13 +190,7 @@ def test_utility_guarantee_on_heavy_tailed_data(form: str) -> None:
     q = Query.user_sum("v", user="uid")
     beta = Fraction(1, 10)
     domain = (0, 2**40 - 1)
-    node: ShiftedInverse | ShiftedInverseSearch | ShiftedInverseSearchZCDP
-    if form == "em":
-        node = ShiftedInverse(q, domain=domain, epsilon=1, beta=beta)
-    elif form == "laplace":
-        node = ShiftedInverseSearch(q, domain=domain, epsilon=1, beta=beta)
-    else:
-        node = ShiftedInverseSearchZCDP(q, domain=domain, rho="0.5", beta=beta)
+    node = _utility_node(form, q, domain, beta)
     loss = user_loss(q, data, 0)
     f = loss.value()
     slack = loss.down_sensitivity(2 * node.tau())
@@ -213,13 +218,7 @@ def test_utility_guarantee_with_fractional_contributions(form: str) -> None:
     q = Query.user_sum("v", user="uid")
     beta = Fraction(1, 10)
     domain = (0, 2**40 - 1)
-    node: ShiftedInverse | ShiftedInverseSearch | ShiftedInverseSearchZCDP
-    if form == "em":
-        node = ShiftedInverse(q, domain=domain, epsilon=1, beta=beta)
-    elif form == "laplace":
-        node = ShiftedInverseSearch(q, domain=domain, epsilon=1, beta=beta)
-    else:
-        node = ShiftedInverseSearchZCDP(q, domain=domain, rho="0.5", beta=beta)
+    node = _utility_node(form, q, domain, beta)
     real = UserLoss.user_sum(np.full(n_users, 0.01))
     assert real.value() > 50 and user_loss(q, data, 0).value() == 50
     slack = real.down_sensitivity(2 * node.tau())
