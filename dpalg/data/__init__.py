@@ -1,7 +1,11 @@
-"""The data layer: dataset adapter, privacy unit, neighbouring relation and the
-per-unit reductions every user-level mechanism reads data through."""
+"""The data layer: dataset adapter, privacy unit, neighbouring relation, the
+data policy (numbers, keys, ids) and the per-unit reductions every user-level
+mechanism reads data through."""
 
 from dpalg.data._dataset import ROW, Dataset, DataLike, Neighbouring, Relation, as_dataset
+from dpalg.data._keys import Key, key_codes, key_counts, key_index, key_order, normalise_key
+from dpalg.data._numeric import to_float
+from dpalg.data._schema import ColumnRole, ColumnUse, check_columns
 from dpalg.data._user_units import (
     per_unit_max,
     per_unit_row_counts,
@@ -12,6 +16,7 @@ from dpalg.data._user_units import (
 )
 
 __all__ = [
-    "ROW", "DataLike", "Dataset", "Neighbouring", "Relation", "as_dataset", "per_unit_max", "per_unit_row_counts",
-    "per_unit_sums", "per_unit_value_sets", "unit_count", "unit_index",
+    "ROW", "ColumnRole", "ColumnUse", "DataLike", "Dataset", "Key", "Neighbouring", "Relation", "as_dataset",
+    "check_columns", "key_codes", "key_counts", "key_index", "key_order", "normalise_key", "per_unit_max",
+    "per_unit_row_counts", "per_unit_sums", "per_unit_value_sets", "to_float", "unit_count", "unit_index",
 ]  # fmt: skip

@@ -11,10 +11,13 @@ these reductions and nothing above ``data/`` changes.
 
 Data policy (in addition to the one of :mod:`dpalg.data._dataset`):
 
-* a row whose id is missing (``None`` or ``NaN``) belongs to no unit and is
-  dropped (it is nobody's data: no unit's entry depends on it). Raising instead
-  would make the release fail or not depending on one row -- a data-dependent
-  error is itself a leak;
+* ids follow the key policy (:func:`dpalg.data._keys.normalise_key`): a row
+  whose id is missing (``None``, ``NaN``, ``pd.NA``, ``NaT`` or a value of an
+  unsupported type) belongs to no unit and is dropped *everywhere* (it is
+  nobody's data: no unit's entry depends on it); ``1`` and ``"1"`` are two
+  users, ``1`` and ``1.0`` one user, ``True`` and ``1`` two users. Raising
+  instead would make the release fail or not depending on one row -- a
+  data-dependent error is itself a leak;
 * a ``NaN``/``None`` value means "no value": the row is dropped, but its user
   still exists (a user whose rows are all missing contributes 0, or no value);
 * :func:`per_unit_sums` clamps each *user's total* to ``[0, +max float]``:
@@ -28,7 +31,7 @@ Data policy (in addition to the one of :mod:`dpalg.data._dataset`):
   finite or ``-inf`` and no release path can fail because one user holds
   ``+inf`` (a data-dependent error would itself leak).
 
-The order of units is the sorted order of their ids (``np.unique``). Results are
+The order of units is the total order of their ids (:func:`dpalg.data._keys.key_order`). Results are
 plain numpy arrays; nothing here draws randomness or prints values.
 
 References:
@@ -44,6 +47,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
+from dpalg.data._keys import key_index, normalise_key
+from dpalg.data._numeric import as_column, to_float
 
 __all__ = [
     "per_unit_max",
@@ -58,66 +63,56 @@ _FMAX: Final = float(np.finfo(np.float64).max)
 
 
 def _as_1d(values: npt.ArrayLike, owner: str, field: str) -> npt.NDArray[np.generic]:
-    arr = np.asarray(values)
+    arr = as_column(values)
     if arr.ndim != 1:
         raise InvalidArgument(owner, field, f"ndim={arr.ndim}", "must be 1-D")
     return arr
 
 
 def _missing(arr: npt.NDArray[np.generic]) -> npt.NDArray[np.bool_]:
+    """Rows whose value is missing under the key policy."""
     if arr.dtype == object:
-        return np.fromiter(
-            (v is None or (isinstance(v, float) and v != v) for v in arr), dtype=np.bool_, count=arr.shape[0]
-        )
-    if np.issubdtype(arr.dtype, np.floating):
+        return np.fromiter((normalise_key(v) is None for v in arr.tolist()), dtype=np.bool_, count=arr.shape[0])
+    if arr.dtype.kind == "f":
         mask: npt.NDArray[np.bool_] = np.isnan(arr)
         return mask
     return np.zeros(arr.shape[0], dtype=np.bool_)
 
 
 def _numeric(values: npt.ArrayLike, owner: str) -> npt.NDArray[np.float64]:
-    arr = _as_1d(values, owner, "values")
-    if arr.dtype == object:
-        try:
-            return np.array([np.nan if v is None else float(v) for v in arr], dtype=np.float64)
-        except (TypeError, ValueError):
-            raise InvalidArgument(owner, "values", f"dtype={arr.dtype}", "must hold numbers or None") from None
-    if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
-        raise InvalidArgument(owner, "values", f"dtype={arr.dtype}", "must be numeric")
-    return arr.astype(np.float64, copy=False)
+    return to_float(_as_1d(values, owner, "values"), owner=owner)
 
 
 def unit_index(ids: npt.ArrayLike, *, owner: str = "unit_index") -> tuple[int, npt.NDArray[np.intp]]:
     """The number of units and, for every row, the index of its unit.
 
+    The one place unit ids are read (DESIGN §3, "Releases are total"): every
+    user-level path goes through it, so a missing id means "no user" everywhere.
+
     Args:
-        ids: the id column (one value per row; any sortable dtype).
+        ids: the id column (one value per row; bool, int, float, str, bytes or
+            object dtype).
         owner: the caller's name, used in error messages.
 
     Returns:
-        ``(n_units, inverse)`` with ``0 <= inverse[i] < n_units``, or ``-1`` for a
-        row whose id is missing (it belongs to no unit); units are in sorted id
-        order.
+        ``(n_units, codes)`` with ``0 <= codes[i] < n_units``, or ``-1`` for a
+        row whose id is missing (it belongs to no unit); units are in the order
+        of :func:`dpalg.data._keys.key_order` of their ids.
 
     Raises:
-        InvalidArgument: if ids are not 1-D or not mutually comparable.
+        InvalidArgument: only if ids are not 1-D or have an unsupported dtype
+            (the public schema) -- never because of an id's value.
 
     Examples:
-        >>> n, inv = unit_index(["b", "a", "b", None])
-        >>> n, inv.tolist()
+        >>> n, codes = unit_index(["b", "a", "b", None])
+        >>> n, codes.tolist()
         (2, [1, 0, 1, -1])
+        >>> n, codes = unit_index(np.array([1, "1", 1.0, float("nan"), True], dtype=object))
+        >>> n, codes.tolist()
+        (3, [1, 2, 1, -1, 0])
     """
-    arr = _as_1d(ids, owner, "ids")
-    inverse = np.full(arr.shape[0], -1, dtype=np.intp)
-    if arr.shape[0] == 0:
-        return 0, inverse
-    present = ~_missing(arr)
-    try:
-        uniq, inv_present = np.unique(arr[present], return_inverse=True)
-    except TypeError:
-        raise InvalidArgument(owner, "ids", f"dtype={arr.dtype}", "must be mutually comparable") from None
-    inverse[present] = inv_present.reshape(-1)
-    return int(uniq.shape[0]), inverse
+    keys, codes = key_index(_as_1d(ids, owner, "ids"), owner=owner)
+    return len(keys), codes
 
 
 def _check_lengths(n_ids: int, n_values: int, owner: str) -> None:
@@ -152,7 +147,7 @@ def per_unit_sums(ids: npt.ArrayLike, values: npt.ArrayLike) -> npt.NDArray[np.f
         One non-negative finite float64 per user, in sorted id order.
 
     Raises:
-        InvalidArgument: on shape mismatch, non-numeric values or missing ids.
+        InvalidArgument: on shape mismatch or a non-numeric dtype (never for a value).
 
     Examples:
         >>> per_unit_sums(["u", "v", "u", "w"], [2.0, -5.0, 1.5, float("nan")]).tolist()
@@ -219,7 +214,8 @@ def per_unit_value_sets(
 
     Args:
         ids: the id column.
-        values: the column whose distinct values are counted (any sortable dtype).
+        values: the column whose distinct values are counted, read as keys
+            (missing values are dropped; see :func:`dpalg.data._keys.normalise_key`).
 
     Returns:
         ``(indptr, codes)``: user ``u`` holds the sorted distinct codes
@@ -233,16 +229,12 @@ def per_unit_value_sets(
     n_units, inv = unit_index(ids, owner="per_unit_value_sets")
     arr = _as_1d(values, "per_unit_value_sets", "values")
     _check_lengths(inv.shape[0], arr.shape[0], "per_unit_value_sets")
-    keep = ~_missing(arr) & (inv >= 0)
-    kept = arr[keep]
-    if kept.shape[0] == 0:
+    distinct, vcodes = key_index(arr, owner="per_unit_value_sets")
+    keep = (vcodes >= 0) & (inv >= 0)
+    if not np.any(keep):
         return np.zeros(n_units + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    try:
-        distinct, vcode = np.unique(kept, return_inverse=True)
-    except TypeError:
-        raise InvalidArgument("per_unit_value_sets", "values", f"dtype={arr.dtype}", "must be mutually comparable") from None
-    n_vals = int(distinct.shape[0])
-    pair = inv[keep].astype(np.int64) * n_vals + vcode.reshape(-1).astype(np.int64)
+    n_vals = len(distinct)
+    pair = inv[keep].astype(np.int64) * n_vals + vcodes[keep].astype(np.int64)
     pair = np.unique(pair)
     units = pair // n_vals
     codes = pair % n_vals

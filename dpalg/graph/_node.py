@@ -21,11 +21,13 @@ from __future__ import annotations
 import abc
 import threading
 import weakref
-from typing import TYPE_CHECKING, Generic, TypeVar
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Generic, TypeVar, cast
 
 import attrs
 
-from dpalg.data import Dataset, Neighbouring
+from dpalg._errors import BudgetExceeded, UncheckedPlan
+from dpalg.data import ColumnUse, Dataset, Neighbouring
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.noise._random import AbstractRandomness, RngLike
 
@@ -38,14 +40,58 @@ __all__ = ["AbstractMeasurement", "AbstractPrimitive", "M", "PrivacyClaim"]
 M = TypeVar("M", PureDP, ApproxDP, ZCDP)
 
 # Plans that passed check(), by identity (hashing a large plan would cost more than
-# checking it); entries disappear with their plan.
-_CHECKED: dict[int, tuple[weakref.ref[object], Measure]] = {}
+# checking it); entries disappear with their plan. A check grants ONE run of that plan
+# object outside a Session (issue 14, section 6): ``spent`` records that it was used.
+@attrs.define
+class _Checked:
+    ref: weakref.ref[object]
+    budget: Measure
+    spent: bool = False
+
+
+_CHECKED: dict[int, _Checked] = {}
 _CHECKED_LOCK = threading.Lock()
 
 
 def _forget(key: int) -> None:
     with _CHECKED_LOCK:
         _CHECKED.pop(key, None)
+
+
+def _zero(budget: Measure) -> Measure:
+    if isinstance(budget, PureDP):
+        return PureDP(0)
+    if isinstance(budget, ApproxDP):
+        return ApproxDP(0, 0)
+    return ZCDP(0)
+
+
+def take_checked_run(plan: AbstractMeasurement[M]) -> M:
+    """Use the one run that ``plan.check(budget)`` granted, atomically; return that budget.
+
+    Called by ``plan.run`` only after the schema check passed (a typo costs nothing).
+
+    Raises:
+        UncheckedPlan: when the plan was never checked.
+        BudgetExceeded: when its run was already used; a second release needs a
+            :class:`~dpalg.Session`, which charges every run.
+    """
+    with _CHECKED_LOCK:
+        entry = _CHECKED.get(id(plan))
+        if entry is None or entry.ref() is not plan:
+            raise UncheckedPlan(
+                f"{type(plan).__name__}: run() refused: call plan.check(budget) first (or run it in a dpalg.Session)"
+            )
+        budget = entry.budget
+        if not entry.spent:
+            entry.spent = True
+            return budget  # type: ignore[return-value]  # stored by check(budget: M)
+    raise BudgetExceeded(
+        f"{type(plan).__name__}: run() refused: this plan's check() already paid for one run and that run was made; "
+        "a checked plan runs once outside a Session (checking it again does not grant another run). "
+        "To release several times, spend a budget across runs with dpalg.Session(budget).run(plan, data)",
+        path=type(plan).__name__, node_repr=repr(plan), required=budget, available=_zero(budget),
+    )
 
 
 class AbstractMeasurement(abc.ABC, Generic[M]):
@@ -72,7 +118,14 @@ class AbstractMeasurement(abc.ABC, Generic[M]):
         return total_cost(self)
 
     def check(self, budget: M) -> Derivation:
-        """Prove the cost fits ``budget``; afterwards :meth:`run` is allowed.
+        """Prove the cost fits ``budget``; afterwards :meth:`run` is allowed **once**.
+
+        One check pays for one run of this plan object: a second :meth:`run`
+        raises :class:`~dpalg.BudgetExceeded`, and checking again does not grant
+        another run (otherwise calling ``check`` twice would spend the budget
+        twice). To release a plan several times, use a :class:`~dpalg.Session`,
+        which charges each run against one budget. The rule is per plan
+        *object*; a Session is what enforces a budget across plans.
 
         Raises:
             BudgetExceeded: naming the first node (in order) that breaks the
@@ -85,18 +138,20 @@ class AbstractMeasurement(abc.ABC, Generic[M]):
         key = id(self)
         with _CHECKED_LOCK:
             entry = _CHECKED.get(key)
-            if entry is None or entry[0]() is not self:
+            if entry is None or entry.ref() is not self:
                 weakref.finalize(self, _forget, key)
-            _CHECKED[key] = (weakref.ref(self), budget)
+                _CHECKED[key] = _Checked(weakref.ref(self), budget)
+            elif not entry.spent:
+                entry.budget = budget
         return derivation
 
     def checked_budget(self) -> M | None:
-        """The budget this plan was last checked against, if any."""
+        """The budget this plan was checked against, if any (its run may be used already)."""
         with _CHECKED_LOCK:
             entry = _CHECKED.get(id(self))
-        if entry is None or entry[0]() is not self:
+        if entry is None or entry.ref() is not self:
             return None
-        return entry[1]  # type: ignore[return-value]  # stored by check(budget: M)
+        return entry.budget  # type: ignore[return-value]  # stored by check(budget: M)
 
     def run(self, data: object, *, rng: RngLike = None) -> Release:
         """Release the plan's values with a certificate.
@@ -109,6 +164,11 @@ class AbstractMeasurement(abc.ABC, Generic[M]):
 
         Raises:
             UncheckedPlan: when :meth:`check` has not passed for this plan.
+            BudgetExceeded: when this plan already made the one run its check
+                granted (use a :class:`~dpalg.Session` to release several times).
+            InvalidArgument: when a column the plan reads is absent or has a
+                dtype it cannot read; checked before the run is used, so it costs
+                nothing.
         """
         from dpalg.release._release import run_checked
 
@@ -140,3 +200,35 @@ class AbstractPrimitive(AbstractMeasurement[M]):
     @abc.abstractmethod
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """Compute the noisy value. Called only by the runner, after the charge."""
+
+    def columns(self) -> tuple[ColumnUse, ...]:
+        """The columns this node reads and their roles: the public schema checked before the charge.
+
+        The default collects the columns of every field that can state its own
+        (a :class:`~dpalg.Query` or any object with a ``columns()`` method, also
+        inside tuples and nested attrs objects) and the id column of
+        :attr:`neighbouring`. A mechanism that reads a column named any other
+        way (a bare ``str`` field) must override it.
+        """
+        uses = list(_field_columns(self, 0))
+        if self.neighbouring.unit is not None:
+            uses.append(ColumnUse(self.neighbouring.unit, "id"))
+        return tuple(dict.fromkeys(uses))
+
+
+def _field_columns(value: object, depth: int) -> Iterator[ColumnUse]:
+    if depth > 4:
+        return
+    if depth > 0 and not isinstance(value, AbstractMeasurement):
+        method = getattr(value, "columns", None)
+        if callable(method):
+            stated = method()
+            if isinstance(stated, tuple) and all(isinstance(u, ColumnUse) for u in stated):
+                yield from stated
+                return
+    if isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _field_columns(item, depth + 1)
+    elif attrs.has(type(value)):
+        for field in attrs.fields(cast("type[attrs.AttrsInstance]", type(value))):
+            yield from _field_columns(getattr(value, field.name), depth + 1)

@@ -104,14 +104,25 @@ class Session(Generic[M]):
     def run(self, plan: AbstractMeasurement[M], data: object, *, rng: RngLike = None) -> Release:
         """Charge ``plan``'s static cost, then run it; returns its :class:`~dpalg.Release`.
 
-        The charge is made before any data is read; a later error does not refund it.
+        The data's schema (column names and dtypes) is validated first, so a
+        column typo or a complex column costs nothing. The charge is then made
+        before any value is read; a later error does not refund it.
+
+        Raises:
+            InvalidArgument: a column the plan reads is absent or of the wrong
+                dtype (nothing is charged).
+            BudgetExceeded: the plan's cost does not fit what remains (nothing is charged).
         """
+        from dpalg.data import as_dataset
+        from dpalg.graph._schema import validate_schema
         from dpalg.release._release import SessionSpend, execute
 
         derivation = derive(plan)
+        dataset = as_dataset(data)
+        validate_schema(plan, dataset)  # the public schema, before the charge: a typo costs nothing
         before, after = self._charge(cast(M, derivation.cost), derivation.path)
         spend = SessionSpend(budget=self._budget, spent_before=before, spent_after=after)
-        return execute(plan, data, rng=rng, derivation=derivation, budget=self._budget, session=spend)
+        return execute(plan, dataset, rng=rng, derivation=derivation, budget=self._budget, session=spend)
 
     def __repr__(self) -> str:
         return f"Session({self._budget!r})"

@@ -195,10 +195,11 @@ class NoisyMax(AbstractPrimitive[PureDP]):
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """The chosen key."""
-        counts = self.query.evaluate(data)
-        assert isinstance(counts, dict)
-        keys = list(counts)
-        best = max(counts.values())
-        scores = [Fraction(int(best - counts[k])) for k in keys]
+        assert self.query.column is not None and self.query.keys is not None
+        keys = self.query.keys
+        codes = data.key_codes(self.query.column, keys)  # missing or unlisted keys count nowhere (data policy)
+        counts = np.bincount(codes[codes >= 0], minlength=len(keys)).tolist()
+        best = max(counts)
+        scores = [Fraction(best - c) for c in counts]
         gamma = self.epsilon if self.relation == "add_remove" else self.epsilon / 2
         return keys[sample_exp_weights(scores, gamma, rng=rng)]

@@ -16,7 +16,7 @@ import numpy as np
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
-from dpalg.data import Dataset, Neighbouring, Relation
+from dpalg.data import Dataset, Neighbouring, Relation, unit_count
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ZCDP, PureDP
 from dpalg.mechanisms._common import floor_log2, granularity_param, positive_param, relation_param
@@ -70,11 +70,12 @@ def _integer_value(query: Query, data: Dataset) -> int | dict[str | int, int]:
             return int(np.unique(query.values(data)).size)
         case "user_count":
             assert query.user is not None
-            return int(np.unique(data.column(query.user)).size)
+            return unit_count(data.column(query.user))  # missing ids are no user (the data policy)
         case "histogram":
-            counts = query.evaluate(data)
-            assert isinstance(counts, dict)
-            return {k: int(v) for k, v in counts.items()}
+            assert query.column is not None and query.keys is not None
+            codes = data.key_codes(query.column, query.keys)  # missing or unlisted keys count nowhere
+            counts = np.bincount(codes[codes >= 0], minlength=len(query.keys)).tolist()
+            return {k: int(c) for k, c in zip(query.keys, counts)}
         case _:
             raise AssertionError(query.kind)
 

@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
-from dpalg.data import Dataset, Neighbouring, Relation
+from dpalg.data import ColumnUse, Dataset, Neighbouring, Relation
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP, PureDP
 from dpalg.mechanisms._bounded_ls import lattice_release, tail_margin
@@ -83,6 +83,10 @@ class PrivateRatio:
     """
 
     numerator: str = attrs.field(converter=_column)
+
+    def columns(self) -> tuple[ColumnUse, ...]:
+        """The numerator column, read as numbers (checked before the charge)."""
+        return (ColumnUse(self.numerator, "numeric"),)
 
     def counts(self, data: Dataset) -> tuple[int, int]:
         """The exact (a, b) (private; used inside releases and for utility tests)."""

@@ -103,8 +103,8 @@ def user_loss(query: Query, data: Dataset, floor: int) -> UserLoss:
         case "user_count":
             loss = UserLoss.row_count(np.ones(unit_count(ids), dtype=np.int64))
         case "count":
-            column = None if query.column is None else data.column(query.column)
-            loss = UserLoss.row_count(per_unit_row_counts(ids, column))  # non-missing values when a column is named
+            column = None if query.column is None else data.numeric(query.column)
+            loss = UserLoss.row_count(per_unit_row_counts(ids, column))  # numeric values when a column is named
         case "user_max":
             assert query.column is not None
             values = data.numeric(query.column)

@@ -10,7 +10,7 @@ import numpy as np
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
-from dpalg.data import Dataset, Neighbouring
+from dpalg.data import Dataset, Key, Neighbouring
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP
 from dpalg.mechanisms._common import positive_param, unit_interval_param
@@ -56,7 +56,9 @@ class StableHistogram(AbstractPrimitive[ApproxDP]):
     (:func:`stable_threshold`). Keys with count 0 are never looked at, so the
     key set may be unknown or infinite; when ``keys`` are given on the query,
     rows with other keys are dropped first (a per-row map) and only listed keys
-    can appear.
+    can appear. Keys follow the data policy (:mod:`dpalg.data._dataset`): a
+    missing key (None, NaN, ``pd.NA``) is counted under no key, ``True`` is not
+    the key ``1``, and keys of mixed types never make the release fail.
 
     Privacy guarantee:
         (ε, δ)-DP for adding or removing one row (seed 003, "stable
@@ -86,14 +88,13 @@ class StableHistogram(AbstractPrimitive[ApproxDP]):
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """``{key: noisy count}`` for the keys that pass the threshold."""
         assert self.query.column is not None
-        column = data.column(self.query.column)
-        if column.dtype.kind == "f":
-            column = column[~np.isnan(column)]
-        keys, counts = np.unique(column.astype(object) if column.dtype == object else column, return_counts=True)
-        pairs = [(k, int(c)) for k, c in zip(keys.tolist(), counts.tolist())]
-        if self.query.keys is not None:
-            allowed = set(self.query.keys)
-            pairs = [(k, c) for k, c in pairs if k in allowed]
+        if self.query.keys is not None:  # rows with other keys are dropped first (a per-row map)
+            keys: tuple[Key, ...] = self.query.keys
+            codes = data.key_codes(self.query.column, keys)
+        else:  # the keys present, normalised and in key order (the data policy: no comparison raises)
+            keys, codes = data.key_index(self.query.column)
+        counts = np.bincount(codes[codes >= 0], minlength=len(keys)).tolist()
+        pairs = [(k, int(c)) for k, c in zip(keys, counts) if c > 0]
         if not pairs:
             return {}
         noise = discrete_laplace(1 / self.epsilon, size=len(pairs), rng=rng)

@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
-from dpalg.data import Dataset, Neighbouring
+from dpalg.data import ColumnUse, Dataset, Key, Neighbouring, unit_count
 
 __all__ = ["Clip", "Query", "QueryKind", "BOUNDED_KINDS"]
 
@@ -235,6 +235,25 @@ class Query:
             raise InvalidArgument(owner, "query", self, "needs a clipping range: add | Clip(lower, upper)")
         return self.lower, self.upper
 
+    def columns(self) -> tuple[ColumnUse, ...]:
+        """The columns this query reads and their roles (public schema, checked before a charge).
+
+        A histogram reads its column as keys; every other query reads its
+        column as numbers; ``user=`` names the id column.
+
+        Examples:
+            >>> Query.histogram("city").columns()
+            (ColumnUse(name='city', role='key'),)
+            >>> Query.user_sum("pages", user="uid").columns()
+            (ColumnUse(name='pages', role='numeric'), ColumnUse(name='uid', role='id'))
+        """
+        uses: list[ColumnUse] = []
+        if self.column is not None:
+            uses.append(ColumnUse(self.column, "key" if self.kind == "histogram" else "numeric"))
+        if self.user is not None:
+            uses.append(ColumnUse(self.user, "id"))
+        return tuple(uses)
+
     # --- data access ------------------------------------------------------
     def values(self, data: Dataset) -> npt.NDArray[np.float64]:
         """The column with missing values dropped and, if bounded, clipped."""
@@ -248,25 +267,27 @@ class Query:
             kept = _inside(kept, self.lower, self.upper)
         return kept
 
-    def evaluate(self, data: Dataset) -> float | dict[str | int, float]:
+    def evaluate(self, data: Dataset) -> float | dict[Key, float]:
         """The exact (non-private) value, for utility measurements and tests.
 
         Histograms return ``{key: count}`` (over ``keys`` when public, else the
-        keys present); every other query returns a float.
+        keys present, in key order); keys and missing values follow the data
+        policy (:mod:`dpalg.data._dataset`). Every other query returns a float.
         """
         match self.kind:
             case "histogram":
                 assert self.column is not None
-                column = data.column(self.column).tolist()
-                present = self.keys if self.keys is not None else tuple(sorted(set(column), key=lambda k: (str(type(k)), k)))
-                counts: dict[str | int, float] = {k: 0.0 for k in present}
-                for v in column:
-                    if v in counts:
-                        counts[v] += 1.0
-                return counts
+                if self.keys is not None:
+                    codes = data.key_codes(self.column, self.keys)
+                    listed = np.bincount(codes[codes >= 0], minlength=len(self.keys)).tolist()
+                    return {k: float(c) for k, c in zip(self.keys, listed)}
+                # keys present in the data (normalised, missing ones dropped), in key order
+                present, codes = data.key_index(self.column)
+                found = np.bincount(codes[codes >= 0], minlength=len(present)).tolist()
+                return {k: float(c) for k, c in zip(present, found)}
             case "user_count":
                 assert self.user is not None
-                return float(np.unique(data.column(self.user)).size)
+                return float(unit_count(data.column(self.user)))
             case "user_sum" | "user_max":
                 assert self.user is not None and self.column is not None
                 raw = data.numeric(self.column)

@@ -12,11 +12,12 @@ import numpy.typing as npt
 
 from dpalg._bottom import BOTTOM, Bottom
 from dpalg._errors import UncheckedPlan
-from dpalg.data import Dataset, as_dataset
+from dpalg.data import Dataset, as_dataset, key_codes, key_order, unit_index
 from dpalg.graph._accountant import KnownNode, _classify, check
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._derivation import Derivation
-from dpalg.graph._node import AbstractMeasurement, AbstractPrimitive
+from dpalg.graph._node import AbstractMeasurement, AbstractPrimitive, take_checked_run
+from dpalg.graph._schema import validate_schema
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.noise._random import AbstractRandomness, RngLike, resolve_rng
 from dpalg.release._certificate import build_certificate, sign_certificate
@@ -115,14 +116,22 @@ def execute(
 
 
 def run_checked(plan: AbstractMeasurement[M], data: object, *, rng: RngLike) -> Release:
-    """``plan.run``: refuse unless ``plan.check(budget)`` passed; then run."""
+    """``plan.run``: refuse unless ``plan.check(budget)`` passed and its one run is unused; then run.
+
+    Order (DESIGN §3): the data is adapted and the plan's schema validated
+    first, so a column typo costs nothing; then the check's one run is used
+    (atomically, so concurrent calls cannot both run); then the plan runs.
+    """
     budget = plan.checked_budget()
     if budget is None:
         raise UncheckedPlan(
             f"{type(plan).__name__}: run() refused: call plan.check(budget) first (or run it in a dpalg.Session)"
         )
+    dataset = as_dataset(data)
+    validate_schema(plan, dataset)
     derivation = check(plan, budget)
-    return execute(plan, data, rng=rng, derivation=derivation, budget=budget)
+    budget = take_checked_run(plan)
+    return execute(plan, dataset, rng=rng, derivation=derivation, budget=budget)
 
 
 def _exec(node: object, data: Dataset, rng: AbstractRandomness, path: str) -> object:
@@ -141,24 +150,25 @@ def _exec(node: object, data: Dataset, rng: AbstractRandomness, path: str) -> ob
 
 
 def _split(node: Parallel[PureDP] | Parallel[ApproxDP] | Parallel[ZCDP], data: Dataset) -> list[Dataset]:
+    """The parts' rows. Keys follow the data policy (a missing key is in no part;
+    ``True`` is not the key ``1``); rows with a missing user id are in no part."""
     keys = [k for k, _ in node.parts]
-    column = data.column(node.by)
+    codes = key_codes(data.column(node.by), keys, owner=f"Parallel(by={node.by!r})")
     unit = node.neighbouring.unit
     if unit is None:
-        return [data.take(np.asarray(column == k)) for k in keys]
-    # user level: each user goes to the part of the smallest listed key among its rows
-    rank = {k: i for i, k in enumerate(sorted(keys, key=lambda k: (isinstance(k, str), k)))}
-    codes = np.array([rank.get(v, -1) if isinstance(v, (str, int)) else -1 for v in column.tolist()], dtype=np.int64)
-    ids = data.column(unit)
-    listed = codes >= 0
-    _, inverse = np.unique(ids, return_inverse=True)
-    best = np.full(inverse.max() + 1 if inverse.size else 0, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(best, inverse[listed], codes[listed])
-    user_code = best[inverse]
+        return [data.take(codes == i) for i in range(len(keys))]
+    # user level: each user goes to the part of the smallest listed key (in key order) among its rows
+    rank_of_part = np.empty(len(keys), dtype=np.int64)
+    for rank, i in enumerate(sorted(range(len(keys)), key=lambda j: key_order(keys[j]))):
+        rank_of_part[i] = rank
+    ranks = np.where(codes >= 0, rank_of_part[np.maximum(codes, 0)], -1)
+    n_units, users = unit_index(data.column(unit), owner=f"Parallel(by={node.by!r})")
+    listed = (ranks >= 0) & (users >= 0)
+    best = np.full(n_units, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(best, users[listed], ranks[listed])
+    user_rank = np.where(users >= 0, best[np.maximum(users, 0)], -1) if n_units else np.full(users.shape[0], -1, dtype=np.int64)
     out: list[Dataset] = []
-    for k in keys:
-        mask: npt.NDArray[np.bool_] = (codes == rank[k]) & (user_code == rank[k])
+    for i in range(len(keys)):
+        mask: npt.NDArray[np.bool_] = (ranks == rank_of_part[i]) & (user_rank == rank_of_part[i])
         out.append(data.take(mask))
     return out
-
-

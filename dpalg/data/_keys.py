@@ -1,0 +1,219 @@
+"""Reading a column as keys or unit ids: the key half of the data policy.
+
+The policy is documented once, in :mod:`dpalg.data._dataset` ("Keys and unit
+ids"). This module implements it with one normalisation,
+:func:`normalise_key`, one total order, :func:`key_order`, and vectorised
+indexing (:func:`key_index`, :func:`key_codes`, :func:`key_counts`). Nothing here
+raises because of a value, and nothing prints one.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from decimal import Decimal
+from fractions import Fraction
+from typing import TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from dpalg._errors import InvalidArgument
+from dpalg.data._numeric import as_column, signed_inf
+
+__all__ = [
+    "Key",
+    "key_codes",
+    "key_counts",
+    "key_dtype_problem",
+    "key_index",
+    "key_order",
+    "normalise_key",
+]
+
+#: a normalised key (or unit id): what a histogram releases and a unit is named by
+Key: TypeAlias = bool | int | float | str | bytes
+
+# the rank of each kind of key in the total order: bool < number < str < bytes
+_BOOL, _NUMBER, _STR, _BYTES = 0, 1, 2, 3
+
+
+def key_dtype_problem(dtype: np.dtype[np.generic]) -> str | None:
+    """Why a column of this dtype cannot hold keys or ids, or ``None`` if it can.
+
+    Accepted: bool, integers, floats, str, bytes and ``object``. Refused:
+    complex, dates and durations, structured dtypes.
+
+    Examples:
+        >>> key_dtype_problem(np.dtype("U3")) is None
+        True
+        >>> key_dtype_problem(np.dtype("datetime64[D]"))
+        'has dtype datetime64[D]: keys and ids must be bool, int, float, str, bytes or object'
+    """
+    if dtype.kind in "biufUSO":
+        return None
+    return f"has dtype {dtype}: keys and ids must be bool, int, float, str, bytes or object"
+
+
+def _float_key(x: float) -> Key | None:
+    if x != x:
+        return None
+    return int(x) if x.is_integer() else x
+
+
+def normalise_key(value: object) -> Key | None:
+    """One value as a key, or ``None`` when it is missing.
+
+    * ``None``, NaN (float, numpy, ``Decimal``), ``pd.NA`` and ``NaT`` are missing;
+    * str and bytes (and their numpy scalars) are themselves;
+    * bool and ``numpy.bool_`` stay bool: ``True`` is *not* the key ``1``;
+    * integers are ints; a float, ``Fraction`` or ``Decimal`` with an integral
+      value is that int (``1.0`` is the key ``1``, as in Python, so an int column
+      that pandas turned into floats because of a missing value still matches
+      int keys); other reals are floats (``±inf`` included);
+    * every other value (complex, dates, tuples, arbitrary objects) does not
+      fit and is missing.
+
+    Never raises.
+
+    Examples:
+        >>> [normalise_key(v) for v in (None, float("nan"), 2.0, 2.5, True, "a", 3j)]
+        [None, None, 2, 2.5, True, 'a', None]
+    """
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or kind is bytes:
+        return value  # type: ignore[return-value]
+    if kind is float:
+        return _float_key(value)  # type: ignore[arg-type]
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bytes):
+        return bytes(value)
+    if isinstance(value, (np.datetime64, np.timedelta64)):
+        return None
+    try:
+        if isinstance(value, numbers.Integral):
+            return int(value)
+        if isinstance(value, Decimal):
+            return None if value.is_nan() else _float_key(float(value))
+        if isinstance(value, (float, np.floating, Fraction)) or isinstance(value, numbers.Real):
+            with np.errstate(all="ignore"):
+                try:
+                    as_float = float(value)
+                except OverflowError:
+                    as_float = signed_inf(value)
+            return _float_key(as_float) if isinstance(as_float, float) else None
+    except Exception:  # noqa: BLE001 -- a value that cannot be read as a key is missing
+        return None
+    return None
+
+
+def _tag(key: Key) -> int:
+    kind = type(key)
+    if kind is bool:
+        return _BOOL
+    if kind is str:
+        return _STR
+    if kind is bytes:
+        return _BYTES
+    return _NUMBER
+
+
+def key_order(key: Key) -> tuple[int, Key]:
+    """The sort key of the total order on keys: bool < numbers < str < bytes.
+
+    Within a kind keys compare as Python values (ints and floats exactly, as
+    numbers); across kinds the rank decides, so sorting never raises.
+
+    Examples:
+        >>> sorted(["b", 2, True, 1.5, b"x", "a"], key=key_order)
+        [True, 1.5, 2, 'a', 'b', b'x']
+    """
+    return (_tag(key), key)
+
+
+def key_index(values: npt.ArrayLike, *, owner: str = "key_index") -> tuple[tuple[Key, ...], npt.NDArray[np.intp]]:
+    """The distinct present keys of a column and, for every row, its key's index.
+
+    Args:
+        values: a 1-D column (any accepted key dtype, see :func:`key_dtype_problem`).
+        owner: the caller's name for error messages.
+
+    Returns:
+        ``(keys, codes)``: the distinct keys in :func:`key_order`, and
+        ``codes[i]`` the index of row i's key in ``keys``, or ``-1`` when the
+        row's key is missing. Numeric, str and bytes dtypes take one
+        ``np.unique``; an ``object`` column one pass of :func:`normalise_key`.
+
+    Raises:
+        InvalidArgument: only for the dtype or shape (public schema).
+
+    Examples:
+        >>> keys, codes = key_index(np.array(["b", 1, None, True, 1.0, "b"], dtype=object))
+        >>> keys, codes.tolist()
+        ((True, 1, 'b'), [2, 1, -1, 0, 1, 2])
+    """
+    arr = as_column(values)
+    if arr.ndim != 1:
+        raise InvalidArgument(owner, "values", f"ndim={arr.ndim}", "must be 1-D")
+    problem = key_dtype_problem(arr.dtype)
+    if problem is not None:
+        raise InvalidArgument(owner, "values", f"dtype={arr.dtype}", problem)
+    n = arr.shape[0]
+    codes = np.full(n, -1, dtype=np.intp)
+    if n == 0:
+        return (), codes
+    if arr.dtype != object:
+        present: npt.NDArray[np.bool_] = ~np.isnan(arr) if arr.dtype.kind == "f" else np.ones(n, dtype=np.bool_)
+        uniq, inverse = np.unique(arr[present], return_inverse=True)
+        # distinct floats, ints, strs or bytes stay distinct after normalisation (floats: 0.0 == -0.0 merged by unique)
+        keys = tuple(k for k in (normalise_key(v) for v in uniq.tolist()) if k is not None)
+        codes[present] = inverse.reshape(-1)
+        return keys, codes
+    seen: dict[tuple[int, Key], int] = {}
+    raw = np.fromiter(
+        (-1 if (k := normalise_key(v)) is None else seen.setdefault((_tag(k), k), len(seen)) for v in arr.tolist()),
+        dtype=np.intp,
+        count=n,
+    )
+    ordered = sorted(seen)  # (tag, key): the tag decides across kinds, so no comparison raises
+    remap = np.empty(len(seen) + 1, dtype=np.intp)
+    remap[-1] = -1
+    for rank, tagged in enumerate(ordered):
+        remap[seen[tagged]] = rank
+    return tuple(k for _, k in ordered), remap[raw]
+
+
+def key_codes(values: npt.ArrayLike, keys: Sequence[Key], *, owner: str = "key_codes") -> npt.NDArray[np.intp]:
+    """For every row, the index of its key in the public list ``keys``, or ``-1``.
+
+    ``-1`` means the row's key is missing or not listed. Keys match under
+    :func:`normalise_key` (so ``True`` never matches ``1``, ``1.0`` matches ``1``).
+
+    Examples:
+        >>> key_codes(np.array([1, "a", None, True], dtype=object), ["a", 1]).tolist()
+        [1, 0, -1, -1]
+    """
+    present, codes = key_index(values, owner=owner)
+    wanted: dict[tuple[int, Key], int] = {}
+    for i, key in enumerate(keys):
+        norm = normalise_key(key)
+        if norm is not None:
+            wanted.setdefault((_tag(norm), norm), i)
+    remap = np.array([wanted.get((_tag(k), k), -1) for k in present] + [-1], dtype=np.intp)
+    return remap[codes]
+
+
+def key_counts(values: npt.ArrayLike, keys: Sequence[Key], *, owner: str = "key_counts") -> npt.NDArray[np.int64]:
+    """How many rows hold each key of the public list ``keys`` (missing rows count nowhere).
+
+    Examples:
+        >>> key_counts(np.array(["a", None, "b", "a", float("nan")], dtype=object), ["a", "b", "c"]).tolist()
+        [2, 1, 0]
+    """
+    codes = key_codes(values, keys, owner=owner)
+    return np.bincount(codes[codes >= 0], minlength=len(keys)).astype(np.int64)

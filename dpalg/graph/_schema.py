@@ -1,0 +1,67 @@
+"""The plan's public schema, checked against the data before any charge.
+
+DESIGN §3, "Releases are total": the column names and dtypes a plan reads are
+public, so they are validated *before* the budget is charged (in ``plan.run`` and
+in :meth:`~dpalg.Session.run`). A column typo or a complex column then costs
+nothing, and nothing after the charge can fail because of the schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dpalg.data import ColumnUse, Dataset, check_columns
+from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
+from dpalg.graph._node import AbstractPrimitive
+
+__all__ = ["plan_columns", "validate_schema"]
+
+
+def _join(path: str, label: str) -> str:
+    return f"{path}/{label}" if path else label
+
+
+def plan_columns(plan: object, path: str = "") -> Iterator[tuple[str, ColumnUse]]:
+    """Every column the plan reads, with the path of the node that reads it.
+
+    ``Parallel``'s ``by`` column is read as keys. Unknown node types yield
+    nothing here; the accountant refuses them (they are never free).
+    """
+    if isinstance(plan, Compose):
+        here = _join(path, "Compose")
+        for i, child in enumerate(plan.children):
+            yield from plan_columns(child, _join(here, str(i)))
+    elif isinstance(plan, Parallel):
+        here = _join(path, f"Parallel(by={plan.by!r})")
+        yield here, ColumnUse(plan.by, "key")
+        for key, child in plan.parts:
+            yield from plan_columns(child, _join(here, repr(key)))
+    elif isinstance(plan, (PureToApprox, PureToZCDP, ZCDPToApprox)):
+        yield from plan_columns(plan.child, _join(path, type(plan).__name__))
+    elif isinstance(plan, AbstractPrimitive):
+        here = _join(path, type(plan).__name__)
+        for use in plan.columns():
+            yield here, use
+
+
+def validate_schema(plan: object, data: Dataset) -> None:
+    """Refuse ``data`` when a column the plan reads is absent or of a dtype its role cannot read.
+
+    Reads names and dtypes only, never a value.
+
+    Raises:
+        InvalidArgument: naming the node path, the column, its role and the
+            problem (missing; complex dtype; string dtype for a numeric column;
+            a dtype no role reads).
+
+    Examples:
+        >>> from dpalg import Query
+        >>> from dpalg.mechanisms import Laplace
+        >>> from dpalg.data import as_dataset
+        >>> validate_schema(Laplace(Query.count("agee"), epsilon=1), as_dataset({"age": [30, 40]}))
+        Traceback (most recent call last):
+        ...
+        dpalg._errors.InvalidArgument: Laplace: numeric column='agee' is not a column of the data; available: ['age']
+    """
+    for path, use in plan_columns(plan):
+        check_columns(data, (use,), owner=path)
