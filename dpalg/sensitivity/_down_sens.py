@@ -296,7 +296,8 @@ class UserLoss:
     def _additive(cls, kind: str, c: npt.NDArray[np.float64]) -> UserLoss:
         n = int(c.size)
         pos = np.sort(c[c > 0])  # zero contributions never change f
-        total_f = float(pos.sum()) if pos.size else 0.0
+        with np.errstate(over="ignore"):  # totals near the float maximum sum to inf: then the exact path runs
+            total_f = float(pos.sum()) if pos.size else 0.0
         if bool((pos == np.floor(pos)).all()) and total_f < float(_SMALL) / 2:
             ints = pos.astype(np.int64)
             suffix = np.cumsum(ints)  # suffix[j] = sum of the j+1 smallest = g(m-1-j)

@@ -307,12 +307,6 @@ def test_true_is_not_the_key_one_in_a_release() -> None:
     assert top.value == ("a",)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=RuntimeWarning,
-    reason="dpalg/sensitivity/_down_sens.py UserLoss._additive sums per-user totals at the float64 maximum "
-    "without np.errstate: two such users raise an overflow warning, one does not (owner: sensitivity)",
-)
 def test_unclipped_user_sums_at_the_float_maximum_do_not_warn() -> None:
     node = ShiftedInverseSearchZCDP(Query.user_sum("x", user="u"), domain=(0, 100), rho=1)
     _session_run(node, {"x": _column([math.inf, math.inf]), "u": _column([0, 1])}, 0)

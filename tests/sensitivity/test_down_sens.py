@@ -492,7 +492,6 @@ def test_error_messages_do_not_show_data() -> None:
     with pytest.raises(InvalidArgument) as info:
         UserLoss.user_sum([1.0, -secret])
     assert "987654" not in str(info.value)
-    with pytest.raises(InvalidArgument) as info2:
-        per_unit_sums(np.array(["alice-secret", 3], dtype=object), [1.0, 2.0])  # not comparable
-    assert "alice" not in str(info2.value)
+    # ids of mixed types are two users (data policy), never an error that could show one
+    assert sorted(per_unit_sums(np.array(["alice-secret", 3], dtype=object), [1.0, 2.0]).tolist()) == [1.0, 2.0]
     assert "5" not in repr(UserLoss.user_sum([5.0]))
