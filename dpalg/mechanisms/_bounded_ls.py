@@ -29,24 +29,49 @@ width of each interval comes from the exact tail ``P[Z >= m] = p^m / (1 + p)``,
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
-from typing import Literal, final
+from typing import final
 
 import attrs
 import numpy as np
 import sympy
 
 from dpalg._errors import InvalidArgument
-from dpalg._numbers import ExactLike, fraction_ceil, to_fraction
-from dpalg.data import Dataset, Neighbouring, Relation
+from dpalg._numbers import ExactLike
+from dpalg.data import ColumnUse, Dataset, Neighbouring, Relation
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP
-from dpalg.mechanisms._common import floor_log2, positive_param, relation_param, unit_interval_param
+from dpalg.mechanisms._bounded_ls_lattice import (
+    exp_neg_upper,
+    lattice_release,
+    lattice_terms,
+    round_up_bits,
+    tail_margin,
+)
+from dpalg.mechanisms._bounded_ls_monotone import (
+    _VALUE_SLACK,
+    BoundFunction,
+    MonotoneCheck,
+    _approximate,
+    _check_expr,
+    _evaluate,
+    check_monotone,
+    parse_expression,
+)
+from dpalg.mechanisms._common import positive_param, relation_param, unit_interval_param
+from dpalg.mechanisms._user_function import (
+    FAILED,
+    as_exact,
+    call_quietly,
+    describe,
+    discover_columns,
+    is_recorded_stub,
+    quiet,
+    refuse_result,
+)
 from dpalg.noise import AbstractRandomness, discrete_laplace
-from dpalg.sensitivity._sympy_check import safe_parse
 
 __all__ = [
     "BoundFunction",
@@ -58,178 +83,12 @@ __all__ = [
     "exp_neg_upper",
     "lattice_release",
     "lattice_terms",
+    "parse_expression",
     "round_up_bits",
     "tail_margin",
 ]
 
-BoundFunction = Callable[[Mapping[str, Fraction]], Fraction]
 ValueFunction = Callable[[Dataset], Fraction]
-Status = Literal["proven", "unproven", "refuted"]
-
-_GRANULARITY_BITS = 20  # the release lattice step is about 2**-20 of the noise scale
-_BOUND_BITS = 8  # ĝ is rounded up to 8 significant bits (at most 0.8% more noise)
-_ZERO_BOUND_K = -60  # lattice exponent when ĝ = 0 (f constant on all neighbours)
-_VALUE_SLACK = Fraction(1, 10**60)  # absolute error of an irrational f(x), evaluated numerically
-
-
-def parse_expression(text: str, names: Sequence[str], owner: str, field: str) -> sympy.Expr:
-    """Parse a sympy-syntax expression whose free symbols must be among ``names``.
-
-    Every name is bound to a plain sympy ``Symbol`` (so ``E``, ``N``, ``S`` or
-    ``I`` never mean sympy constants when they are count names).
-    """
-    expr = safe_parse(text, {n: sympy.Symbol(n) for n in names}, owner, field)
-    unknown = sorted({str(sym) for sym in expr.free_symbols} - set(names))
-    if unknown:
-        raise InvalidArgument(owner, field, text, f"uses unknown symbols {unknown}; allowed: {sorted(names)}")
-    return expr
-
-
-# --- exact arithmetic: e^{-x} from above, the discrete Laplace tail ------------------
-
-
-def exp_neg_upper(x: Fraction, bits: int = 96) -> Fraction:
-    """A rational ``u >= e^{-x}`` for rational ``x >= 0``, within a relative ``2**-(bits-8)``.
-
-    ``e^{x} >= sum_{j<=N} y^j/j!`` for ``y = x / 2**s >= 0`` (all terms are
-    positive), each term floored to ``2**-W``; squaring ``s`` times keeps a lower
-    bound of ``e^{x}``, and its reciprocal is an upper bound of ``e^{-x}``.
-
-    Examples:
-        >>> import math
-        >>> u = exp_neg_upper(Fraction(1))
-        >>> u >= Fraction(math.exp(-1)) * (1 - Fraction(1, 10**15)) and u - Fraction(math.exp(-1)) < Fraction(1, 10**20)
-        True
-    """
-    if x < 0:
-        raise InvalidArgument("exp_neg_upper", "x", x, "must be >= 0")
-    if x == 0:
-        return Fraction(1)
-    s = max(0, (x.numerator // x.denominator).bit_length())
-    work = bits + 2 * s + 32
-    one = 1 << work
-    y_num, y_den = x.numerator, x.denominator << s  # y = x / 2**s <= 1
-    term, total, j = one, one, 0
-    while term:
-        j += 1
-        term = term * y_num // (y_den * j)  # floored: a lower bound of each term
-        total += term
-    low = Fraction(total, one)  # <= e^{y}
-    for _ in range(s):
-        low = Fraction((low.numerator * low.numerator * one) // (low.denominator * low.denominator), one)
-    return 1 / low  # exact reciprocal of a lower bound: an upper bound, relative error ~2**-(bits+2s)
-
-
-def tail_margin(scale: ExactLike, delta: ExactLike) -> int:
-    """The smallest ``w >= 0`` with ``P[Z > w] <= delta`` (proved) for Z discrete Laplace(scale).
-
-    For Z with pmf ``(1-p)/(1+p) p^|z|``, ``p = e^{-1/t}``: summing the geometric
-    series, ``P[Z >= m] = p^m / (1 + p)`` for ``m >= 0``. This is increasing in
-    ``p`` (its derivative is ``p^{m-1}(m + (m-1)p)/(1+p)^2 > 0``), so evaluating it
-    exactly at a rational ``p_hi >= p`` (:func:`exp_neg_upper`) bounds it from
-    above. The result is the smallest ``w`` with the bound at ``m = w + 1`` at most
-    ``delta``; it can exceed the true minimum by one only when ``p`` and ``p_hi``
-    (96 bits apart) straddle the threshold.
-
-    Args:
-        scale: the discrete Laplace scale ``t > 0``.
-        delta: the allowed one-sided failure probability, in (0, 1).
-
-    Returns:
-        ``w`` with ``P[Z > w] = P[Z < -w] <= delta``.
-
-    Examples:
-        >>> tail_margin(1, "0.01")  # P[Z >= 4] = 0.0134, P[Z >= 5] = 0.0049
-        4
-    """
-    t = positive_param("tail_margin", "scale", scale)
-    d = unit_interval_param("tail_margin", "delta", delta)
-    p_hi = exp_neg_upper(1 / t)
-    if p_hi >= 1:  # pragma: no cover - only for absurd scales
-        raise InvalidArgument("tail_margin", "scale", scale, "is too large for a rigorous tail bound")
-
-    def tail(m: int) -> Fraction:
-        return p_hi**m / (1 + p_hi)
-
-    # float guess m ~ t ln(1/(δ(1+p))), then exact correction in both directions
-    log_inv_delta = math.log(d.denominator) - math.log(d.numerator)
-    guess = max(1, math.ceil(float(t) * (log_inv_delta - math.log1p(float(p_hi)))))
-    m = guess
-    while m > 1 and tail(m - 1) <= d:
-        m -= 1
-    while tail(m) > d:
-        m += 1
-    return m - 1
-
-
-def round_up_bits(x: Fraction, bits: int = _BOUND_BITS) -> Fraction:
-    """The smallest ``m 2^e >= x`` with ``m < 2**bits`` (``x > 0``); 0 stays 0.
-
-    Rounding a valid upper bound up keeps it valid, and it limits the release
-    noise to ``bits`` distinct scales per ε₂ (see :func:`lattice_release`).
-
-    Examples:
-        >>> round_up_bits(Fraction(1, 3), 4)
-        Fraction(11, 32)
-    """
-    if x <= 0:
-        return Fraction(0)
-    e = floor_log2(x) - bits + 1
-    step = Fraction(2) ** e
-    return fraction_ceil(x / step) * step
-
-
-def lattice_terms(value: Fraction, bound: Fraction, epsilon: Fraction) -> tuple[int, int, Fraction]:
-    """``(m, k, t)`` of :func:`lattice_release` for one value: the output is ``(m + Z) 2**k``
-    with Z discrete Laplace of scale ``t`` (lattice units).
-
-    Examples:
-        >>> lattice_terms(Fraction(1, 3), Fraction(1, 100), Fraction(1))
-        (44739243, -27, Fraction(1343489, 1))
-    """
-    if bound < 0:
-        raise InvalidArgument("lattice_release", "bounds", bound, "must be >= 0")
-    if epsilon <= 0:
-        raise InvalidArgument("lattice_release", "epsilon", epsilon, "must be > 0")
-    g = round_up_bits(bound)
-    k = floor_log2(g / epsilon) - _GRANULARITY_BITS if g > 0 else _ZERO_BOUND_K
-    step = Fraction(2) ** k
-    return round(value / step), k, (g / step + 1) / epsilon
-
-
-def lattice_release(
-    values: Sequence[Fraction], bounds: Sequence[Fraction], epsilon: Fraction, rng: AbstractRandomness
-) -> list[Fraction]:
-    """Release each exact ``values[i]`` with discrete Laplace noise for sensitivity ``bounds[i]``.
-
-    For each ``i``: ``g = round_up_bits(bounds[i])`` (still ``>= LS``), the
-    lattice exponent ``k = floor(log2(g/ε)) - 20`` (a function of the already
-    private ``g``), ``m = round(value / 2**k)`` (exact), and the output is
-    ``(m + Z) 2**k`` with Z discrete Laplace of scale ``t = (g/2**k + 1)/ε`` in
-    lattice units: rounding changes the sensitivity by at most one step, so the
-    lattice-unit sensitivity is at most ``g/2**k + 1`` and the release is ε-DP
-    for every pair with ``|f(x) - f(x')| <= g`` (Canonne–Kamath–Steinke 2020).
-    Trials with equal ``t`` share one vectorised draw (independent samples).
-    """
-    if len(values) != len(bounds):
-        raise InvalidArgument("lattice_release", "bounds", len(bounds), f"must have len(values)={len(values)} entries")
-    ms: list[int] = []
-    ks: list[int] = []
-    scales: list[Fraction] = []
-    for value, bound in zip(values, bounds):
-        m, k, t = lattice_terms(value, bound, epsilon)
-        ms.append(m)
-        ks.append(k)
-        scales.append(t)
-    noise = [0] * len(values)
-    groups: dict[Fraction, list[int]] = {}
-    for i, t in enumerate(scales):
-        groups.setdefault(t, []).append(i)
-    for t, idx in groups.items():
-        draw = discrete_laplace(t, size=len(idx), rng=rng)
-        for i, z in zip(idx, draw.tolist()):
-            noise[i] = int(z)
-    return [(m + z) * Fraction(2) ** k for m, z, k in zip(ms, noise, ks)]
 
 
 # --- the private counts -------------------------------------------------------------
@@ -272,232 +131,16 @@ class NoisyCount:
     name: str = attrs.field(converter=_count_name)
     where: str | None = attrs.field(default=None, converter=_count_where)
 
+    def columns(self) -> tuple[ColumnUse, ...]:
+        """The column the count reads (the public schema), if any."""
+        return () if self.where is None else (ColumnUse(self.where, "numeric"),)
+
     def value(self, data: Dataset) -> int:
         """The exact count (private: used only inside a release)."""
         if self.where is None:
             return data.n_rows
         column = data.numeric(self.where)
         return int(np.count_nonzero(~np.isnan(column) & (column != 0)))
-
-
-# --- the symbolic monotonicity check ------------------------------------------------
-
-
-@final
-@attrs.frozen
-class MonotoneCheck:
-    """The outcome of :func:`check_monotone` for every bound symbol.
-
-    ``status`` is ``"refuted"`` when a counterexample was found (shown in
-    ``counterexample``), ``"proven"`` when sympy proved every partial derivative's
-    sign, else ``"unproven"``. ``details`` has one line per symbol.
-    """
-
-    status: Status
-    details: tuple[str, ...]
-    counterexample: str | None = None
-
-    def note(self) -> str:
-        """One line for the privacy claim's notes (ends up in the certificate)."""
-        head = f"monotonicity of the LS bound: {self.status}"
-        return head + ": " + "; ".join(self.details)
-
-
-def _direction(symbol: str) -> Literal["up", "down"]:
-    return "up" if symbol.endswith("_hi") else "down"
-
-
-def _sign_proof(expr: sympy.Expr, symbol: sympy.Symbol, direction: Literal["up", "down"], shifts: dict[sympy.Symbol, sympy.Expr]) -> bool | None:
-    """True if proven monotone in ``direction``, None if undecided.
-
-    Sufficient rules, applied recursively before differentiating: a sum is
-    monotone if every term is; ``Max``/``Min`` if every argument is; a product
-    with one factor depending on ``symbol`` if that factor is monotone and the
-    other factors have a proven sign (a non-positive cofactor flips the
-    direction). Otherwise the partial derivative, with every symbol shifted to
-    ``lower + u`` (``u >= 0``), must have a proven sign.
-    """
-    if not expr.has(symbol):
-        return True
-    if isinstance(expr, (sympy.Max, sympy.Min, sympy.Add)):
-        results = [_sign_proof(arg, symbol, direction, shifts) for arg in expr.args]
-        return True if all(r is True for r in results) else None
-    if isinstance(expr, sympy.Mul):
-        with_symbol = [f for f in expr.args if f.has(symbol)]
-        if len(with_symbol) == 1:
-            rest = sympy.Mul(*[f for f in expr.args if not f.has(symbol)])
-            sign = sympy.factor(sympy.together(rest.subs(shifts)))
-            flipped: Literal["up", "down"] = "down" if direction == "up" else "up"
-            if sign.is_nonnegative and _sign_proof(with_symbol[0], symbol, direction, shifts):
-                return True
-            if sign.is_nonpositive and _sign_proof(with_symbol[0], symbol, flipped, shifts):
-                return True
-    derivative = sympy.diff(expr, symbol)
-    if derivative.has(sympy.Heaviside, sympy.DiracDelta, sympy.Subs, sympy.Derivative):
-        return None
-    shifted = sympy.factor(sympy.together(derivative.subs(shifts)))
-    known = shifted.is_nonnegative if direction == "up" else shifted.is_nonpositive
-    return True if known else None
-
-
-def _grid(symbols: Sequence[str], lower: Mapping[str, int]) -> list[dict[str, int]]:
-    axes = [[lower.get(s, 0) + v for v in (0, 1, 2, 3, 5, 8, 13)] for s in symbols]
-    return [dict(zip(symbols, point)) for point in itertools.product(*axes)] if len(symbols) <= 5 else [
-        dict(zip(symbols, point)) for point in itertools.islice(itertools.product(*axes), 20000)
-    ]
-
-
-class _NotRational(Exception):
-    """The expression leaves the rational operations (sqrt, log, ...): use sympy."""
-
-
-def _rational_eval(expr: sympy.Expr, point: Mapping[str, Fraction]) -> Fraction:
-    """Exact evaluation of +, ×, integer powers, Max and Min with Fractions (fast path).
-
-    Raises ZeroDivisionError where the expression is undefined and _NotRational
-    for any other operation.
-    """
-    if isinstance(expr, sympy.Symbol):
-        return point[expr.name]
-    if isinstance(expr, sympy.Rational):
-        return Fraction(int(expr.p), int(expr.q))
-    args = [_rational_eval(arg, point) for arg in expr.args]
-    if isinstance(expr, sympy.Add):
-        return sum(args, Fraction(0))
-    if isinstance(expr, sympy.Mul):
-        out = Fraction(1)
-        for v in args:
-            out *= v
-        return out
-    if isinstance(expr, sympy.Pow) and args[1].denominator == 1:
-        return args[0] ** int(args[1])
-    if isinstance(expr, sympy.Max):
-        return max(args)
-    if isinstance(expr, sympy.Min):
-        return min(args)
-    raise _NotRational
-
-
-def _evaluate(bound: sympy.Expr | BoundFunction, point: Mapping[str, Fraction]) -> Fraction | None:
-    if isinstance(bound, sympy.Expr):
-        try:
-            return _rational_eval(bound, point)
-        except ZeroDivisionError:
-            return None
-        except _NotRational:
-            pass
-        value = bound.subs({sympy.Symbol(k): sympy.Rational(v.numerator, v.denominator) for k, v in point.items()})
-        if not value.is_finite or not value.is_real:
-            return None
-        return _to_fraction(value)
-    try:
-        return to_fraction(bound(point), owner="BoundedLS", field="bound(...)")
-    except (ArithmeticError, ValueError):
-        # undefined here (a zero division, or a recorded callable during an audit):
-        # the point is skipped by the check and ĝ falls back to GS / BOTTOM at release
-        return None
-
-
-def _approximate(value: sympy.Expr) -> Fraction:
-    """A rational within ``_VALUE_SLACK`` of the real, finite number ``value`` (exact if rational).
-
-    sympy's ``evalf`` returns the requested number of correct significant digits;
-    asking for 80 digits beyond the integer part leaves a margin of 20 digits
-    over the promised absolute error ``10**-60``.
-    """
-    if value.is_Rational:
-        return Fraction(int(value.p), int(value.q))
-    magnitude = abs(float(sympy.N(value, 15)))
-    digits = 80 + (max(0, int(math.log10(magnitude)) + 1) if magnitude > 0 else 0)
-    return Fraction(str(sympy.N(value, digits)))
-
-
-def _to_fraction(value: sympy.Expr) -> Fraction:
-    """An exact rational upper bound of ``value`` (ĝ may be irrational: sqrt, log)."""
-    if value.is_Rational:
-        return Fraction(int(value.p), int(value.q))
-    return _approximate(value) + _VALUE_SLACK  # rounding up keeps ĝ a valid bound
-
-
-def check_monotone(
-    bound: str | BoundFunction,
-    symbols: Sequence[str],
-    lower: Mapping[str, int] | None = None,
-) -> MonotoneCheck:
-    """Check that ``bound`` is non-decreasing in ``*_hi`` and non-increasing in ``*_lo`` symbols.
-
-    Domain: every symbol ``s`` ranges over ``s >= lower.get(s, 0)``. Proof: after
-    substituting ``s = lower + u_s`` with ``u_s >= 0`` (sympy assumption), the sign
-    of each partial derivative is asked from sympy (``Max``/``Min`` are checked
-    argument by argument, which is sufficient). Counterexample search: on a grid,
-    each symbol is stepped by one in its bad direction; an increase of the bound
-    when a ``_lo`` symbol grows (or a decrease when a ``_hi`` symbol grows) refutes
-    the claim. Python functions cannot be proven; they are grid-tested only.
-
-    Args:
-        bound: a sympy-syntax expression string, or a Python function of a
-            mapping symbol -> value.
-        symbols: the bound symbols (``<name>_lo`` / ``<name>_hi``).
-        lower: lower limits of the symbols' domain (default 0).
-
-    Returns:
-        A :class:`MonotoneCheck` (refuted / proven / unproven).
-
-    Examples:
-        >>> check_monotone("1/(b_lo - 1)", ["b_lo"], {"b_lo": 2}).status
-        'proven'
-        >>> check_monotone("Max(a_hi, b_hi - a_lo)/(b_lo**2 - b_lo)", ["a_hi", "a_lo", "b_hi", "b_lo"], {"b_lo": 2}).status
-        'proven'
-        >>> check_monotone("(b_hi - a_lo)/(b_lo**2 - b_lo)", ["a_lo", "b_hi", "b_lo"], {"b_lo": 2}).counterexample
-        'b_lo: bound({a_lo: 1, b_hi: 0, b_lo: 2}) = -1/2 < bound({a_lo: 1, b_hi: 0, b_lo: 3}) = -1/6'
-        >>> check_monotone("Max(0, b_hi - a_lo)/(b_lo**2 - b_lo)", ["a_lo", "b_hi", "b_lo"], {"b_lo": 2}).status
-        'proven'
-        >>> result = check_monotone("b_lo", ["b_lo"])
-        >>> result.status, result.counterexample
-        ('refuted', 'b_lo: bound({b_lo: 0}) = 0 < bound({b_lo: 1}) = 1')
-    """
-    low = dict(lower or {})
-    if isinstance(bound, str):
-        return _check_expr(parse_expression(bound, symbols, "check_monotone", "bound"), symbols, low)
-    return _check_expr(bound, symbols, low)
-
-
-def _check_expr(bound: sympy.Expr | BoundFunction, symbols: Sequence[str], low: Mapping[str, int]) -> MonotoneCheck:
-    details: list[str] = []
-    # 1. counterexample search (refutation is always shown)
-    for point in _grid(symbols, low):
-        base = _evaluate(bound, {k: Fraction(v) for k, v in point.items()})
-        if base is None:
-            continue
-        for s in symbols:
-            moved = dict(point)
-            moved[s] += 1
-            after = _evaluate(bound, {k: Fraction(v) for k, v in moved.items()})
-            if after is None:
-                continue
-            if _direction(s) == "down" and after > base:
-                shown = ", ".join(f"{k}: {v}" for k, v in point.items())
-                shown_after = ", ".join(f"{k}: {v}" for k, v in moved.items())
-                return MonotoneCheck("refuted", (f"{s} must not increase the bound",), f"{s}: bound({{{shown}}}) = {base} < bound({{{shown_after}}}) = {after}")
-            if _direction(s) == "up" and after < base:
-                shown = ", ".join(f"{k}: {v}" for k, v in point.items())
-                shown_after = ", ".join(f"{k}: {v}" for k, v in moved.items())
-                return MonotoneCheck("refuted", (f"{s} must not decrease the bound",), f"{s}: bound({{{shown}}}) = {base} > bound({{{shown_after}}}) = {after}")
-    if not isinstance(bound, sympy.Expr):
-        return MonotoneCheck("unproven", ("a Python function cannot be checked symbolically; no counterexample on the grid",))
-    # 2. symbolic proof
-    shifts: dict[sympy.Symbol, sympy.Expr] = {}
-    for s in symbols:
-        shifts[sympy.Symbol(s)] = low.get(s, 0) + sympy.Symbol(f"u_{s}", nonnegative=True)
-    status: Status = "proven"
-    for s in symbols:
-        want = "non-decreasing" if _direction(s) == "up" else "non-increasing"
-        if _sign_proof(bound, sympy.Symbol(s), _direction(s), shifts):
-            details.append(f"{want} in {s}: proven")
-        else:
-            status = "unproven"
-            details.append(f"{want} in {s}: unproven (no counterexample on the grid)")
-    return MonotoneCheck(status, tuple(details))
 
 
 # --- the node -----------------------------------------------------------------------
@@ -576,6 +219,20 @@ def _bl_value(value: str | ValueFunction) -> str | ValueFunction:
     return value
 
 
+def _bl_value_reads(value: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, (tuple, list)) or not all(isinstance(c, str) and c for c in value):
+        raise InvalidArgument("BoundedLS", "value_reads", value, "must be a tuple of column names (the columns the value function reads)")
+    return tuple(dict.fromkeys(value))
+
+
+def _float(x: Fraction) -> float:
+    """``x`` as a float; beyond the float range ``±inf`` (post-processing, never an OverflowError)."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
+
+
 def _bl_bound(value: str | BoundFunction) -> str | BoundFunction:
     if isinstance(value, str):
         return value.strip()
@@ -604,8 +261,12 @@ class BoundedLS(AbstractPrimitive[ApproxDP]):
         value: f, a sympy expression in the count names (evaluated exactly on the
             true counts; an irrational value within ``10**-60``, covered by
             :meth:`value_slack`) or a function ``Dataset -> Fraction`` computing f
-            exactly. Where f is undefined (``a/b`` at ``b = 0``) the value is 0;
-            the user's LS claim must cover that convention.
+            exactly. Where f is undefined (``a/b`` at ``b = 0``; an evaluation
+            that overflows; a function that raises any :class:`Exception` or
+            returns something that is not a finite number) the value is 0; the
+            user's LS claim (and ``global_sensitivity``) must cover that
+            convention. A function is tried at construction on a public trial
+            dataset and refused if it fails there.
         bound: ĝ, a sympy expression (or a function of a mapping) in the symbols
             ``<count>_lo`` and ``<count>_hi``. The user's claim: at the true counts
             (``_lo = _hi = count``) it is at least LS(f, x) whenever every count
@@ -619,11 +280,15 @@ class BoundedLS(AbstractPrimitive[ApproxDP]):
         strict: refuse a bound whose monotonicity sympy cannot prove.
         relation: ``"add_remove"`` (default) or ``"substitution"`` (LS and the
             counts' sensitivity 1 refer to this relation).
+        value_reads: the columns a value *function* reads besides the counts'
+            (checked before the charge); default: those it asks for on the
+            public trial dataset.
 
     Raises:
         InvalidArgument: a parameter is invalid, ``bound`` uses an unknown symbol,
             its monotonicity is refuted (with a counterexample), or it is
-            unproven under ``strict=True``.
+            unproven under ``strict=True``; a value or bound function raises or
+            does not return a finite number on its public trial input.
 
     Privacy guarantee:
         (ε₁ + ε₂, δ)-DP under ``relation`` for one row (seed 000, Theorem 1).
@@ -652,17 +317,52 @@ class BoundedLS(AbstractPrimitive[ApproxDP]):
     global_sensitivity: Fraction | None = attrs.field(default=None, converter=_bl_gs)
     strict: bool = attrs.field(default=False, converter=_bl_strict)
     relation: Relation = attrs.field(default="add_remove", converter=_bl_relation)
+    value_reads: tuple[str, ...] = attrs.field(default=(), converter=_bl_value_reads)
+
     def __attrs_post_init__(self) -> None:
         names = tuple(c.name for c in self.counts)
         for name, _ in self.domain:
             if name not in names:
                 raise InvalidArgument("BoundedLS", "domain", name, f"must name a count; counts: {sorted(names)}")
         self._value_expr()
+        self._try_functions()
         result = self._monotone()
         if result.status == "refuted":
             raise InvalidArgument("BoundedLS", "bound", self.bound, f"is not monotone as required; counterexample: {result.counterexample}")
         if result.status == "unproven" and self.strict:
             raise InvalidArgument("BoundedLS", "bound", self.bound, f"monotonicity is unproven and strict=True: {result.note()}")
+
+    def _try_functions(self) -> None:
+        """Try a value or bound *function* on public synthetic input; refuse it if it fails there."""
+        if isinstance(self.value, str):
+            if self.value_reads:
+                raise InvalidArgument("BoundedLS", "value_reads", self.value_reads, "must be empty for an expression value")
+        elif not is_recorded_stub(self.value):
+            fixed = [c.where for c in self.counts if c.where is not None]
+            read, result = discover_columns(self.value, self.value_reads, "BoundedLS", "value", fixed)
+            refuse_result("BoundedLS", "value", self.value, result)
+            object.__setattr__(self, "value_reads", read)  # checked before the charge
+        if not isinstance(self.bound, str) and not is_recorded_stub(self.bound):
+            limits = dict(self.domain)
+            point: dict[str, Fraction] = {}
+            for c in self.counts:  # a public point inside the domain with lo < hi
+                point[f"{c.name}_lo"] = Fraction(limits.get(c.name, 0) + 4)
+                point[f"{c.name}_hi"] = Fraction(limits.get(c.name, 0) + 12)
+            try:
+                with quiet():
+                    result = self.bound(point)
+            except Exception as exc:  # noqa: BLE001 - user code; only its type is shown
+                raise InvalidArgument(
+                    "BoundedLS", "bound", describe(self.bound),
+                    f"raised {type(exc).__name__} at the public trial point {{{', '.join(f'{k}: {v}' for k, v in point.items())}}}: "
+                    "it must return a finite number there",
+                ) from None  # fmt: skip
+            refuse_result("BoundedLS", "bound", self.bound, result)
+
+    def columns(self) -> tuple[ColumnUse, ...]:
+        """The public schema: the counts' columns (numeric) and the value function's reads."""
+        uses = [use for c in self.counts for use in c.columns()] + [ColumnUse(r, "key") for r in self.value_reads]
+        return tuple(dict.fromkeys(uses))
 
     # parsed expressions and the check are cached by value (the node holds only its parameters)
     def _value_expr(self) -> sympy.Expr | None:
@@ -747,14 +447,21 @@ class BoundedLS(AbstractPrimitive[ApproxDP]):
         return g
 
     def _f(self, data: Dataset, counts: Mapping[str, int]) -> Fraction:
+        """f(x), total: where f is undefined or fails, the public value 0 (the documented convention)."""
         expr = self._value_expr()
         if expr is not None:
-            value = expr.subs({sympy.Symbol(k): sympy.Integer(v) for k, v in counts.items()})
-            if not value.is_finite or not value.is_real:
-                return Fraction(0)  # f undefined (e.g. a zero count): a fixed public value
-            return _approximate(value)  # exact, or within _VALUE_SLACK (see value_slack)
+            try:
+                value = expr.subs({sympy.Symbol(k): sympy.Integer(v) for k, v in counts.items()})
+                if not value.is_finite or not value.is_real:
+                    return Fraction(0)  # f undefined (e.g. a zero count): a fixed public value
+                return _approximate(value)  # exact, or within _VALUE_SLACK (see value_slack)
+            except Exception:  # noqa: BLE001 - an evaluation that overflows: undefined, the same convention
+                return Fraction(0)
         assert not isinstance(self.value, str)
-        return to_fraction(self.value(data), owner="BoundedLS", field="value(data)")
+        with quiet():
+            result = call_quietly(self.value, data)  # type: ignore[arg-type]
+        exact = None if result is FAILED else as_exact(result)
+        return Fraction(0) if exact is None else exact
 
     def value_slack(self) -> Fraction:
         """How much the release widens ĝ to cover the numerical evaluation of f.
@@ -780,4 +487,4 @@ class BoundedLS(AbstractPrimitive[ApproxDP]):
 
             return BOTTOM
         (out,) = lattice_release([self._f(data, true)], [g + self.value_slack()], self.epsilon_release, rng)
-        return float(out)
+        return _float(out)

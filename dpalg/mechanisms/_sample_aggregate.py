@@ -12,110 +12,240 @@ users get ``keyed_hash(key, id) mod m`` with a fresh random 128-bit key per
 release. Adding or removing one unit therefore changes exactly one block
 (`tests/mechanisms/test_sample_aggregate.py` checks it), so the vector of m
 block outputs changes in at most one coordinate: a *substitution* neighbour.
+A row whose id is missing (``None``, NaN, an unsupported type; the key policy of
+:mod:`dpalg.data`) belongs to no unit and to no block.
+
+The block function (DESIGN §3, "Releases are total"; :mod:`._user_function`):
+
+* **two forms.** With ``column="age"`` it receives a 1-D float64 array of the
+  block's values in that column, missing values dropped (the data policy), so
+  ``np.median`` works as it is. Without ``column`` it receives the block as a
+  :class:`~dpalg.data.Dataset` (for functions of several columns); the columns
+  it reads are declared with ``reads=`` or discovered on the trial block;
+* **tried at construction** on a public synthetic block (eight rows of small
+  numbers in the declared columns); a raise, or a result that is not a finite
+  number, refuses the node with :class:`~dpalg.InvalidArgument` naming the
+  function and the exception type;
+* **at release** it is called only on non-empty blocks. An empty block, a raise
+  (any :class:`Exception`), a non-numeric result or NaN gives the block the
+  aggregator's public **fallback**: the midpoint ``(lower + upper)/2`` for the
+  mean and the median, :data:`FAILURE_VOTE` (+inf) for the mode; ``±inf`` is
+  clipped to the range like any output. Warnings are silenced. The fallback
+  keeps each block output a deterministic function of that block's data alone,
+  which is all the aggregators' proofs use, so no failure is observable except
+  through the noisy aggregate.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-from collections.abc import Callable
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import final
 
 import attrs
 import numpy as np
-import numpy.typing as npt
 
+from dpalg._bottom import BOTTOM
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
-from dpalg.data import Dataset, Neighbouring
+from dpalg.data import ColumnUse, Dataset, Neighbouring
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
-from dpalg._bottom import BOTTOM
 from dpalg.measures import ApproxDP, PureDP
 from dpalg.mechanisms._common import floor_log2, granularity_param, positive_param
 from dpalg.mechanisms._ptr import ptr_cap, ptr_test_passes
+from dpalg.mechanisms._sample_aggregate_blocks import (
+    BlockFunction,
+    ColumnFunction,
+    block_labels,
+    block_outputs,
+    block_values,
+    blocks_of,
+)
 from dpalg.mechanisms._smooth_bound import auto_granularity, check_range, smooth_release
+from dpalg.mechanisms._user_function import describe, discover_columns, is_recorded_stub, quiet, refuse_result, trial_array
 from dpalg.noise import AbstractRandomness, lattice_noise
 from dpalg.noise._admissible import Admissibility, LaplaceNoise
 from dpalg.sensitivity._catalog import mode_gap_distance
 
-__all__ = ["BlockFunction", "SampleAggregateMean", "SampleAggregateMedian", "SampleAggregateMode", "block_labels", "blocks_of"]
+__all__ = [
+    "FAILURE_VOTE", "BlockFunction", "ColumnFunction", "SampleAggregateMean", "SampleAggregateMedian",
+    "SampleAggregateMode", "block_labels", "block_outputs", "block_values", "blocks_of",
+]  # fmt: skip
 
-BlockFunction = Callable[[Dataset], float]
-
-
-def block_labels(data: Dataset, m: int, unit: str | None, rng: AbstractRandomness) -> npt.NDArray[np.int64]:
-    """Each row's block in [0, m): independent per unit, never depending on other units."""
-    if unit is None:
-        row_labels: npt.NDArray[np.int64] = rng.below(m, data.n_rows)
-        return row_labels
-    key = rng.big_below(1 << 128).to_bytes(16, "little")
-    ids = data.column(unit)
-    uniq, inverse = np.unique(ids, return_inverse=True)
-    labels = np.empty(uniq.size, dtype=np.int64)
-    for i, ident in enumerate(uniq.tolist()):
-        digest = hashlib.blake2b(repr(ident).encode(), key=key, digest_size=8).digest()
-        labels[i] = int.from_bytes(digest, "little") % m
-    out: npt.NDArray[np.int64] = labels[inverse.reshape(-1)]
-    return out
+#: the vote of a block whose function fails (or that is empty) in :class:`SampleAggregateMode`
+FAILURE_VOTE = math.inf
 
 
-def blocks_of(data: Dataset, labels: npt.NDArray[np.int64], m: int) -> list[Dataset]:
-    """The m blocks (rows keep their order), in O(n log n) by one stable sort of the labels."""
-    order = np.argsort(labels, kind="stable")
-    cuts = np.searchsorted(labels[order], np.arange(m + 1))
-    return [data.take(order[cuts[b] : cuts[b + 1]]) for b in range(m)]
+# --- shared parameter checks (one set for the three aggregators) ------------------------
 
 
-def block_values(fn: BlockFunction, data: Dataset, labels: npt.NDArray[np.int64], m: int, failure: float) -> npt.NDArray[np.float64]:
-    """Run the user function on each block; a raise or a NaN yields ``failure``.
-
-    Each output is a deterministic function of its block alone (never of the
-    others), which is all the aggregators' proofs use.
-    """
-    out = np.empty(m, dtype=np.float64)
-    for b, block in enumerate(blocks_of(data, labels, m)):
-        try:
-            value = float(fn(block))
-        except Exception:  # noqa: BLE001 - arbitrary user code; never leak its message
-            value = float("nan")
-        out[b] = failure if math.isnan(value) else value
-    return out
-
-
-def block_outputs(fn: BlockFunction, data: Dataset, labels: npt.NDArray[np.int64], m: int, lower: float, upper: float) -> npt.NDArray[np.float64]:
-    """Run the user function on each block; outputs are clipped to [lower, upper].
-
-    A block function that raises or returns a non-finite number yields ``lower``
-    (documented policy; the aggregator's guarantee does not depend on it).
-    """
-    out = block_values(fn, data, labels, m, lower)
-    out[~np.isfinite(out)] = lower
-    return np.clip(out, lower, upper)
-
-
-def _fn(value: object) -> BlockFunction:
+def _check_fn(owner: str, value: object) -> BlockFunction | ColumnFunction:
     if not callable(value):
-        raise InvalidArgument("SampleAggregateMean", "block_fn", type(value).__name__, "must be callable Dataset -> float")
+        raise InvalidArgument(owner, "block_fn", type(value).__name__, "must be callable: Dataset -> number, or 1-D array -> number with column=")
     return value
 
 
-def _blocks(value: int) -> int:
+def _check_blocks(owner: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgument("SampleAggregateMean", "blocks", value, "must be an int >= 1")
+        raise InvalidArgument(owner, "blocks", value, "must be an int >= 1")
     return value
 
 
-def _sa_eps(value: ExactLike) -> Fraction:
+def _check_delta(owner: str, value: ExactLike) -> Fraction:
+    d = to_fraction(value, owner=owner, field="delta")
+    if not 0 < d < 1:
+        raise InvalidArgument(owner, "delta", value, "must be in (0, 1)")
+    return d
+
+
+def _check_name(owner: str, field: str, value: str | None, constraint: str) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise InvalidArgument(owner, field, value, constraint)
+    return value
+
+
+def _check_reads(owner: str, value: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, (tuple, list)) or not all(isinstance(c, str) and c for c in value):
+        raise InvalidArgument(owner, "reads", value, "must be a tuple of column names (the columns the block function reads)")
+    return tuple(dict.fromkeys(value))
+
+
+# named converters (attrs' mypy plugin needs named functions); one line each over the checks above
+_COLUMN = "must be None (the function gets the block as a Dataset) or a column name"
+_UNIT = "must be None (one row) or the id column of users"
+
+
+def _mean_fn(value: object) -> BlockFunction | ColumnFunction:
+    return _check_fn("SampleAggregateMean", value)
+
+
+def _mean_blocks(value: int) -> int:
+    return _check_blocks("SampleAggregateMean", value)
+
+
+def _mean_eps(value: ExactLike) -> Fraction:
     return positive_param("SampleAggregateMean", "epsilon", value)
 
 
-def _sa_lower(value: ExactLike) -> Fraction:
+def _mean_unit(value: str | None) -> str | None:
+    return _check_name("SampleAggregateMean", "unit", value, _UNIT)
+
+
+def _mean_column(value: str | None) -> str | None:
+    return _check_name("SampleAggregateMean", "column", value, _COLUMN)
+
+
+def _mean_reads(value: Sequence[str]) -> tuple[str, ...]:
+    return _check_reads("SampleAggregateMean", value)
+
+
+def _mean_lower(value: ExactLike) -> Fraction:
     return to_fraction(value, owner="SampleAggregateMean", field="lower")
 
 
-def _sa_upper(value: ExactLike) -> Fraction:
+def _mean_upper(value: ExactLike) -> Fraction:
     return to_fraction(value, owner="SampleAggregateMean", field="upper")
+
+
+def _median_fn(value: object) -> BlockFunction | ColumnFunction:
+    return _check_fn("SampleAggregateMedian", value)
+
+
+def _median_blocks(value: int) -> int:
+    return _check_blocks("SampleAggregateMedian", value)
+
+
+def _median_eps(value: ExactLike) -> Fraction:
+    return positive_param("SampleAggregateMedian", "epsilon", value)
+
+
+def _median_unit(value: str | None) -> str | None:
+    return _check_name("SampleAggregateMedian", "unit", value, _UNIT)
+
+
+def _median_column(value: str | None) -> str | None:
+    return _check_name("SampleAggregateMedian", "column", value, _COLUMN)
+
+
+def _median_reads(value: Sequence[str]) -> tuple[str, ...]:
+    return _check_reads("SampleAggregateMedian", value)
+
+
+def _median_lower(value: ExactLike) -> Fraction:
+    return to_fraction(value, owner="SampleAggregateMedian", field="lower")
+
+
+def _median_upper(value: ExactLike) -> Fraction:
+    return to_fraction(value, owner="SampleAggregateMedian", field="upper")
+
+
+def _median_delta(value: ExactLike) -> Fraction:
+    return _check_delta("SampleAggregateMedian", value)
+
+
+def _mode_fn(value: object) -> BlockFunction | ColumnFunction:
+    return _check_fn("SampleAggregateMode", value)
+
+
+def _mode_blocks(value: int) -> int:
+    return _check_blocks("SampleAggregateMode", value)
+
+
+def _mode_eps(value: ExactLike) -> Fraction:
+    return positive_param("SampleAggregateMode", "epsilon", value)
+
+
+def _mode_unit(value: str | None) -> str | None:
+    return _check_name("SampleAggregateMode", "unit", value, _UNIT)
+
+
+def _mode_column(value: str | None) -> str | None:
+    return _check_name("SampleAggregateMode", "column", value, _COLUMN)
+
+
+def _mode_reads(value: Sequence[str]) -> tuple[str, ...]:
+    return _check_reads("SampleAggregateMode", value)
+
+
+def _mode_delta(value: ExactLike) -> Fraction:
+    return _check_delta("SampleAggregateMode", value)
+
+
+def _try_block_fn(node: SampleAggregateMean | SampleAggregateMedian | SampleAggregateMode, owner: str) -> None:
+    """Refuse a block function that fails on the public trial block; record the columns it reads."""
+    if node.column is not None and node.reads:
+        raise InvalidArgument(owner, "reads", node.reads, "must be empty with column= (the function receives that column only)")
+    fn = node.block_fn
+    if is_recorded_stub(fn):  # rebuilt from a certificate for an audit: it cannot run
+        return
+    if node.column is not None:
+        try:
+            with quiet():
+                result = fn(trial_array())  # type: ignore[arg-type]
+        except Exception as exc:  # noqa: BLE001 - user code; only its type is shown
+            raise InvalidArgument(
+                owner, "block_fn", describe(fn),
+                f"raised {type(exc).__name__} on the public trial block (a 1-D float array of 8 small numbers, "
+                f"column={node.column!r}): it must return a finite number there",
+            ) from None  # fmt: skip
+    else:
+        hint = "; to receive one column as a 1-D array, pass column=" if not node.reads else ""
+        read, result = discover_columns(fn, node.reads, owner, "block_fn", type_hint=hint)  # type: ignore[arg-type]
+        object.__setattr__(node, "reads", read)  # the columns it reads: checked before the charge
+    refuse_result(owner, "block_fn", fn, result)
+
+
+def _block_columns(node: SampleAggregateMean | SampleAggregateMedian | SampleAggregateMode) -> tuple[ColumnUse, ...]:
+    uses = [ColumnUse(node.column, "numeric")] if node.column is not None else [ColumnUse(c, "key") for c in node.reads]
+    if node.unit is not None:
+        uses.append(ColumnUse(node.unit, "id"))
+    return tuple(dict.fromkeys(uses))
+
+
+# --- the clipped mean of the block outputs ---------------------------------------------------
+
+_MEAN = "SampleAggregateMean"
 
 
 @final
@@ -124,35 +254,68 @@ class SampleAggregateMean(AbstractPrimitive[PureDP]):
     """Sample-and-aggregate with the clipped mean of the block outputs (seed 002).
 
     Args:
-        block_fn: any callable from a :class:`~dpalg.data.Dataset` block to a number.
+        block_fn: a function of one block: of a :class:`~dpalg.data.Dataset`, or of
+            a 1-D float64 array with ``column=``; it must return a number.
         blocks: the public number of blocks m.
         lower, upper: the declared range of the block outputs (outputs are clipped).
         epsilon: ε > 0.
         unit: ``None`` (one row) or the id column of users.
+        column: ``None`` (the Dataset form) or the column whose values, missing
+            ones dropped, the function receives as a 1-D array.
+        reads: the columns a Dataset-form function reads (checked before the
+            charge); default: those it asks for on the public trial block.
+
+    Raises:
+        InvalidArgument: a parameter is invalid, or ``block_fn`` raises or does not
+            return a finite number on the public trial block.
+
+    An empty block, or one whose function raises or returns a non-number or NaN,
+    outputs the public midpoint ``(lower + upper)/2`` (see the module docstring).
 
     Privacy guarantee:
         ε-DP for adding or removing one unit: the unit falls in one block (its
         own random label), so one of the m clipped outputs changes, by at most
         u − l; their mean changes by at most (u − l)/m and is released with
         discrete Laplace noise of scale (u − l)/(mε) + lattice rounding
-        (seed 002's sample-and-aggregate mean; Dwork et al. 2006).
+        (seed 002's sample-and-aggregate mean; Dwork et al. 2006). The fallback
+        keeps each output a function of its own block in [l, u].
+
+    Examples:
+        >>> import numpy as np
+        >>> from dpalg.noise import SeededRandomness
+        >>> node = SampleAggregateMean(np.median, blocks=4, lower=0, upper=10, epsilon=1, column="x")
+        >>> isinstance(node.release(Dataset({"x": np.arange(40.0) % 10}), SeededRandomness(0)), float)
+        True
+        >>> SampleAggregateMean(np.median, blocks=4, lower=0, upper=10, epsilon=1)
+        Traceback (most recent call last):
+        ...
+        dpalg._errors.InvalidArgument: SampleAggregateMean: block_fn='median' raised TypeError on the public trial block (columns [], 8 rows of small numbers): it must return a finite number there; to receive one column as a 1-D array, pass column=
     """
 
-    block_fn: BlockFunction = attrs.field(converter=_fn, eq=False)
-    blocks: int = attrs.field(converter=_blocks)
-    lower: Fraction = attrs.field(converter=_sa_lower)
-    upper: Fraction = attrs.field(converter=_sa_upper)
-    epsilon: Fraction = attrs.field(converter=_sa_eps)
-    unit: str | None = None
+    block_fn: BlockFunction | ColumnFunction = attrs.field(converter=_mean_fn, eq=False)
+    blocks: int = attrs.field(converter=_mean_blocks)
+    lower: Fraction = attrs.field(converter=_mean_lower)
+    upper: Fraction = attrs.field(converter=_mean_upper)
+    epsilon: Fraction = attrs.field(converter=_mean_eps)
+    unit: str | None = attrs.field(default=None, converter=_mean_unit)
+    column: str | None = attrs.field(default=None, converter=_mean_column)
+    reads: tuple[str, ...] = attrs.field(default=(), converter=_mean_reads)
 
     def __attrs_post_init__(self) -> None:
         if self.lower >= self.upper:
-            raise InvalidArgument("SampleAggregateMean", "lower", self.lower, f"must be < upper={self.upper}")
+            raise InvalidArgument(_MEAN, "lower", self.lower, f"must be < upper={self.upper}")
+        if not -1000 <= self.lattice_k() <= 1000:  # the noise layer's lattice range: refuse now, not after the charge
+            raise InvalidArgument(_MEAN, "lower", self.lower, f"gives a noise scale (upper - lower)/(blocks*epsilon) outside [2^-980, 2^1020] with upper={self.upper}")
+        _try_block_fn(self, _MEAN)
 
     @property
     def neighbouring(self) -> Neighbouring:
         """One unit (row or user), add/remove."""
         return Neighbouring(self.unit, "add_remove")
+
+    def columns(self) -> tuple[ColumnUse, ...]:
+        """The public schema: ``column`` (numeric) or the columns in ``reads``, and ``unit``."""
+        return _block_columns(self)
 
     def lattice_k(self) -> int:
         """Lattice exponent: about 2^-20 of the noise scale."""
@@ -169,55 +332,24 @@ class SampleAggregateMean(AbstractPrimitive[PureDP]):
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """The noisy mean of the block outputs."""
         labels = block_labels(data, self.blocks, self.unit, rng)
-        outs = block_outputs(self.block_fn, data, labels, self.blocks, float(self.lower), float(self.upper))
+        outs = block_outputs(self.block_fn, data, labels, self.blocks, float(self.lower), float(self.upper), column=self.column)
         k = self.lattice_k()
-        # fsum is correctly rounded and one division follows: each side errs by at most
-        # 2^-51 max(|l|, |u|), so the two neighbouring values move by 2^-50 max(|l|, |u|) more
+        # the exact mean of the clipped floats (no overflow for any range), rounded once to a float:
+        # with the clipping to float(l), float(u) each side errs by at most 2^-51 max(|l|, |u|)
         err = max(abs(self.lower), abs(self.upper)) / 2**50
         sens = (self.upper - self.lower) / self.blocks + Fraction(2) ** k + err
-        value = math.fsum(outs.tolist()) / self.blocks
+        value = float(sum((Fraction(x) for x in outs.tolist()), Fraction(0)) / self.blocks)
         noisy = lattice_noise(np.array([value]), k=k, kind="laplace", scale=sens / self.epsilon, rng=rng)
         return float(noisy[0])
 
 
-
-
 # --- the smooth-sensitivity median of the block outputs ---------------------------------
 
-
-def _median_fn(value: object) -> BlockFunction:
-    if not callable(value):
-        raise InvalidArgument("SampleAggregateMedian", "block_fn", type(value).__name__, "must be callable Dataset -> float")
-    return value
-
-
-def _median_blocks(value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgument("SampleAggregateMedian", "blocks", value, "must be an int >= 1")
-    return value
-
-
-def _median_eps(value: ExactLike) -> Fraction:
-    return positive_param("SampleAggregateMedian", "epsilon", value)
-
-
-def _median_delta(value: ExactLike) -> Fraction:
-    d = to_fraction(value, owner="SampleAggregateMedian", field="delta")
-    if not 0 < d < 1:
-        raise InvalidArgument("SampleAggregateMedian", "delta", value, "must be in (0, 1)")
-    return d
-
-
-def _median_lower(value: ExactLike) -> Fraction:
-    return to_fraction(value, owner="SampleAggregateMedian", field="lower")
-
-
-def _median_upper(value: ExactLike) -> Fraction:
-    return to_fraction(value, owner="SampleAggregateMedian", field="upper")
+_MEDIAN = "SampleAggregateMedian"
 
 
 def _median_k(value: int | None) -> int | None:
-    return granularity_param("SampleAggregateMedian", value)
+    return granularity_param(_MEDIAN, value)
 
 
 @final
@@ -231,13 +363,17 @@ class SampleAggregateMedian(AbstractPrimitive[ApproxDP]):
     :class:`~dpalg.mechanisms.SmoothBound` does for a column.
 
     Args:
-        block_fn: any callable from a :class:`~dpalg.data.Dataset` block to a number.
+        block_fn: a function of one block (a Dataset, or a 1-D array with ``column=``).
         blocks: the public number of blocks m.
         lower, upper: the declared range of the block outputs (outputs are clipped).
         epsilon: ε > 0.
         delta: δ in (0, 1).
         unit: ``None`` (one row) or the id column of users.
         granularity: lattice exponent (default from the range, as SmoothBound).
+        column: as in :class:`SampleAggregateMean`.
+        reads: as in :class:`SampleAggregateMean`.
+
+    An empty or failing block outputs the public midpoint ``(lower + upper)/2``.
 
     Privacy guarantee:
         (ε, δ)-DP for adding or removing one unit. The unit's block is its own
@@ -249,27 +385,34 @@ class SampleAggregateMedian(AbstractPrimitive[ApproxDP]):
         affect) keeps the inequality.
     """
 
-    block_fn: BlockFunction = attrs.field(converter=_median_fn, eq=False)
+    block_fn: BlockFunction | ColumnFunction = attrs.field(converter=_median_fn, eq=False)
     blocks: int = attrs.field(converter=_median_blocks)
     lower: Fraction = attrs.field(converter=_median_lower)
     upper: Fraction = attrs.field(converter=_median_upper)
     epsilon: Fraction = attrs.field(converter=_median_eps)
     delta: Fraction = attrs.field(converter=_median_delta)
-    unit: str | None = None
+    unit: str | None = attrs.field(default=None, converter=_median_unit)
     granularity: int | None = attrs.field(default=None, converter=_median_k)
+    column: str | None = attrs.field(default=None, converter=_median_column)
+    reads: tuple[str, ...] = attrs.field(default=(), converter=_median_reads)
 
     def __attrs_post_init__(self) -> None:
         if self.lower >= self.upper:
-            raise InvalidArgument("SampleAggregateMedian", "lower", self.lower, f"must be < upper={self.upper}")
-        check_range("SampleAggregateMedian", self.lower, self.upper, self.constants().alpha)
+            raise InvalidArgument(_MEDIAN, "lower", self.lower, f"must be < upper={self.upper}")
+        check_range(_MEDIAN, self.lower, self.upper, self.constants().alpha)
         k_min = auto_granularity(self.lower, self.upper, self.constants().alpha)
         if self.granularity is not None and self.granularity < k_min:
-            raise InvalidArgument("SampleAggregateMedian", "granularity", self.granularity, f"must be >= {k_min}")
+            raise InvalidArgument(_MEDIAN, "granularity", self.granularity, f"must be >= {k_min}")
+        _try_block_fn(self, _MEDIAN)
 
     @property
     def neighbouring(self) -> Neighbouring:
         """One unit (row or user), add/remove."""
         return Neighbouring(self.unit, "add_remove")
+
+    def columns(self) -> tuple[ColumnUse, ...]:
+        """The public schema: ``column`` (numeric) or the columns in ``reads``, and ``unit``."""
+        return _block_columns(self)
 
     def constants(self) -> Admissibility:
         """Laplace constants: ``α = ε/2``, ``β`` = ε/(2 ln(2/δ)) rounded down."""
@@ -295,9 +438,9 @@ class SampleAggregateMedian(AbstractPrimitive[ApproxDP]):
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """The noisy median of the block outputs (clamped to the range)."""
         labels = block_labels(data, self.blocks, self.unit, rng)
-        outs = np.sort(block_outputs(self.block_fn, data, labels, self.blocks, float(self.lower), float(self.upper)))
+        outs = block_outputs(self.block_fn, data, labels, self.blocks, float(self.lower), float(self.upper), column=self.column)
         # float(lower/upper) may round outward by an ulp; keep the outputs inside the exact range
-        outs = np.clip(outs, _inside_float(self.lower, up=True), _inside_float(self.upper, up=False))
+        outs = np.sort(np.clip(outs, _inside_float(self.lower, up=True), _inside_float(self.upper, up=False)))
         value = smooth_release(
             outs, Fraction(1, 2), self.lower, self.upper, "substitution", self.constants(), LaplaceNoise(), self.lattice_k(), rng
         )
@@ -316,31 +459,7 @@ def _inside_float(x: Fraction, *, up: bool) -> float:
 
 # --- the stability-based mode of the block outputs ---------------------------------------
 
-#: the vote of a block whose function raises or returns NaN
-FAILURE_VOTE = math.inf
-
-
-def _mode_fn(value: object) -> BlockFunction:
-    if not callable(value):
-        raise InvalidArgument("SampleAggregateMode", "block_fn", type(value).__name__, "must be callable Dataset -> float")
-    return value
-
-
-def _mode_blocks(value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgument("SampleAggregateMode", "blocks", value, "must be an int >= 1")
-    return value
-
-
-def _mode_eps(value: ExactLike) -> Fraction:
-    return positive_param("SampleAggregateMode", "epsilon", value)
-
-
-def _mode_delta(value: ExactLike) -> Fraction:
-    d = to_fraction(value, owner="SampleAggregateMode", field="delta")
-    if not 0 < d < 1:
-        raise InvalidArgument("SampleAggregateMode", "delta", value, "must be in (0, 1)")
-    return d
+_MODE = "SampleAggregateMode"
 
 
 @final
@@ -349,12 +468,22 @@ class SampleAggregateMode(AbstractPrimitive[ApproxDP]):
     """Sample-and-aggregate with the stability-based mode of the block outputs (PTR, β = 0).
 
     Each block votes with its output (a number, e.g. a class label or a rounded
-    estimate; a block that raises or returns NaN votes :data:`FAILURE_VOTE` = +inf).
+    estimate; an empty block, or one whose function raises or returns a
+    non-number or NaN, votes :data:`FAILURE_VOTE` = +inf).
     γ = the number of block outputs that must change before the mode (smallest
     among ties) changes, minus one (:func:`~dpalg.sensitivity.mode_gap_distance`
     under substitution), capped by :func:`~dpalg.mechanisms._ptr.ptr_cap`; if
     ``γ + Z ≤ ln(1/δ)/ε`` (Z discrete Laplace of scale 1/ε) release ⊥, else the exact
     mode.
+
+    Args:
+        block_fn: a function of one block (a Dataset, or a 1-D array with ``column=``).
+        blocks: the public number of blocks m.
+        epsilon: ε > 0.
+        delta: δ in (0, 1).
+        unit: ``None`` (one row) or the id column of users.
+        column: as in :class:`SampleAggregateMean`.
+        reads: as in :class:`SampleAggregateMean`.
 
     Privacy guarantee:
         (ε, δ)-DP for adding or removing one unit: the block vector changes in at
@@ -364,16 +493,25 @@ class SampleAggregateMode(AbstractPrimitive[ApproxDP]):
         :data:`dpalg.BOTTOM` when the test fails.
     """
 
-    block_fn: BlockFunction = attrs.field(converter=_mode_fn, eq=False)
+    block_fn: BlockFunction | ColumnFunction = attrs.field(converter=_mode_fn, eq=False)
     blocks: int = attrs.field(converter=_mode_blocks)
     epsilon: Fraction = attrs.field(converter=_mode_eps)
     delta: Fraction = attrs.field(converter=_mode_delta)
-    unit: str | None = None
+    unit: str | None = attrs.field(default=None, converter=_mode_unit)
+    column: str | None = attrs.field(default=None, converter=_mode_column)
+    reads: tuple[str, ...] = attrs.field(default=(), converter=_mode_reads)
+
+    def __attrs_post_init__(self) -> None:
+        _try_block_fn(self, _MODE)
 
     @property
     def neighbouring(self) -> Neighbouring:
         """One unit (row or user), add/remove."""
         return Neighbouring(self.unit, "add_remove")
+
+    def columns(self) -> tuple[ColumnUse, ...]:
+        """The public schema: ``column`` (numeric) or the columns in ``reads``, and ``unit``."""
+        return _block_columns(self)
 
     def privacy(self) -> PrivacyClaim[ApproxDP]:
         """(ε, δ)."""
@@ -384,9 +522,9 @@ class SampleAggregateMode(AbstractPrimitive[ApproxDP]):
         )
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
-        """⊥ or the mode of the block outputs."""
+        """⊥ or the mode of the block outputs (a float)."""
         labels = block_labels(data, self.blocks, self.unit, rng)
-        votes = block_values(self.block_fn, data, labels, self.blocks, FAILURE_VOTE)
+        votes = block_values(self.block_fn, data, labels, self.blocks, FAILURE_VOTE, column=self.column)
         gamma = min(mode_gap_distance(votes, "substitution"), ptr_cap(self.epsilon, self.delta))
         if not ptr_test_passes(gamma, self.epsilon, self.delta, rng):
             return BOTTOM

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 
 import mpmath
@@ -12,7 +13,7 @@ import pytest
 import sympy
 
 from dpalg import ApproxDP, Compose, InvalidArgument
-from dpalg.data import as_dataset
+from dpalg.data import Dataset, as_dataset
 from dpalg.graph import PureToApprox
 from dpalg.mechanisms._bounded_ls import (
     BoundedLS,
@@ -321,3 +322,116 @@ def test_certificate_round_trip_and_recorded_callables() -> None:
     assert isinstance(rebuilt, BoundedLS) and isinstance(rebuilt.bound, CallableStub)
     assert rebuilt.cost() == with_function.cost() and "unproven" in rebuilt.privacy().notes[0]
     assert rebuilt.bound_from_noisy({"a": 5, "b": 500}) is None  # the stub never yields a bound
+
+
+# --- user functions fail closed (issue 14, section 3.6) -------------------------------------
+
+
+def _bl(value: object, bound: object = "1/(b_lo - 1)", **kw: object) -> BoundedLS:
+    args: dict[str, object] = dict(value=value, bound=bound, counts=(NoisyCount("b"),), epsilon_bound=1, epsilon_release=1,
+                                   delta="1e-3", domain={"b": 2})  # fmt: skip
+    return BoundedLS(**(args | kw))  # type: ignore[arg-type]
+
+
+def _value_raises(data: Dataset) -> Fraction:
+    raise KeyError("secret 42")
+
+
+def _value_str(data: Dataset) -> object:
+    return "1/2"
+
+
+def _value_nan(data: Dataset) -> float:
+    return float("nan")
+
+
+def _value_inf(data: Dataset) -> float:
+    return float("inf")
+
+
+@pytest.mark.parametrize(
+    ("fn", "expected"),
+    [(_value_raises, "raised KeyError"), (_value_str, "returned a str"), (_value_nan, "non-finite"), (_value_inf, "non-finite")],
+)
+def test_a_value_function_failing_on_the_trial_dataset_is_refused(fn: object, expected: str) -> None:
+    """Old code accepted these and raised (or released garbage) after the charge."""
+    with pytest.raises(InvalidArgument) as info:
+        _bl(fn)
+    message = str(info.value)
+    assert info.value.field == "value" and expected in message and getattr(fn, "__name__") in message
+    assert "secret" not in message and "42" not in message
+
+
+def _fails_on_real_data(kind: str) -> Callable[[Dataset], object]:
+    def value(data: Dataset) -> object:
+        if data.n_rows <= 8:  # the public trial dataset has 8 rows
+            return Fraction(3)
+        if kind == "raise":
+            raise TypeError("secret")
+        return {"str": "3", "nan": float("nan"), "inf": float("inf"), "none": None}[kind]
+
+    return value
+
+
+@pytest.mark.parametrize("kind", ["raise", "str", "nan", "inf", "none"])
+def test_a_value_function_failing_on_real_data_releases_around_zero(kind: str) -> None:
+    data = as_dataset({"x": np.zeros(500)})
+    failing = _bl(_fails_on_real_data(kind))
+    zero = _bl(lambda d: Fraction(0))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        out = failing.release(data, SeededRandomness(3))
+    assert not seen and out == zero.release(data, SeededRandomness(3))
+
+
+def test_a_bound_function_failing_at_release_falls_back_to_the_global_sensitivity() -> None:
+    """Old code: _evaluate caught only ArithmeticError/ValueError, so a TypeError escaped after the charge."""
+
+    def bound(v: Mapping[str, Fraction]) -> object:
+        if v["b_lo"] > 100:  # never at the trial point or on the check's grid
+            raise TypeError("secret")
+        return 1 / (v["b_lo"] - 1)
+
+    node = _bl("b", bound, global_sensitivity=1)
+    assert node.bound_from_noisy({"b": 10_000}) == 1
+    assert _bl("b", bound).bound_from_noisy({"b": 10_000}) is None  # no GS: BOTTOM
+    out = node.release(as_dataset({"x": np.zeros(10_000)}), SeededRandomness(0))
+    assert isinstance(out, float)
+
+
+def test_a_bound_function_failing_at_the_trial_point_is_refused() -> None:
+    def bound(v: Mapping[str, Fraction]) -> object:
+        return v["c_lo"]  # KeyError: not a symbol of this node
+
+    with pytest.raises(InvalidArgument) as info:
+        _bl("b", bound)
+    assert info.value.field == "bound" and "KeyError" in str(info.value) and "b_lo: 6" in str(info.value)
+    with pytest.raises(InvalidArgument) as info:
+        _bl("b", lambda v: "1")
+    assert info.value.field == "bound" and "returned a str" in str(info.value)
+
+
+def test_a_huge_value_releases_infinity_not_an_overflow_error() -> None:
+    def huge(data: Dataset) -> int:
+        return 10**400 if data.n_rows > 8 else 1
+
+    out = _bl(huge).release(as_dataset({"x": np.zeros(100)}), SeededRandomness(0))
+    assert out == math.inf
+
+
+def test_value_function_columns_are_discovered_and_recorded() -> None:
+    def share(data: Dataset) -> Fraction:
+        return Fraction(int(np.nansum(data.numeric("in_a") > 0) + np.nansum(data.numeric("w") > 0)), max(1, data.n_rows))
+
+    node = BoundedLS(share, "1/(b_lo - 1)", (NoisyCount("a", where="in_a"), NoisyCount("b")), epsilon_bound=1,
+                     epsilon_release=1, delta="1e-3", domain={"b": 2})  # fmt: skip
+    assert node.value_reads == ("w",)
+    assert {(u.name, u.role) for u in node.columns()} == {("in_a", "numeric"), ("w", "key")}
+    rebuilt = decode(encode(node))
+    assert isinstance(rebuilt, BoundedLS) and isinstance(rebuilt.value, CallableStub) and rebuilt.columns() == node.columns()
+    with pytest.raises(InvalidArgument) as info:
+        BoundedLS(share, "1/(b_lo - 1)", (NoisyCount("a", where="in_a"), NoisyCount("b")), epsilon_bound=1,
+                  epsilon_release=1, delta="1e-3", domain={"b": 2}, value_reads=("v",))  # fmt: skip
+    assert "'w'" in str(info.value) and "not declared" in str(info.value)
+    with pytest.raises(InvalidArgument):
+        _bl("b", value_reads=("w",))

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from dpalg import BOTTOM, ApproxDP, InvalidArgument, PureDP
 from dpalg.data import Dataset, as_dataset
 from dpalg.mechanisms import SampleAggregateMedian, SampleAggregateMode
 from dpalg.mechanisms._ptr import ptr_cap
-from dpalg.mechanisms._sample_aggregate import FAILURE_VOTE, SampleAggregateMean, block_labels, block_outputs, blocks_of
+from dpalg.mechanisms._sample_aggregate import FAILURE_VOTE, SampleAggregateMean, block_labels, block_outputs, block_values, blocks_of
 from dpalg.mechanisms._smooth_bound import center_and_scale
 from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
 from dpalg.sensitivity import mode_gap_distance
@@ -210,11 +212,13 @@ def test_mode_aggregator_releases_a_stable_mode() -> None:
 
 
 def test_failing_blocks_vote_for_the_failure_value() -> None:
-    def boom(block: Dataset) -> float:
-        raise RuntimeError("secret 123")
+    def boom_on_real_data(block: Dataset) -> float:
+        if float(np.max(block.numeric("age"))) > 10:  # never on the public trial block (values 1..8)
+            raise RuntimeError("secret 123")
+        return 1.0
 
-    node = SampleAggregateMode(boom, blocks=30, epsilon=1, delta="1e-6")
-    assert node.release(as_dataset({"age": np.arange(100.0)}), SeededRandomness(0)) == FAILURE_VOTE
+    node = SampleAggregateMode(boom_on_real_data, blocks=30, epsilon=1, delta="1e-6")
+    assert node.release(as_dataset({"age": np.arange(100.0, 200.0)}), SeededRandomness(0)) == FAILURE_VOTE
 
 
 @pytest.mark.parametrize(
@@ -235,3 +239,226 @@ def test_invalid_aggregators(cls: type, kwargs: dict[str, object], field: str) -
     with pytest.raises(InvalidArgument) as info:
         cls(**(base | kwargs))
     assert info.value.field == field
+
+
+# --- user functions fail closed (issue 14, section 3.6) -------------------------------------
+
+SA_CLASSES: tuple[type, ...] = (SampleAggregateMean, SampleAggregateMedian, SampleAggregateMode)
+
+
+def _make(cls: type, fn: object, **kw: object) -> SampleAggregateMean | SampleAggregateMedian | SampleAggregateMode:
+    args: dict[str, object] = {"block_fn": fn, "blocks": 4, "epsilon": 1}
+    if cls is not SampleAggregateMean:
+        args["delta"] = "1e-6"
+    if cls is not SampleAggregateMode:
+        args |= {"lower": 0, "upper": 10}
+    node = cls(**(args | kw))
+    assert isinstance(node, (SampleAggregateMean, SampleAggregateMedian, SampleAggregateMode))
+    return node
+
+
+@pytest.mark.parametrize("cls", SA_CLASSES)
+def test_numpy_median_on_a_dataset_is_refused_at_construction_and_works_with_column(cls: type) -> None:
+    """Old code accepted np.median and released noise around ``lower`` (every block raised)."""
+    with pytest.raises(InvalidArgument) as info:
+        _make(cls, np.median)
+    message = str(info.value)
+    assert info.value.field == "block_fn" and "'median'" in message and "TypeError" in message and "column=" in message
+    node = _make(cls, np.median, column="age", blocks=40)
+    data = as_dataset({"age": np.full(400, 7.0)})
+    if cls is SampleAggregateMode:
+        assert node.release(data, SeededRandomness(1)) == 7.0
+    elif cls is SampleAggregateMean:
+        assert abs(float(node.release(data, SeededRandomness(1))) - 7.0) < 1.5  # type: ignore[arg-type]
+    else:
+        assert 0 <= float(node.release(data, SeededRandomness(1))) <= 10  # type: ignore[arg-type]
+
+
+def _raises(block: object) -> float:
+    raise ZeroDivisionError("secret 42")
+
+
+def _returns_str(block: object) -> object:
+    return "3"
+
+
+def _returns_nan(block: object) -> float:
+    return float("nan")
+
+
+def _returns_inf(block: object) -> float:
+    return float("inf")
+
+
+def _returns_none(block: object) -> object:
+    return None
+
+
+@pytest.mark.parametrize("cls", SA_CLASSES)
+@pytest.mark.parametrize(
+    ("fn", "expected"),
+    [(_raises, "raised ZeroDivisionError"), (_returns_str, "returned a str"), (_returns_nan, "returned a non-finite number"),
+     (_returns_inf, "returned a non-finite number"), (_returns_none, "returned a NoneType")],
+)  # fmt: skip
+@pytest.mark.parametrize("column", [None, "x"])
+def test_failing_user_functions_are_refused_at_construction(cls: type, fn: object, expected: str, column: str | None) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        _make(cls, fn, column=column)
+    message = str(info.value)
+    assert info.value.field == "block_fn" and expected in message and getattr(fn, "__name__") in message
+    assert "secret" not in message and "42" not in message  # never the exception's message
+
+
+def _fails_on_big_values(kind: str) -> object:
+    def fn(block: npt.NDArray[np.float64]) -> object:
+        if float(np.max(block)) <= 10:  # the public trial block holds 1..8
+            return 5.0
+        if kind == "raise":
+            raise ValueError("secret")
+        if kind == "recursion":
+            return fn(block)
+        if kind == "memory":
+            raise MemoryError
+        return {"str": "3", "nan": float("nan"), "none": None, "array": block}[kind]
+
+    return fn
+
+
+@pytest.mark.parametrize("kind", ["raise", "recursion", "memory", "str", "nan", "none", "array"])
+def test_a_failure_on_real_data_gives_the_midpoint_without_any_signal(kind: str) -> None:
+    """A failing block outputs (lower + upper)/2: the release equals the one with a function
+    that returns the midpoint, bit for bit, and nothing is raised or warned."""
+    data = as_dataset({"x": np.arange(20.0, 60.0)})
+    failing = SampleAggregateMean(_fails_on_big_values(kind), blocks=4, lower=0, upper=10, epsilon=1, column="x")
+    midpoint = SampleAggregateMean(lambda block: 5.0, blocks=4, lower=0, upper=10, epsilon=1, column="x")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        out = failing.release(data, SeededRandomness(3))
+    assert not seen
+    assert out == midpoint.release(data, SeededRandomness(3))
+    median = SampleAggregateMedian(_fails_on_big_values(kind), blocks=4, lower=0, upper=10, epsilon=1, delta="1e-6", column="x")
+    median_mid = SampleAggregateMedian(lambda block: 5.0, blocks=4, lower=0, upper=10, epsilon=1, delta="1e-6", column="x")
+    assert median.release(data, SeededRandomness(4)) == median_mid.release(data, SeededRandomness(4))
+
+
+def test_keyboard_interrupt_is_not_swallowed() -> None:
+    def fn(block: npt.NDArray[np.float64]) -> float:
+        if float(np.max(block)) > 10:
+            raise KeyboardInterrupt
+        return 1.0
+
+    node = SampleAggregateMean(fn, blocks=2, lower=0, upper=10, epsilon=1, column="x")
+    with pytest.raises(KeyboardInterrupt):
+        node.release(as_dataset({"x": np.arange(20.0, 30.0)}), SeededRandomness(0))
+
+
+def test_warnings_of_the_block_function_are_silenced() -> None:
+    def noisy(block: npt.NDArray[np.float64]) -> float:
+        warnings.warn("secret", UserWarning, stacklevel=1)
+        return float(np.mean(np.exp(block * 30)))  # and a numpy overflow warning on real data (not on 1..8)
+
+    node = SampleAggregateMean(noisy, blocks=3, lower=0, upper=10, epsilon=1, column="x")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        out = node.release(as_dataset({"x": np.arange(1.0, 30.0)}), SeededRandomness(0))
+    assert not seen and isinstance(out, float)
+
+
+def test_column_form_drops_missing_values_and_never_calls_on_an_empty_block() -> None:
+    seen: list[npt.NDArray[np.float64]] = []
+
+    def record(block: npt.NDArray[np.float64]) -> float:
+        seen.append(block)
+        return float(np.median(block))
+
+    node = SampleAggregateMean(record, blocks=64, lower=0, upper=10, epsilon=1, column="x")
+    seen.clear()  # the trial call
+    column = np.array([1.0, None, float("nan"), "7", 3, 10**400, float("-inf")] * 3, dtype=object)
+    out = node.release(as_dataset({"x": column}), SeededRandomness(0))
+    assert isinstance(out, float)
+    assert 0 < len(seen) <= 21 and all(b.size > 0 and b.dtype == np.float64 and not np.isnan(b).any() for b in seen)
+    assert sum(b.size for b in seen) == 12  # 1.0, 3, 10**400 (inf), -inf per copy; None, NaN and "7" are missing
+
+
+def test_empty_blocks_output_the_midpoint() -> None:
+    calls: list[int] = []
+
+    def count_rows(block: Dataset) -> float:
+        calls.append(block.n_rows)
+        return 10.0
+
+    node = SampleAggregateMean(count_rows, blocks=8, lower=0, upper=10, epsilon=1)
+    calls.clear()
+    labels = block_labels(as_dataset({"x": np.zeros(0)}), 8, None, SeededRandomness(0))
+    assert block_outputs(count_rows, as_dataset({"x": np.zeros(0)}), labels, 8, 0.0, 10.0).tolist() == [5.0] * 8
+    assert calls == []
+    assert node.reads == ()  # count_rows reads no column
+    assert isinstance(node.release(as_dataset({"x": np.zeros(0)}), SeededRandomness(0)), float)
+
+
+def test_dataset_form_records_the_columns_it_reads_for_the_schema_check() -> None:
+    node = SampleAggregateMean(_mean_age, blocks=4, lower=20, upper=80, epsilon=1, unit="uid")
+    assert node.reads == ("age",)
+    assert {(u.name, u.role) for u in node.columns()} == {("age", "key"), ("uid", "id")}
+    assert SampleAggregateMean(np.mean, blocks=4, lower=20, upper=80, epsilon=1, column="age").columns()[0].role == "numeric"
+    with pytest.raises(InvalidArgument) as info:
+        SampleAggregateMean(_mean_age, blocks=4, lower=20, upper=80, epsilon=1, reads=("income",))
+    assert "'age'" in str(info.value) and "not declared" in str(info.value)
+    with pytest.raises(InvalidArgument) as info:
+        SampleAggregateMean(np.mean, blocks=4, lower=20, upper=80, epsilon=1, column="age", reads=("age",))
+    assert info.value.field == "reads"
+    with pytest.raises(InvalidArgument) as info:
+        SampleAggregateMean(_mean_age, blocks=4, lower=20, upper=80, epsilon=1, reads="age")
+    assert info.value.field == "reads"
+
+
+def test_a_plan_with_a_column_typo_is_refused_before_the_charge() -> None:
+    from dpalg import Compose
+
+    plan = Compose(SampleAggregateMean(np.mean, blocks=4, lower=20, upper=80, epsilon=1, column="agee"))
+    plan.check(PureDP(1))
+    with pytest.raises(InvalidArgument):
+        plan.run({"age": np.arange(30.0)}, rng=0)
+
+
+def test_a_recorded_function_is_not_tried_when_rebuilt_from_a_certificate() -> None:
+    from dpalg.release._serialize import CallableStub, decode, encode
+
+    for node in (_make(SampleAggregateMean, np.median, column="x"), _make(SampleAggregateMode, _mean_age)):
+        rebuilt = decode(encode(node))
+        assert isinstance(rebuilt.block_fn, CallableStub)  # type: ignore[attr-defined]
+        assert rebuilt.cost() == node.cost() and rebuilt.columns() == node.columns()  # type: ignore[attr-defined]
+
+
+def test_missing_and_mixed_type_ids_never_raise_and_belong_to_no_block() -> None:
+    """Old code: np.unique raised TypeError on mixed ids and hashed None/NaN as users."""
+    ids = np.array([1, "1", None, float("nan"), True, 1.0, b"1", "u"] * 5, dtype=object)
+    data = as_dataset({"uid": ids, "age": np.arange(40.0)})
+    labels = block_labels(data, 16, "uid", SeededRandomness(2))
+    missing = np.array([i is None or (isinstance(i, float) and i != i) for i in ids.tolist()])
+    assert np.all(labels[missing] == -1) and np.all((labels[~missing] >= 0) & (labels[~missing] < 16))
+    assert labels[0] == labels[5]  # 1 and 1.0 are one user
+    parts = blocks_of(data, labels, 16)
+    assert sum(p.n_rows for p in parts) == int(np.sum(~missing))
+    for cls in SA_CLASSES:
+        node = _make(cls, _mean_age, unit="uid")
+        out = node.release(data, SeededRandomness(5))
+        assert out is BOTTOM or isinstance(out, float)
+
+
+def test_mean_of_huge_block_outputs_cannot_overflow() -> None:
+    """Old code: math.fsum([1e308, 1e308]) raised OverflowError after the charge."""
+    node = SampleAggregateMean(np.max, blocks=16, lower="-1e308", upper="1e308", epsilon=1, column="x")
+    out = node.release(as_dataset({"x": np.full(50, 1e308)}), SeededRandomness(0))
+    assert isinstance(out, float)
+    with pytest.raises(InvalidArgument) as info:  # a lattice beyond the noise layer's range: refused at construction
+        SampleAggregateMean(np.max, blocks=2, lower="-1e308", upper="1e308", epsilon=1, column="x")
+    assert info.value.field == "lower"
+
+
+def test_block_values_keep_infinities_and_map_failures() -> None:
+    data = as_dataset({"x": np.arange(1.0, 9.0)})
+    labels = np.zeros(8, dtype=np.int64)
+    assert block_values(lambda b: -math.inf, data, labels, 2, 7.0, column="x").tolist() == [-math.inf, 7.0]
+    assert block_values(lambda b: Fraction(1, 4), data, labels, 1, 7.0).tolist() == [0.25]
+    assert block_values(lambda b: 10**400, data, labels, 1, 7.0).tolist() == [math.inf]

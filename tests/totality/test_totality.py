@@ -1,0 +1,202 @@
+"""Totality (issue 14, section 3; DESIGN §3 "Releases are total").
+
+For every exported mechanism, one or two representative valid plans are checked
+and run on hypothesis datasets of one fixed schema whose *values* are hostile
+(None, NaN, ±inf, ±1e308, 10**400, strings in numeric object columns,
+mixed-type keys and ids, empty datasets, single rows). A release must never
+raise and must always return the same output type (a value of the plan's type,
+or ⊥ where the mechanism may return ⊥). Each example builds a fresh plan: a
+checked plan runs once outside a Session.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from fractions import Fraction
+from typing import cast
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dpalg.mechanisms as mechanisms
+from dpalg import BOTTOM, ZCDP, ApproxDP, Clip, PureDP, Query
+from dpalg.data import Dataset, as_dataset
+from dpalg.graph._node import AbstractMeasurement, AbstractPrimitive
+from dpalg.mechanisms import (
+    BoundedLS,
+    BoundedLSRatio,
+    CalibratedGaussianSum,
+    CalibratedLaplaceSum,
+    ExponentialQuantile,
+    Gaussian,
+    KSWRatio,
+    Laplace,
+    LocalSensAtDistance,
+    NaiveRatio,
+    NoisyCount,
+    NoisyMax,
+    PrivateRatio,
+    ProposeTest,
+    PTRMode,
+    SampleAggregateMean,
+    SampleAggregateMedian,
+    SampleAggregateMode,
+    ShiftedInverse,
+    ShiftedInverseSearch,
+    ShiftedInverseSearchZCDP,
+    SmoothBound,
+    SmoothBoundCauchy,
+    StableHistogram,
+)
+
+from totality_strategies import datasets
+
+
+def _block_mean(block: Dataset) -> float:
+    values = block.numeric("x")
+    values = values[~np.isnan(values)]
+    return float(np.mean(np.clip(values, 0, 10))) if values.size else 0.0
+
+
+def _rounded_median(values: npt.NDArray[np.float64]) -> float:
+    return float(np.round(np.median(values)))
+
+
+Node = AbstractPrimitive[PureDP] | AbstractPrimitive[ApproxDP] | AbstractPrimitive[ZCDP]
+
+# name -> factory of a fresh plan; the name's prefix (before "-") is the mechanism's class name
+PLANS: dict[str, Callable[[], Node]] = {
+    "Laplace-count": lambda: Laplace(Query.count(), epsilon=1),
+    "Laplace-sum": lambda: Laplace(Query.sum("x") | Clip(-1e6, 1e6), epsilon=1),
+    "Laplace-mean": lambda: Laplace(Query.mean("x") | Clip(0, 10), epsilon=1),
+    "Laplace-histogram": lambda: Laplace(Query.histogram("k", keys=("a", "b", 1)), epsilon=1),
+    "Laplace-user-count": lambda: Laplace(Query.user_count(user="u"), epsilon=1),
+    "Gaussian-sum": lambda: Gaussian(Query.sum("x") | Clip(0, 1), rho="0.5"),
+    "Gaussian-user-count": lambda: Gaussian(Query.user_count(user="u"), rho="0.5"),
+    "ExponentialQuantile-median": lambda: ExponentialQuantile(Query.median("x") | Clip(0, 10), epsilon=1, grid_bits=8),
+    "NoisyMax-histogram": lambda: NoisyMax(Query.histogram("k", keys=("a", "b", 1)), epsilon=1),
+    "ProposeTest-median": lambda: ProposeTest(Query.median("x") | Clip(0, 10), bound=1, epsilon=1, delta="0.01"),
+    "ProposeTest-mean-huge": lambda: ProposeTest(Query.mean("x") | Clip(-1e308, 1e308), bound=1, epsilon=1, delta="0.01"),
+    "LocalSensAtDistance-mean": lambda: ProposeTest(
+        LocalSensAtDistance(Query.mean("x") | Clip(0, 1), "(upper - lower) / Max(n - k, 1)"), bound="0.25", epsilon=1, delta="0.01"
+    ),
+    "PTRMode-mode": lambda: PTRMode(Query.mode("x"), epsilon="0.5", delta="0.01"),
+    "StableHistogram-keys": lambda: StableHistogram(Query.histogram("k"), epsilon=1, delta="0.05"),
+    "ShiftedInverse-user-sum": lambda: ShiftedInverse(Query.user_sum("v", user="u") | Clip(0, 4), domain=(0, 63), epsilon=1),
+    "ShiftedInverseSearch-user-count": lambda: ShiftedInverseSearch(Query.user_count(user="u"), domain=(0, 63), epsilon=1),
+    "ShiftedInverseSearchZCDP-user-max": lambda: ShiftedInverseSearchZCDP(Query.user_max("v", user="u"), domain=(0, 63), rho=1),
+    "BoundedLS-ratio": lambda: BoundedLS("a/b", "1/(b_lo - 1)", (NoisyCount("a", where="c"), NoisyCount("b")),
+                                         epsilon_bound="0.5", epsilon_release="0.5", delta="0.01", domain={"b": 2}),
+    "BoundedLS-function": lambda: BoundedLS(lambda d: Fraction(int(np.nansum(d.numeric("x") > 0))), "1/(b_lo - 1)",
+                                            (NoisyCount("b"),), epsilon_bound=1, epsilon_release=1, delta="0.01",
+                                            domain={"b": 2}, global_sensitivity=1),
+    "NaiveRatio-c": lambda: NaiveRatio(PrivateRatio("c"), 1),
+    "KSWRatio-c": lambda: KSWRatio(PrivateRatio("c"), 1),
+    "BoundedLSRatio-c": lambda: BoundedLSRatio(PrivateRatio("c"), "0.5", "0.5", "0.01"),
+    "CalibratedGaussianSum-xy": lambda: CalibratedGaussianSum((Query.sum("x") | Clip(0, 1), Query.sum("y") | Clip(-4, 4)), rho="0.5"),
+    "CalibratedLaplaceSum-xy": lambda: CalibratedLaplaceSum((Query.sum("x") | Clip(0, 1), Query.sum("y") | Clip(-4, 4)), epsilon=1),
+    "SmoothBound-median": lambda: SmoothBound(Query.median("x") | Clip(0, 10), epsilon=1, delta="0.01"),
+    "SmoothBoundCauchy-median": lambda: SmoothBoundCauchy(Query.median("x") | Clip(0, 10), epsilon=1),
+    "SampleAggregateMean-dataset": lambda: SampleAggregateMean(_block_mean, blocks=4, lower=0, upper=10, epsilon=1),
+    "SampleAggregateMean-column-users": lambda: SampleAggregateMean(np.median, blocks=4, lower=0, upper=10, epsilon=1,
+                                                                    unit="u", column="x"),
+    "SampleAggregateMedian-column": lambda: SampleAggregateMedian(np.mean, blocks=8, lower=-1e200, upper=1e200, epsilon=1,
+                                                                  delta="0.01", column="x"),
+    "SampleAggregateMode-users": lambda: SampleAggregateMode(_rounded_median, blocks=8, epsilon=1, delta="0.01", unit="u",
+                                                             column="x"),
+}  # fmt: skip
+
+# exported names that are not mechanisms themselves, and the plans that exercise them
+HELPERS = {"NoisyCount": "BoundedLS-ratio", "PrivateRatio": "NaiveRatio-c"}
+
+# the same schema (object columns) with ordinary values: the baseline output type of each plan
+CLEAN = as_dataset({name: np.array(values, dtype=object) for name, values in {
+    "x": [1.0, 2.0, 3.0, 2.0, 5.0] * 4, "y": [0.5] * 20, "v": [1.0] * 20,
+    "c": [1, 0] * 10, "k": ["a", "b", "a", "a", "b"] * 4, "u": [i % 7 for i in range(20)],
+}.items()})  # fmt: skip
+
+
+def _mechanism(name: str) -> str:
+    return name.split("-", 1)[0]
+
+
+def _kind(value: object) -> object:
+    """The output's type, recursively for tuples and dicts (⊥ is its own kind)."""
+    if value is BOTTOM:
+        return "BOTTOM"
+    if isinstance(value, (str, bytes, bool, int)):  # a released key (NoisyMax over mixed-type keys): any key type
+        return "key"
+    if isinstance(value, tuple):
+        return ("tuple", tuple(_kind(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", type(value).__name__)
+    return type(value).__name__
+
+
+def _compatible(kind: object, baseline: object) -> bool:
+    if kind == "BOTTOM" or baseline == "BOTTOM" or kind == baseline:
+        return True
+    if isinstance(kind, tuple) and isinstance(baseline, tuple) and kind[0] == baseline[0] == "tuple":
+        return len(kind[1]) == len(baseline[1]) and all(_compatible(a, b) for a, b in zip(kind[1], baseline[1]))
+    return False
+
+
+def _release(name: str, data: Dataset, seed: int) -> object:
+    plan = cast(AbstractPrimitive[PureDP], PLANS[name]())  # the measure type does not matter here
+    plan.check(plan.cost())
+    return plan.run(data, rng=seed).value
+
+
+_BASELINE: dict[str, object] = {}
+
+
+def _baseline(name: str) -> object:
+    if name not in _BASELINE:
+        _BASELINE[name] = _kind(_release(name, CLEAN, 0))
+    return _BASELINE[name]
+
+
+def _assert_total(name: str, data: Dataset, seed: int) -> None:
+    value = _release(name, data, seed)  # must not raise
+    assert _compatible(_kind(value), _baseline(name)), (name, _kind(value), _baseline(name))
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+@given(data=datasets(), seed=st.integers(0, 2**32 - 1))
+def test_every_release_is_total(name: str, data: Dataset, seed: int) -> None:
+    _assert_total(name, data, seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(PLANS))
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+@given(data=datasets(max_rows=40), seed=st.integers(0, 2**32 - 1))
+def test_every_release_is_total_slow(name: str, data: Dataset, seed: int) -> None:
+    _assert_total(name, data, seed)
+
+
+def test_the_suite_covers_every_exported_mechanism() -> None:
+    """A new mechanism without a plan here fails this test."""
+    covered = {_mechanism(name) for name in PLANS} | set(HELPERS)
+    assert set(mechanisms.__all__) <= covered, sorted(set(mechanisms.__all__) - covered)
+    for name in PLANS:
+        cls = getattr(mechanisms, _mechanism(name))
+        assert inspect.isclass(cls)
+        built = PLANS[name]()
+        assert isinstance(built, AbstractMeasurement)
+    assert all(h in PLANS for h in HELPERS.values())
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
+def test_each_plan_is_built_from_its_mechanism(name: str) -> None:
+    built = PLANS[name]()
+    mechanism = _mechanism(name)
+    import attrs
+
+    fields = [getattr(built, f.name) for f in attrs.fields(cast("type[attrs.AttrsInstance]", type(built)))]
+    assert mechanism in {type(built).__name__, *(type(f).__name__ for f in fields)}
