@@ -3,6 +3,12 @@
 Neighbouring relation: one row, add/remove (row substitution is refused for
 queries over a column: it can turn a value into a missing one, changing n).
 
+Fail closed (issue 14): a user LS_k formula must satisfy the PTR neighbour
+condition F(k, n) ≤ F(k+1, n′) (:mod:`dpalg.sensitivity._ptr_condition`); the
+distance is min(γ_F, γ_exact), so a formula below the true LS_k neither raises nor
+leaks; the work done does not depend on γ; clips up to the float range never
+overflow into an exception (``docs/mechanisms/ptr.md``).
+
 Careful with seed 002's listing (do not copy it): it claims (ε, δ) overall although
 the test and the release each spend ε, and its threshold log(2/δ)/(2ε) is too low —
 a dataset whose own local sensitivity exceeds the bound passes with probability
@@ -36,10 +42,12 @@ from dpalg.mechanisms._common import (
     unit_interval_param,
 )
 from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
-from dpalg.noise import AbstractRandomness, discrete_laplace, lattice_noise
+from dpalg.noise import AbstractRandomness, discrete_laplace, round_to_lattice
+from dpalg.noise._laplace import laplace_int
 from dpalg.queries import Query
 from dpalg._bottom import BOTTOM
-from dpalg.sensitivity._catalog import distance_to_instability, ls_profile, mode_gap_distance
+from dpalg.sensitivity._catalog import CATALOG_KINDS, distance_to_instability, mode_gap_distance, overflow_safe_mean
+from dpalg.sensitivity._ptr_condition import NeighbourCheck, evaluate_formula, formula_values, require_neighbour_condition
 from dpalg.sensitivity._sympy_check import MonotoneCheck, require_monotone, safe_parse
 
 __all__ = ["LocalSensAtDistance", "ProposeTest", "PTRMode", "ptr_test_passes", "ptr_cap"]
@@ -107,39 +115,85 @@ def _ls_query(value: Query) -> Query:
     return value
 
 
+@final
+@attrs.frozen
+class _Verdict:
+    """What construction established about a formula (cached per formula, params and bounds)."""
+
+    monotone: MonotoneCheck
+    neighbour: NeighbourCheck
+    expr: sympy.Expr  # bounds and params substituted: a function of k and n only
+
+
+def _public_probe(expr: sympy.Expr) -> None:
+    """Evaluate F once on a public synthetic grid: a formula dpalg cannot evaluate is refused now."""
+    ks = np.arange(4, dtype=np.float64)[:, None]
+    formula_values(expr, ks, np.arange(4, dtype=np.float64)[None, :])
+
+
 @functools.lru_cache(maxsize=256)
 def _checked(
     formula: str, params: tuple[tuple[str, Fraction], ...], bounds: tuple[Fraction, Fraction] | None, strict: bool
-) -> MonotoneCheck:
+) -> _Verdict:
     expr = _parsed(formula, params)  # safe_parse refuses code-like strings
     if bounds is not None:  # the clip bounds are public constants of the query
         expr = expr.subs({
             sympy.Symbol("lower", real=True): sympy.Rational(bounds[0].numerator, bounds[0].denominator),
             sympy.Symbol("upper", real=True): sympy.Rational(bounds[1].numerator, bounds[1].denominator),
         })
-    return require_monotone(expr, var="k", strict=strict, assumptions={"n": {"integer": True, "nonnegative": True}})
+    monotone = require_monotone(expr, var="k", strict=strict, assumptions={"n": {"integer": True, "nonnegative": True}})
+    extra = sorted(s.name for s in expr.free_symbols if isinstance(s, sympy.Symbol) and s.name not in ("k", "n"))
+    if extra:
+        raise InvalidArgument("LocalSensAtDistance", "formula", formula,
+                              f"uses {extra}, which this query does not define (lower/upper need a clipped query)")
+    neighbour = require_neighbour_condition(expr, "add_remove", strict, "LocalSensAtDistance", formula)
+    try:
+        _public_probe(expr)
+    except Exception as exc:  # the evaluator supports exactly the formula grammar
+        raise InvalidArgument("LocalSensAtDistance", "formula", formula,
+                              f"cannot be evaluated numerically ({type(exc).__name__})") from None
+    return _Verdict(monotone, neighbour, expr)
+
+
+def _first_above(values: npt.NDArray[np.float64], bound: float, cap: int) -> int:
+    """min{k : values[k] > bound} (NaN counts as above: conservative), or cap if none."""
+    above = np.flatnonzero(~(values[: cap + 1] <= bound))
+    return int(above[0]) if above.size else cap
+
+
+def _float_at_most(value: Fraction) -> float:
+    """The largest float <= value (comparisons F > b then never miss an F above b)."""
+    out = float(value)
+    return math.nextafter(out, -math.inf) if Fraction(out) > value else out
 
 
 @final
 @attrs.frozen
 class LocalSensAtDistance:
-    """A user-supplied bound on LS_k(x), the local sensitivity at distance k.
+    """A user-supplied bound F(k, n) on LS_k(x), the local sensitivity at distance k.
 
     ``formula`` is a sympy expression (or string) in ``k`` and the symbols ``n``
     (number of non-missing values), ``lower``/``upper`` (the clip bounds) and any
-    public constants in ``params``. At construction sympy decides whether it is
-    non-decreasing in k ≥ 0 and non-negative: *refuted* formulas are refused with
-    a counterexample; *unproven* ones are refused with ``strict=True`` and
-    otherwise accepted with a warning recorded in every certificate.
+    public constants in ``params``. At construction sympy decides, for integers
+    k, n ≥ 0, the three properties the PTR proof needs:
 
-    At run time, for a catalog query, every F_k that PTR uses is checked against
-    dpalg's own exact LS_k of the query on the data; a formula below the true
-    LS_k is refused without printing the data.
+    * F ≥ 0 and F non-decreasing in k (:func:`~dpalg.sensitivity.require_monotone`);
+    * the **neighbour condition** F(k, n) ≤ F(k + 1, n′) for n′ ∈ {n − 1, n, n + 1}
+      (:func:`~dpalg.sensitivity._ptr_condition.check_neighbour_condition`), which
+      makes the distance γ_F = min{k : F(k, n) > b} 1-Lipschitz.
 
-    The user promises what sympy cannot check: that F_k is an LS-at-distance-k
-    bound, i.e. F_k(x) ≥ LS_k(x) and F_k(x) ≤ F_{k+1}(x') for neighbours x, x'
-    (this is what makes the PTR distance 1-Lipschitz). Monotonicity in k is the
-    necessary condition dpalg proves.
+    *Refuted* formulas are refused with a counterexample; *unproven* ones are
+    refused with ``strict=True`` and otherwise accepted, with the verdict recorded
+    in every certificate. A formula mentioning a name the query does not define, or
+    one dpalg cannot evaluate, is refused.
+
+    At run time F is evaluated in float64 at every k from 0 to the public cap, on
+    every run (a non-finite value counts as +inf). For a catalog query (every
+    :class:`ProposeTest` target) the distance is min(γ_F, γ_exact), with γ_exact
+    from dpalg's exact LS_k profile: a formula below the true LS_k can only make
+    the distance larger than γ_exact, which the minimum ignores, so it can
+    neither leak nor raise. Without an exact LS_k source, F ≥ LS_k is the user's
+    promise and the certificate says so.
     """
 
     query: Query = attrs.field(converter=_ls_query)
@@ -148,71 +202,71 @@ class LocalSensAtDistance:
     strict: bool = False
 
     def __attrs_post_init__(self) -> None:
-        self.check()
+        self._verdict()
 
-    def check(self) -> MonotoneCheck:
-        """The (cached) sympy verdict; raises for refuted, or unproven in strict mode."""
+    def _verdict(self) -> _Verdict:
         q = self.query
         bounds = (q.lower, q.upper) if q.lower is not None and q.upper is not None else None
         return _checked(self.formula, self.params, bounds, self.strict)
 
+    def check(self) -> MonotoneCheck:
+        """The (cached) sympy verdict on non-negativity and monotonicity in k."""
+        return self._verdict().monotone
+
+    def neighbour_check(self) -> NeighbourCheck:
+        """The (cached) verdict on the PTR neighbour condition F(k, n) ≤ F(k + 1, n′)."""
+        return self._verdict().neighbour
+
+    @property
+    def has_exact_ls(self) -> bool:
+        """Whether dpalg has an exact LS_k profile of the query (then γ = min(γ_F, γ_exact))."""
+        q = self.query
+        return q.user is None and q.kind in CATALOG_KINDS and (q.kind in ("count", "count_distinct", "histogram") or q.bounded)
+
     def notes(self) -> tuple[str, ...]:
-        """Certificate notes: the verdict, loudly when unproven."""
-        verdict = self.check()
-        if verdict.status == "proven":
-            return (f"LS_k formula {self.formula!r}: proven non-decreasing and non-negative in k (sympy)",)
-        return (f"WARNING: LS_k formula {self.formula!r} is UNPROVEN monotone ({verdict.reason}); accepted in non-strict mode",)
+        """Certificate notes: each verdict (loudly when unproven), and where the LS_k bound comes from."""
+        mono, nb = self.check(), self.neighbour_check()
+        out: list[str] = []
+        if mono.status == "proven":
+            out.append(f"LS_k formula {self.formula!r}: proven non-decreasing and non-negative in k (sympy)")
+        else:
+            out.append(f"WARNING: LS_k formula {self.formula!r} is UNPROVEN monotone ({mono.reason}); accepted in non-strict mode")
+        if nb.status == "proven":
+            out.append(f"LS_k formula {self.formula!r}: PTR neighbour condition F(k, n) <= F(k+1, n') for n' in "
+                       f"{{n-1, n, n+1}} proven ({nb.reason})")
+        else:
+            out.append(f"WARNING: LS_k formula {self.formula!r}: PTR neighbour condition is UNPROVEN ({nb.reason}); "
+                       "accepted in non-strict mode")
+        if self.has_exact_ls:
+            out.append("PTR distance = min(gamma_F, gamma_exact): dpalg's exact LS_k of the query bounds it too, "
+                       "so a formula below the true LS_k cannot leak")
+        else:
+            out.append("WARNING: F >= LS_k is not proven: it is the user's promise (dpalg has no exact LS_k for this query)")
+        return tuple(out)
 
     def evaluate(self, k: int, n: int) -> sympy.Expr:
         """F_k for a dataset with n values, exactly (sympy)."""
-        subs: dict[sympy.Symbol, sympy.Expr] = {
-            sympy.Symbol("k"): sympy.Integer(k),
-            sympy.Symbol("n", integer=True, nonnegative=True): sympy.Integer(n),
-        }
-        if self.query.lower is not None and self.query.upper is not None:
-            subs[sympy.Symbol("lower", real=True)] = sympy.Rational(self.query.lower.numerator, self.query.lower.denominator)
-            subs[sympy.Symbol("upper", real=True)] = sympy.Rational(self.query.upper.numerator, self.query.upper.denominator)
-        expr = _parsed(self.formula, self.params)
-        return sympy.sympify(expr.subs(subs))
+        subs = {sympy.Symbol("k"): sympy.Integer(k), sympy.Symbol("n", integer=True, nonnegative=True): sympy.Integer(n)}
+        return sympy.sympify(self._verdict().expr.subs(subs))
+
+    def values_at(self, n: int, cap: int) -> npt.NDArray[np.float64]:
+        """[F(0, n), …, F(cap, n)] in float64 (+inf where not finite); the same work for every n, never raises."""
+        return evaluate_formula(self._verdict().expr, n, cap)
 
     def distance(self, values: npt.NDArray[np.float64], bound: Fraction, relation: Relation, cap: int) -> int:
-        """min{k ≤ cap : F_k > bound} (cap if none), checking F_k ≥ LS_k on the way.
+        """min(γ_F, γ_exact): γ_F = min{k ≤ cap : F_k > bound} (cap if none).
 
-        For a catalog query every F_k used (k up to the returned distance) is
-        compared with dpalg's exact LS_k on this data; a formula below it is
-        refused, so the distance never exceeds the true distance to instability.
+        F is evaluated at every k ≤ cap and, for a catalog query, the exact LS_k
+        profile is computed to cap, on every call (no early exit on a private
+        quantity); γ_exact = min{k : LS_k > bound} capped at min(n + 2, cap)
+        (:func:`~dpalg.sensitivity.distance_to_instability`). Never raises on data.
         """
         n = int(values.size)
-        b = sympy.Rational(bound.numerator, bound.denominator)
-        profile = self._profile(values, relation, cap)
-        for k in range(cap + 1):
-            value = self.evaluate(k, n)
-            if profile is not None:
-                self._refuse_if_below(value, float(profile[k]), k)
-            if bool(value > b):
-                return k
-        return cap
-
-    def _profile(self, values: npt.NDArray[np.float64], relation: Relation, kmax: int) -> npt.NDArray[np.float64] | None:
-        if self.query.kind not in PTR_KINDS or (self.query.kind != "count" and not self.query.bounded):
-            return None
-        return ls_profile(self.query, values, kmax, relation)
-
-    def _refuse_if_below(self, value: sympy.Expr, true_ls: float, k: int) -> None:
-        true = Fraction(true_ls)
-        if bool(value < sympy.Rational(true.numerator, true.denominator)):
-            raise InvalidArgument(
-                "LocalSensAtDistance", "formula", self.formula,
-                f"is below the query's true local sensitivity at distance k={k} on this data (a privacy bug): refused",
-            )
-
-    def spot_check(self, values: npt.NDArray[np.float64], relation: Relation, ks: tuple[int, ...]) -> None:
-        """Refuse a formula below dpalg's exact LS_k at the given k (no data in the message)."""
-        profile = self._profile(values, relation, max(ks))
-        if profile is None:
-            return
-        for k in ks:
-            self._refuse_if_below(self.evaluate(k, int(values.size)), float(profile[k]), k)
+        b = _float_at_most(bound)
+        gamma = _first_above(self.values_at(n, cap), b, cap)
+        if self.has_exact_ls:
+            gamma = min(gamma, distance_to_instability(self.query, values, b, relation, cap=cap))
+        return gamma
 
 
 @functools.lru_cache(maxsize=256)
@@ -222,7 +276,6 @@ def _parsed(formula: str, params: tuple[tuple[str, Fraction], ...]) -> sympy.Exp
         "lower": sympy.Symbol("lower", real=True), "upper": sympy.Symbol("upper", real=True),
     }
     return safe_parse(formula, local, "LocalSensAtDistance", "formula")
-
 
 
 # --- ProposeTest -------------------------------------------------------------------
@@ -270,19 +323,40 @@ def _float_error(query: Query) -> Fraction:
 
 
 def exact_value(query: Query, values: npt.NDArray[np.float64]) -> float:
-    """The statistic with means by ``math.fsum`` (error ≤ 2^-51·max|bound|)."""
+    """The statistic, means by an overflow-safe ``math.fsum`` (error ≤ 2^-51·max|bound|).
+
+    Means are summed after an exact scaling by a power of two
+    (:func:`~dpalg.sensitivity._catalog.overflow_safe_mean`), so a clip as wide as
+    ``Clip(-1e308, 1e308)`` never raises ``OverflowError``.
+    """
     from dpalg.queries import evaluate_values
 
     n = values.size
     if query.kind == "mean" and n:
-        return math.fsum(values.tolist()) / n
+        return overflow_safe_mean(values)
     if query.kind == "trimmed_mean" and n:
         assert query.trim is not None
         drop = (query.trim.numerator * n) // query.trim.denominator
         kept = np.sort(values)[drop : n - drop]
         if kept.size:
-            return math.fsum(kept.tolist()) / kept.size
+            return overflow_safe_mean(kept)
     return evaluate_values(query, values)
+
+
+def _laplace_on_lattice(value: float, k: int, scale: Fraction, rng: AbstractRandomness) -> float:
+    """:func:`~dpalg.noise.lattice_noise` for one value (same draws), saturating an overflowing output to ±inf.
+
+    ``lattice_k`` guarantees that the rounding and the noise scale are valid for
+    every clipped value; converting the exact lattice integer back to a float is
+    post-processing, and near the float range it may overflow: the output is then
+    ``±inf`` instead of an ``OverflowError``.
+    """
+    m = int(round_to_lattice(np.array([value], dtype=np.float64), k)[0])
+    total = m + int(laplace_int(scale / Fraction(2) ** k, 1, rng)[0])
+    try:
+        return math.ldexp(float(total), k)
+    except OverflowError:
+        return math.copysign(math.inf, total)
 
 
 @final
@@ -291,9 +365,10 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
     """Propose-test-release: release f(x) + noise scaled to a proposed LS bound, or ⊥.
 
     1. γ = the distance from x to the nearest dataset whose local sensitivity
-       exceeds ``bound`` — the smallest k with LS_k(x) > bound (dpalg's exact
-       LS_k, or a :class:`LocalSensAtDistance` formula), capped by
-       :func:`ptr_cap`;
+       exceeds ``bound`` — the smallest k with LS_k(x) > bound from dpalg's exact
+       LS_k profile, computed to :func:`ptr_cap` on every run (no early exit),
+       and, with a :class:`LocalSensAtDistance` target, the smaller of that and
+       the formula's distance γ_F (evaluated at every k up to the cap);
     2. if γ + Z ≤ ln(1/δ)/ε with Z discrete Laplace of scale 1/ε, release ⊥;
     3. else release f(x) + Lap((bound + 2^k + e)/ε) on the lattice of multiples
        of 2^k (exact discrete Laplace; 2^k accounts for lattice rounding and e
@@ -326,6 +401,10 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
 
     def __attrs_post_init__(self) -> None:
         require_fixed_n("ProposeTest", self.query, self.relation)
+        if self.granularity is not None and self.granularity < self._min_lattice_k():
+            raise InvalidArgument("ProposeTest", "granularity", self.granularity,
+                                  f"must be >= {self._min_lattice_k()} for these bounds, bound and epsilon "
+                                  "(the lattice must hold every clipped value and the noise scale / 2**k <= 2**52)")
 
     @property
     def query(self) -> Query:
@@ -348,8 +427,23 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
         )
 
     def lattice_k(self) -> int:
-        """The lattice exponent k (default: about 2^-20 of the release noise scale)."""
-        return self.granularity if self.granularity is not None else floor_log2(self.bound / self.epsilon) - 20
+        """The lattice exponent k (default: about 2^-20 of the release noise scale).
+
+        Never below :meth:`_min_lattice_k`, so rounding any clipped value to the
+        lattice and drawing the noise cannot fail, whatever the data.
+        """
+        if self.granularity is not None:
+            return self.granularity
+        return max(floor_log2(self.bound / self.epsilon) - 20, self._min_lattice_k())
+
+    def _min_lattice_k(self) -> int:
+        """The smallest k with value / 2^k finite for every clipped value and scale / 2^k <= 2^52."""
+        base = (self.bound + 2 * _float_error(self.query)) / self.epsilon
+        k_noise = floor_log2(base) + 1 - 51  # (base + 2^k/ε)/2^k <= 2^51 + 1/ε
+        q = self.query
+        top = max(abs(q.lower or Fraction(0)), abs(q.upper or Fraction(0)), Fraction(1))
+        k_round = floor_log2(top) + 1 - 1000  # |value| / 2^k < 2^1000
+        return max(k_noise, k_round)
 
     def release_scale(self) -> Fraction:
         """The Laplace scale of the release in real units: (b + 2^k + 2e)/ε."""
@@ -360,16 +454,14 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
         cap = ptr_cap(self.epsilon, self.delta)
         if isinstance(self.target, LocalSensAtDistance):
             return self.target.distance(values, self.bound, self.relation, cap)
-        return distance_to_instability(self.query, values, float(self.bound), self.relation, cap=cap)
+        return distance_to_instability(self.query, values, _float_at_most(self.bound), self.relation, cap=cap)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """⊥ or the noisy value (a multiple of 2^k)."""
         values = self.query.values(data)
         if not ptr_test_passes(self.distance(values), self.epsilon, self.delta, rng):
             return BOTTOM
-        value = exact_value(self.query, values)
-        out = lattice_noise(np.array([value], dtype=np.float64), k=self.lattice_k(), kind="laplace", scale=self.release_scale(), rng=rng)
-        return float(out[0])
+        return _laplace_on_lattice(exact_value(self.query, values), self.lattice_k(), self.release_scale(), rng)
 
 
 # --- PTR for the mode -----------------------------------------------------------

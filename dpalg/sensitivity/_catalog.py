@@ -10,7 +10,12 @@ under substitution: if a row may turn missing, use ``"add_remove"``).
 (Nissim–Raskhodnikova–Smith 2007, Def. 2.1 and 3.1; seed 002 "A(f, x, k)").
 Formulas and proof sketches: ``docs/mechanisms/local_sensitivity.md``. Every
 formula is tested against brute force over all datasets within distance k on a
-small domain (``tests/sensitivity/test_catalog.py``).
+small domain (``tests/sensitivity/test_catalog.py``). The trimmed mean and the mode
+live in :mod:`~dpalg.sensitivity._ls_trimmed` and :mod:`~dpalg.sensitivity._ls_mode`.
+
+Overflow: every profile is computed on data scaled by an exact power of two and
+scaled back; a non-finite result is ``+inf`` (never NaN, never a warning or an
+exception): see ``docs/mechanisms/local_sensitivity.md`` ("Overflow and NaN policy").
 
 Sorted data ``x_0 ≤ … ≤ x_{n−1}`` is padded with ``x_p = a`` for ``p < 0`` and
 ``x_p = b`` for ``p ≥ n``.
@@ -26,16 +31,17 @@ finite domain containing them (and an upper bound for one without ``a`` or ``b``
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from fractions import Fraction
 
-import attrs
 import numpy as np
 import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg.data import Relation
 from dpalg.queries import Query
+from dpalg.sensitivity._ls_common import FloatArray, _pad, _val
+from dpalg.sensitivity._ls_mode import _mode_profile
+from dpalg.sensitivity._ls_trimmed import _tm_ar_ls, _tm_ar_profile, _tm_sub_profile
 
 __all__ = [
     "CATALOG_KINDS",
@@ -44,9 +50,9 @@ __all__ = [
     "local_sensitivity_at_distance",
     "ls_profile",
     "mode_gap_distance",
+    "overflow_safe_mean",
 ]
 
-FloatArray = npt.NDArray[np.float64]
 
 #: kinds with an exact LS_k in this catalog (mode and trimmed mean need ``| Clip(lower, upper)``)
 CATALOG_KINDS: tuple[str, ...] = (
@@ -73,10 +79,59 @@ def _kind(owner: str, query: Query) -> str:
 
 
 def _bounds(owner: str, query: Query) -> tuple[float, float]:
+    """The clip bounds as floats; ±inf when a bound is beyond the float range (the profile is then +inf)."""
     if query.kind in ("count", "count_distinct", "histogram"):
         return 0.0, 0.0
     lo, hi = query.require_bounds(owner)
-    return float(lo), float(hi)
+    return _to_float(lo), _to_float(hi)
+
+
+def _to_float(value: Fraction) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _scale_exponent(a: float, b: float) -> int:
+    """e such that every value of [a, b] times 2^-e has magnitude < 1 (0 when a = b = 0).
+
+    Scaling by a power of two is exact for floats (outside the subnormal range), so
+    computing on scaled data changes no result on ordinary data and keeps every sum,
+    difference and square of the LS formulas finite.
+    """
+    top = max(abs(a), abs(b))
+    return math.frexp(top)[1] if top > 0 else 0
+
+
+def overflow_safe_mean(values: FloatArray) -> float:
+    """The mean of finite values by ``math.fsum``, never overflowing.
+
+    The values are scaled by an exact power of two before the correctly rounded
+    sum (so the partial sums stay finite) and the mean is scaled back; for
+    ordinary magnitudes this is exactly ``math.fsum(values) / n``.
+
+    Examples:
+        >>> overflow_safe_mean(np.array([1e308, 1e308]))
+        1e+308
+        >>> overflow_safe_mean(np.array([1.0, 2.0]))
+        1.5
+    """
+    arr = np.asarray(values, dtype=np.float64)
+    n = int(arr.size)
+    if n == 0:
+        return math.nan
+    e = _scale_exponent(float(np.min(arr)), float(np.max(arr)))
+    if e < 960:  # n values of magnitude < 2^960 cannot overflow fsum's partials
+        return math.fsum(arr.tolist()) / n
+    scaled = np.ldexp(arr, -e)  # exact, up to the subnormal range far below the error bound
+    lo, hi = float(np.min(arr)), float(np.max(arr))
+    mean = math.fsum(scaled.tolist()) / n
+    try:
+        out = math.ldexp(mean, e)
+    except OverflowError:
+        out = math.copysign(math.inf, mean)
+    return min(max(out, lo), hi)  # the mean lies in [min, max]: clamping only removes rounding
 
 
 def global_sensitivity(query: Query, relation: Relation = "add_remove") -> Fraction | float:
@@ -138,15 +193,6 @@ def global_sensitivity(query: Query, relation: Relation = "add_remove") -> Fract
 
 
 # --------------------------------------------------------------------------- helpers
-def _pad(xs: FloatArray, a: float, b: float) -> FloatArray:
-    return np.concatenate(([a], xs, [b]))
-
-
-def _val(pad: FloatArray, idx: npt.NDArray[np.int64], n: int) -> FloatArray:
-    """x_idx with the padding convention (pad = [a, x_0..x_{n-1}, b])."""
-    return pad[np.clip(idx, -1, n) + 1]
-
-
 def _qidx(q: Fraction, m: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     ceil = -((-q.numerator * m) // q.denominator)
     return np.maximum(0, ceil - 1)
@@ -272,402 +318,9 @@ def _mean_ls(xs: FloatArray, a: float, b: float, k: int, prefixes: tuple[FloatAr
     if n >= 1 and k >= n - 1:
         for y0 in (float(xs[0]), float(xs[-1])):
             cands.append(max(abs(y0 - mid), max(y0 - a, b - y0) / 2))
+    if any(math.isnan(c) for c in cands):
+        return math.inf  # conservative (cannot happen on scaled data; kept as a guard)
     return max(0.0, max(cands))
-
-
-# --------------------------------------------------------------------------- trimmed mean
-IntArray = npt.NDArray[np.int64]
-
-
-def _drop(trim: Fraction, m: IntArray) -> IntArray:
-    """floor(trim·m): the number of values the trimmed mean drops at each end of a size-m dataset."""
-    return (trim.numerator * m) // trim.denominator
-
-
-def _tm_sub_profile(xs: FloatArray, a: float, b: float, trim: Fraction, kmax: int) -> FloatArray:
-    """Substitution: LS_k = max_{t−1−k ≤ p ≤ t} (x_{p+c+k} − x_p)/c, t = floor(τn), c = n − 2t."""
-    n = xs.size
-    out = np.zeros(kmax + 1)
-    if n == 0:
-        return out
-    t = int(_drop(trim, np.array([n], dtype=np.int64))[0])
-    c = n - 2 * t
-    pad = _pad(xs, a, b)
-    for k in range(kmax + 1):
-        p = np.arange(t - 1 - k, t + 1, dtype=np.int64)
-        out[k] = float(np.max(_val(pad, p + c + k, n) - _val(pad, p, n))) / c
-    return out
-
-
-def _tm_up(zs: FloatArray, cs: FloatArray, width: float, trim: Fraction, k: int) -> float:
-    """Largest 'upward' LS term of the trimmed mean over y within k add/remove ops, |y| ≥ 2.
-
-    ``zs`` is the sorted data shifted to ``[0, width]`` (padding: 0 below index 0,
-    ``width`` from index n on), ``cs`` its prefix sums ``[0, cumsum(zs)]``. A size-m
-    dataset y with t = floor(τm), c = m − 2t has LS(y) = max(D_in/(c − 1) [if a
-    neighbour keeps c − 1 values], D_out/(c + 1) [if one keeps c + 1]); the upward part
-    of each is (y_top − mean(window))/(w + 1) with (w, top, #above) = (c − 1, y_{m−t−1}, t)
-    or (c, y_{m−t}, t − 1). Such a y is the padded index set
-    S = [p − t, p + w − 1] ∪ [j, j + u] (u = #above) at cost |S Δ [0, n)| =
-    m + n − 2|S ∩ [0, n)| (docs/mechanisms/local_sensitivity.md). For each m the
-    window start p ∈ [t − k, t] is scanned with the largest affordable j: O(k²), but a
-    size m is scanned only if its relaxed bound (window and top each given the whole
-    budget) beats the best value found at the two extreme splits.
-    """
-    n = zs.size
-    ms = np.arange(max(2, n - k), n + k + 1, dtype=np.int64)
-    if ms.size == 0:
-        return -np.inf
-    ztop = np.concatenate((zs, [width]))
-    t = _drop(trim, ms)
-    c = ms - 2 * t
-    t_rem = _drop(trim, ms - 1)
-    t_add = _drop(trim, ms + 1)
-    need = -((k - ms - n) // 2)  # ceil((m + n − k)/2): the overlap |S ∩ [0, n)| needed
-    in_act = ((t_rem == t) | (t_add == t + 1)) & (c >= 2)
-    out_act = (t_rem == t - 1) | (t_add == t)
-
-    def window_mean(p: IntArray, w: IntArray) -> FloatArray:
-        hi = p + w
-        tot = cs[np.clip(hi, 0, n)] + np.maximum(hi - n, 0) * width - cs[np.clip(p, 0, n)] - np.maximum(p - n, 0) * width
-        out: FloatArray = tot / w
-        return out
-
-    def value(p: IntArray, w: IntArray, u: IntArray, h: IntArray) -> FloatArray:
-        """The best value with window start p (−inf where infeasible); arrays broadcast."""
-        r = h - np.clip(np.minimum(p + w, n), 0, None)  # overlap the top block [j, j + u] must supply
-        cap_b = np.where(u >= 0, np.minimum(u + 1, n), 0)
-        j = n - r  # the largest j with |[j, j + u] ∩ [0, n)| ≥ r (r ≥ 1)
-        ok = (p >= -w) & (r <= cap_b) & ((r <= 0) | (j >= p + w))
-        top = np.where(r <= 0, width, ztop[np.clip(j, 0, n)])
-        val: FloatArray = np.where(ok, (top - window_mean(p, w)) / (w + 1), -np.inf)
-        return val
-
-    regimes = []
-    best = -np.inf
-    for w_all, u_all, act in ((c - 1, t, in_act), (c, t - 1, out_act)):
-        sel = np.flatnonzero(act)
-        if not sel.size:
-            continue
-        tt, ww, uu, hh = t[sel], w_all[sel], u_all[sel], need[sel]
-        cap = np.where(uu >= 0, np.minimum(uu + 1, n), 0)
-        p_lo = np.minimum(tt, np.maximum.reduce([-ww, hh - cap - ww, tt - k]))
-        v_hi, v_lo = value(tt, ww, uu, hh), value(p_lo, ww, uu, hh)
-        best = max(best, float(np.max(v_hi)), float(np.max(v_lo)))
-        # relaxed bound: the top as if the window kept its largest overlap, the window at p_lo
-        r = hh - np.clip(np.minimum(tt + ww, n), 0, None)
-        top = np.where(r <= 0, width, ztop[np.clip(n - r, 0, n)])
-        bound = np.where(r <= cap, (top - window_mean(p_lo, ww)) / (ww + 1), -np.inf)
-        regimes.append((tt, ww, uu, hh, p_lo, bound))
-    for tt, ww, uu, hh, p_lo, bound in regimes:
-        live = np.flatnonzero(bound > best)
-        if not live.size:
-            continue
-        span = int(np.max(tt[live] - p_lo[live]))
-        e = np.arange(span + 1, dtype=np.int64)
-        chunk = max(1, (1 << 21) // (span + 1))
-        for lo in range(0, live.size, chunk):
-            sel = live[lo : lo + chunk]
-            val = value(tt[sel][:, None] - e[None, :], ww[sel][:, None], uu[sel][:, None], hh[sel][:, None])
-            best = max(best, float(np.max(val)))
-    return best
-
-
-def _tm_up_profile(zs: FloatArray, cs: FloatArray, width: float, trim: Fraction, kmax: int) -> FloatArray:
-    """``[max upward term over y at cost exactly k]`` for k ≤ kmax (|y| ≥ 2; −inf where none).
-
-    The configurations of :func:`_tm_up`, enumerated once per size m: window start p and
-    the overlap r′ ≥ 0 the top block keeps (its best start is j = n − r′, or the padding b
-    when r′ = 0), at cost m + n − 2(ovA(p) + r′). O(Σ_m D_m²) = O(kmax³) with
-    D_m = (kmax − |n − m|)/2 after sorting.
-    """
-    n = zs.size
-    out = np.full(kmax + 1, -np.inf)
-    ztop = np.concatenate((zs, [width]))
-    for m in range(max(2, n - kmax), n + kmax + 1):
-        t = (trim.numerator * m) // trim.denominator
-        c = m - 2 * t
-        t_rem = (trim.numerator * (m - 1)) // trim.denominator
-        t_add = (trim.numerator * (m + 1)) // trim.denominator
-        need = -((kmax - m - n) // 2)
-        regimes = []
-        if (t_rem == t or t_add == t + 1) and c >= 2:
-            regimes.append((c - 1, t))
-        if t_rem == t - 1 or t_add == t:
-            regimes.append((c, t - 1))
-        for w, u in regimes:
-            cap = min(u + 1, n) if u >= 0 else 0
-            p_lo = max(-w, need - cap - w, t - kmax)
-            p_hi = min(t, max(n - w, p_lo))  # on the plateau ovA = n only the leftmost window counts
-            if p_lo > p_hi:
-                continue
-            pp = np.arange(p_lo, p_hi + 1, dtype=np.int64)
-            ov_a = np.clip(np.minimum(pp + w, n), 0, None)
-            r_lo = np.maximum(0, need - ov_a)
-            r_hi = np.minimum(cap, np.where(pp + w <= n, n - pp - w, 0))  # j = n − r ≥ p + w, or r = 0
-            cnt = np.maximum(r_hi - r_lo + 1, 0)
-            tot = int(cnt.sum())
-            if not tot:
-                continue
-            row = np.repeat(np.arange(pp.size), cnt)
-            r = r_lo[row] + (np.arange(tot) - np.repeat(np.cumsum(cnt) - cnt, cnt))
-            p = pp[row]
-            top = np.where(r == 0, width, ztop[n - r])
-            hi = p + w
-            mean = (cs[np.clip(hi, 0, n)] + np.maximum(hi - n, 0) * width - cs[np.clip(p, 0, n)] - np.maximum(p - n, 0) * width) / w
-            np.maximum.at(out, m + n - 2 * (ov_a[row] + r), (top - mean) / (w + 1))
-    return out
-
-
-def _tm_ar_profile(xs: FloatArray, a: float, b: float, trim: Fraction, kmax: int) -> FloatArray:
-    """Add/remove ``[LS_0, …, LS_kmax]`` of the trimmed mean (same configurations as :func:`_tm_ar_ls`)."""
-    n = xs.size
-    (zu, cu), (zd, cd) = _tm_sides(xs, a, b)
-    out = np.maximum(_tm_up_profile(zu, cu, b - a, trim, kmax), _tm_up_profile(zd, cd, b - a, trim, kmax))
-    if n >= 1 and n - 1 <= kmax:
-        mid = (a + b) / 2
-        out[n - 1] = max(out[n - 1], *(max(abs(v - mid), max(v - a, b - v) / 2) for v in (float(xs[0]), float(xs[-1]))))
-    if n <= kmax:
-        out[n] = max(out[n], (b - a) / 2)
-    return np.maximum.accumulate(np.maximum(out, 0.0))
-
-
-def _tm_sides(xs: FloatArray, a: float, b: float) -> tuple[tuple[FloatArray, FloatArray], tuple[FloatArray, FloatArray]]:
-    """The data shifted to [0, b − a] and reflected (b − x, ascending), with prefix sums."""
-    up = xs - a
-    down = (b - xs)[::-1]
-    return (up, np.concatenate(([0.0], np.cumsum(up)))), (down, np.concatenate(([0.0], np.cumsum(down))))
-
-
-def _tm_ar_ls(xs: FloatArray, a: float, b: float, trim: Fraction, k: int) -> float:
-    """Add/remove LS_k of the trimmed mean, exactly: O(k²) after sorting."""
-    n = xs.size
-    if k >= n:
-        return (b - a) / 2  # the empty dataset is within reach: LS(∅) = (b − a)/2 = GS
-    best = 0.0
-    if k >= n - 1:  # singletons {x_i}: removal gives the midpoint, addition the mean of two
-        mid = (a + b) / 2
-        for v in (float(xs[0]), float(xs[-1])):
-            best = max(best, abs(v - mid), max(v - a, b - v) / 2)
-    (zu, cu), (zd, cd) = _tm_sides(xs, a, b)
-    # the trimmed mean commutes with the reflection x ↦ a + b − x, so the downward
-    # terms are the upward terms of the reflected data
-    return max(best, _tm_up(zu, cu, b - a, trim, k), _tm_up(zd, cd, b - a, trim, k))
-
-
-# --------------------------------------------------------------------------- mode
-@attrs.frozen(eq=False)
-class _ModeStats:
-    """Count statistics of the data for the mode's LS_k (values in [a, b], real domain)."""
-
-    n: int
-    a: float
-    b: float
-    vals: FloatArray  # distinct values, ascending
-    cnts: IntArray  # their counts
-    desc: IntArray  # counts, descending
-    asc_prefix: IntArray  # prefix sums of the ascending counts
-    f_tab: FloatArray  # F(j): smallest value with count ≥ j (j ≤ 0: a); index c1 + 1: +inf
-    f_cnt: IntArray  # the count of F(j) in the data
-    g_tab: FloatArray  # G(i): largest value with count ≥ i (i ≤ 0: b); index c1 + 1: −inf
-
-    @property
-    def c1(self) -> int:
-        return int(self.desc[0]) if self.desc.size else 0
-
-    def count_rank(self, r: int) -> int:
-        """c_(r): the r-th largest count (1-based), 0 if there are fewer values."""
-        return int(self.desc[r - 1]) if r <= self.desc.size else 0
-
-    def s(self, c: IntArray) -> IntArray:
-        """S(C) = Σ_w (c_w − C)^+: removals that bring every count down to C."""
-        asc = self.desc[::-1]
-        idx = np.searchsorted(asc, c, side="right")
-        above = asc.size - idx
-        out: IntArray = (self.asc_prefix[-1] - self.asc_prefix[idx]) - c * above
-        return out
-
-    def c_min(self, k: int) -> int:
-        """The smallest C ≥ 0 with S(C) ≤ k."""
-        lo = max(0, self.c1 - k)
-        cs = np.arange(lo, self.c1 + 1, dtype=np.int64)
-        return int(cs[np.argmax(self.s(cs) <= k)])
-
-    def f(self, j: IntArray) -> FloatArray:
-        return self.f_tab[np.clip(j, 0, self.c1 + 1)]
-
-    def g(self, i: IntArray) -> FloatArray:
-        return self.g_tab[np.clip(i, 0, self.c1 + 1)]
-
-
-def _mode_stats(arr: FloatArray, a: float, b: float) -> _ModeStats:
-    vals, cnts_raw = np.unique(arr, return_counts=True)
-    cnts = cnts_raw.astype(np.int64)
-    desc = np.sort(cnts)[::-1]
-    c1 = int(desc[0]) if desc.size else 0
-    minv = np.full(c1 + 2, np.inf)
-    maxv = np.full(c1 + 2, -np.inf)
-    np.minimum.at(minv, cnts, vals)
-    np.maximum.at(maxv, cnts, vals)
-    f_tab = np.minimum.accumulate(minv[::-1])[::-1]
-    g_tab = np.maximum.accumulate(maxv[::-1])[::-1]
-    f_tab[0], g_tab[0] = a, b
-    f_cnt = np.zeros(f_tab.size, dtype=np.int64)
-    if vals.size:
-        at = np.minimum(np.searchsorted(vals, f_tab), vals.size - 1)
-        f_cnt = np.where(vals[at] == f_tab, cnts[at], 0).astype(np.int64)
-    asc_prefix = np.concatenate(([0], np.cumsum(desc[::-1]))).astype(np.int64)
-    return _ModeStats(int(arr.size), a, b, vals.astype(np.float64), cnts, desc, asc_prefix, f_tab, f_cnt, g_tab)
-
-
-def _heavy_tables(st: _ModeStats, kmax: int) -> Iterator[tuple[int, int, FloatArray]]:
-    """For C = c1, c1 − 1, …, max(1, c1 − kmax − 1): (C, H_C = #{c_w ≥ C}, the kmax + 2 smallest such values).
-
-    O(kmax² log kmax) in total at worst (one merge of ≤ 2·kmax + 4 values per level).
-    """
-    order = np.lexsort((st.vals, -st.cnts))
-    vs, neg = st.vals[order], -st.cnts[order]  # by count descending, then value ascending
-    keep = kmax + 2
-    cur = np.zeros(0)
-    pos = 0
-    for c in range(st.c1, max(1, st.c1 - kmax - 1) - 1, -1):
-        end = int(np.searchsorted(neg, -c, side="right"))
-        if end > pos:
-            cur = np.sort(np.concatenate((cur, vs[pos:end][:keep])))[:keep]
-            pos = end
-        yield c, pos, cur
-
-
-def _best(*parts: FloatArray) -> float:
-    vals = [float(np.max(p)) for p in parts if p.size]
-    return max([0.0, *vals])
-
-
-def _mode_ar_k(st: _ModeStats, k: int, hv: FloatArray) -> float:
-    """Add/remove LS_k of the mode for k < n − 1 (types H and L of the docs), O(k) after counting.
-
-    ``hv[A]`` is the A-th smallest value among those with count ≥ c_(A+1).
-    """
-    c1 = st.c1
-    c0 = max(1, st.count_rank(3))
-    parts: list[FloatArray] = []
-    # H, C = C0: thresholds (i, j) = (C0 + 1 − s, C0 − r), r + s = k + 1 − S(C0)
-    r0 = k + 1 - int(st.s(np.array([c0]))[0])
-    if r0 >= 0:
-        r = np.arange(r0 + 1, dtype=np.int64)
-        parts.append(st.g(c0 + 1 - (r0 - r)) - st.f(c0 - r))
-    # H, C = j > C0 (ℓ keeps ≥ C copies)
-    jj = np.arange(max(c0 + 1, c1 - k - 1), c1 + 1, dtype=np.int64)
-    sj = st.s(jj)
-    ok = sj <= k + 1
-    parts.append((st.g(np.maximum(0, sj + jj - k)) - st.f(jj))[ok])
-    # H, C = i − 1 > C0 (h keeps ≥ C + 1 copies)
-    ii = np.arange(max(c0 + 2, c1 - k + 1), c1 + 1, dtype=np.int64)
-    si = st.s(ii - 1)
-    ok = si <= k
-    parts.append((st.g(ii) - st.f(np.maximum(0, si + ii - 2 - k)))[ok])
-    # L1: h the A-th value with count ≥ C = c_(A+1)
-    aa = np.arange(min(k + 1, hv.size - 1) + 1, dtype=np.int64)
-    if aa.size:
-        cc = st.desc[aa]
-        sc = st.s(cc)
-        ok = sc <= k + 1 - aa
-        parts.append((hv[aa] - st.f(np.maximum(0, cc + sc - (k + 1 - aa))))[ok])
-    # L2: ℓ keeps ≥ C copies, h after every value with count ≥ C
-    cc = np.arange(max(1, c1 - k + 1), c1 + 1, dtype=np.int64)
-    s1 = st.s(cc - 1)
-    ok = s1 <= k
-    parts.append((st.g(np.maximum(0, s1 + cc - k)) - st.f(cc))[ok])
-    return _best(*parts)
-
-
-def _hv_for_l1(st: _ModeStats, amax: int) -> FloatArray:
-    """hv[A] = the A-th smallest value among those with count ≥ c_(A+1), A ≤ amax."""
-    amax = min(amax, st.desc.size - 1)
-    out = np.full(amax + 1, -np.inf)  # A with c_(A+1) < c1 − amax − 2 are never feasible
-    for c, h, cur in _heavy_tables(st, amax + 1):
-        lo = int(np.searchsorted(-st.desc, -c, side="left"))  # first A with c_(A+1) = c
-        hi = min(h, amax + 1)
-        if lo < hi:
-            out[lo:hi] = cur[lo:hi]
-        if h > amax:
-            break
-    return out
-
-
-def _diagonal(st: _ModeStats, total: int, i_max: int, j_max: int) -> FloatArray:
-    """G(i) − F(j) over i + j = max(0, total), 0 ≤ i ≤ i_max, 0 ≤ j ≤ j_max."""
-    tot = max(0, total)
-    i = np.arange(max(0, tot - j_max), min(i_max, tot) + 1, dtype=np.int64)
-    return st.g(i) - st.f(tot - i)
-
-
-def _mode_sub_k(st: _ModeStats, k: int) -> float:
-    """Substitution LS_k of the mode for k < n, n ≥ 2: types Y-A … Y-D (Y-E1 is in :func:`_mode_profile`)."""
-    n = st.n
-    m = max(1, st.c_min(k))
-    m1 = max(1, st.c_min(k + 1))
-    parts: list[FloatArray] = []
-    # (Y-B and Y-C with both thresholds ≤ C are Y-A's configurations at one more cost;
-    # Y-E with h after every heavy value is Y-A or Y-C at C − 1: both omitted, see the docs)
-    if 2 * m <= n:  # Y-A: ℓ and h tied at C (ℓ the mode), z replaces an ℓ by an h
-        parts.append(_diagonal(st, 2 * m - k, m, m))
-    if 2 * m1 + 1 <= n:  # Y-B (ℓ has C + 1), Y-C (h has C + 1)
-        parts.append(st.g(np.array([max(0, m1 - k)])) - st.f(np.array([m1 + 1])))
-        parts.append(st.g(np.array([m1 + 1])) - st.f(np.array([max(0, m1 - k)])))
-    for c in {m1, m}:  # Y-D: ℓ at C − 1, h at C + 1
-        j = max(0, c - 1 - k)
-        flag = int(st.f_cnt[min(j, st.c1 + 1)] >= c)
-        if 2 * c <= n and int(st.s(np.array([c]))[0]) - 1 + flag <= k:
-            parts.append(st.g(np.array([c + 1])) - st.f(np.array([j])))
-    return _best(*parts)
-
-
-def _mode_profile(arr: FloatArray, a: float, b: float, kmax: int, relation: Relation) -> FloatArray:
-    st = _mode_stats(arr, a, b)
-    n = st.n
-    out = np.zeros(kmax + 1)
-    if relation == "add_remove":
-        # the mode of the empty dataset is undefined (nan): a dataset of size ≤ 1 within
-        # reach has a neighbour with no mode, so LS_k = +inf for k ≥ n − 1
-        out[:] = np.inf
-        finite = min(kmax + 1, max(0, n - 1))
-        if finite:
-            hv = _hv_for_l1(st, finite)
-            for k in range(finite):
-                out[k] = _mode_ar_k(st, k, hv)
-        return np.maximum.accumulate(out)
-    if n == 0:
-        return out
-    if n == 1:
-        x0 = float(arr[0])
-        out[:] = b - a
-        out[0] = max(x0 - a, b - x0)
-        return out
-    out[:] = b - a  # k ≥ n: any dataset; {a, b, fresh…} → replace a by b gives b − a
-    top = min(kmax, n - 1)
-    for k in range(top + 1):
-        out[k] = _mode_sub_k(st, k)
-    # Y-E1: h the p-th value with count ≥ C (p = k − S(C)), ℓ at C − 1
-    ks = np.arange(top + 1, dtype=np.int64)
-    for c, h_c, cur in _heavy_tables(st, top):
-        if c < max(1, st.c_min(top)):
-            break
-        if 2 * c - 1 > n or h_c == 0:
-            continue
-        sc = int(st.s(np.array([c]))[0])
-        kk = ks[ks >= sc]
-        if not kk.size:
-            continue
-        p = np.minimum(kk - sc, h_c - 1)
-        h = cur[p]
-        if c == 1:  # y = {h} ∪ values above h with count ≤ 1 is impossible for h = b (defensive: only k = n − 1)
-            bad = h >= b
-            p = np.where(bad, p - 1, p)
-            h = np.where(p >= 0, cur[np.maximum(p, 0)], -np.inf)
-        val = h - st.f(np.maximum(0, c - 1 - kk))
-        out[kk] = np.maximum(out[kk], val)
-    return np.maximum.accumulate(out)
 
 
 def _prepare(owner: str, query: Query, values: FloatArray) -> FloatArray:
@@ -750,6 +403,30 @@ def ls_profile(query: Query, values: FloatArray, kmax: int, relation: Relation =
     kmax = _check_k(owner, "kmax", kmax)
     arr = _prepare(owner, query, values)
     a, b = _bounds(owner, query)
+    with np.errstate(all="ignore"):  # overflow is handled below, never a warning or an error
+        out = _profile(kind, query, arr, a, b, kmax, rel)
+    return _sanitize(out)
+
+
+def _sanitize(profile: FloatArray) -> FloatArray:
+    """NaN (inf − inf, 0·inf) becomes +inf, the conservative upper bound; then made non-decreasing."""
+    out = np.where(np.isnan(profile), np.inf, profile)
+    return np.maximum.accumulate(out) if out.size else out
+
+
+def _profile(kind: str, query: Query, arr: FloatArray, a: float, b: float, kmax: int, rel: Relation) -> FloatArray:
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return np.full(kmax + 1, np.inf)  # a bound beyond the float range: no finite upper bound is known
+    e = _scale_exponent(a, b)
+    if e == 0:
+        return _unit_profile(kind, query, arr, a, b, kmax, rel)
+    # every LS_k here is homogeneous (LS_k(c·x; c·a, c·b) = c·LS_k(x; a, b)): compute on data scaled by
+    # 2^-e — exact, so ordinary data give bit-identical results — and scale back (overflow: +inf)
+    scaled = _unit_profile(kind, query, np.ldexp(arr, -e), math.ldexp(a, -e), math.ldexp(b, -e), kmax, rel)
+    return np.ldexp(scaled, e)
+
+
+def _unit_profile(kind: str, query: Query, arr: FloatArray, a: float, b: float, kmax: int, rel: Relation) -> FloatArray:
     if kind in ("median", "quantile", "max", "min"):
         q = Fraction(1) if kind in ("max", "min") else (query.q if query.q is not None else Fraction(1, 2))
         if kind == "min":
@@ -757,6 +434,9 @@ def ls_profile(query: Query, values: FloatArray, kmax: int, relation: Relation =
         return _order_profile(_order_window(arr, q, kmax), a, b, q, kmax, rel)
     if kind == "mode":
         return _mode_profile(arr, a, b, kmax, rel)
+    e = _scale_exponent(a, b) if kind in ("mean", "trimmed_mean") else 0
+    if e:  # LS of a mean is homogeneous: compute on data scaled by 2^-e (exact), scale the result back
+        return np.ldexp(_profile(kind, query, np.ldexp(arr, -e), math.ldexp(a, -e), math.ldexp(b, -e), kmax, rel), e)
     xs = np.sort(arr)
     n = int(xs.size)
     if kind == "trimmed_mean":
@@ -808,10 +488,18 @@ def local_sensitivity_at_distance(query: Query, values: FloatArray, k: int, rela
         # _tm_ar_ls(k) over every size m and window position: O(k²) after sorting
         xs = np.sort(_prepare(owner, query, values))
         a, b = _bounds(owner, query)
-        if kind == "mean":
-            return _mean_ls(xs, a, b, k)
-        assert query.trim is not None
-        return _tm_ar_ls(xs, a, b, query.trim, k)
+        if not (math.isfinite(a) and math.isfinite(b)):
+            return math.inf
+        e = _scale_exponent(a, b)  # exact scaling, as in ls_profile: no overflow
+        xs, sa, sb = np.ldexp(xs, -e), math.ldexp(a, -e), math.ldexp(b, -e)
+        with np.errstate(all="ignore"):
+            if kind == "mean":
+                unit = _mean_ls(xs, sa, sb, k)
+            else:
+                assert query.trim is not None
+                unit = _tm_ar_ls(xs, sa, sb, query.trim, k)
+            value = float(np.ldexp(unit, e))
+        return math.inf if math.isnan(value) else value
     return float(ls_profile(query, values, k, rel)[k])
 
 
@@ -833,7 +521,9 @@ def distance_to_instability(
         bound: the proposed bound β on the local sensitivity (≥ 0).
         relation: the neighbouring relation.
         cap: an optional public constant cap (PTR passes ``ptr_cap(ε, δ)``):
-            ``min(γ, cap)`` keeps every property above, and bounds the work.
+            ``min(γ, cap)`` keeps every property above, and bounds the work. With a
+            cap the profile is computed to ``cap`` on every call (the same work for
+            every dataset of a given size; no early exit on γ).
 
     Returns:
         The distance, an integer in ``[0, min(n + 2, cap)]``.
@@ -856,17 +546,26 @@ def distance_to_instability(
     arr = _prepare(owner, query, values)
     limit = int(arr.size) + 2
     if cap is not None:
-        limit = min(limit, _check_k(owner, "cap", cap))
-    cap = limit
-    kmax = min(cap, 64)
+        # a public cap: the profile is computed to it on every call, whatever the data
+        # (no early exit on a private quantity, so the work does not depend on γ)
+        cap = _check_k(owner, "cap", cap)
+        prof = ls_profile(query, arr, cap, rel)
+        return min(_first_above(prof, beta, cap), limit)
+    kmax = min(limit, 64)
     while True:  # doubling: cost O(D^2) for order statistics, D the answer
         prof = ls_profile(query, arr, kmax, rel)
-        above = np.nonzero(prof > beta)[0]
+        above = np.flatnonzero(~(prof <= beta))
         if above.size:
             return int(above[0])
-        if kmax >= cap:
-            return cap
-        kmax = min(cap, 2 * kmax)
+        if kmax >= limit:
+            return limit
+        kmax = min(limit, 2 * kmax)
+
+
+def _first_above(profile: FloatArray, beta: float, cap: int) -> int:
+    """min{k : profile[k] > β} (NaN counts as above), or cap if none."""
+    above = np.flatnonzero(~(profile[: cap + 1] <= beta))
+    return int(above[0]) if above.size else cap
 
 
 def mode_gap_distance(values: FloatArray, relation: Relation = "add_remove") -> int:

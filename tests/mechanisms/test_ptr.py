@@ -105,9 +105,9 @@ def test_ptr_release_distribution_matches_model() -> None:
     p_bottom = _bottom_prob(node.distance(values), 1.0, m)
     rng = SeededRandomness(4)
     data = as_dataset({"v": values})
-    outs = [node.release(data, rng) for _ in range(6000)]
+    outs = [node.release(data, rng) for _ in range(3000)]
     freq = sum(o is BOTTOM for o in outs) / len(outs)
-    assert abs(freq - p_bottom) < 4 * math.sqrt(p_bottom * (1 - p_bottom) / 6000) + 1e-3
+    assert abs(freq - p_bottom) < 4 * math.sqrt(p_bottom * (1 - p_bottom) / 3000) + 1e-3
 
 
 def test_mean_of_ages_example() -> None:
@@ -149,14 +149,16 @@ def test_local_sens_formula_verdicts() -> None:
         LocalSensAtDistance(q, "__import__('os')")
 
 
-def test_local_sens_formula_below_true_ls_is_refused() -> None:
+def test_local_sens_formula_below_true_ls_cannot_raise_or_leak() -> None:
+    """A formula below the true LS_k is harmless: γ = min(γ_F, γ_exact) (it used to raise after the charge)."""
     q = Query.median("v") | Clip(0, 3)
     wrong = LocalSensAtDistance(q, "k / 1000")
     node = ProposeTest(wrong, bound="0.5", epsilon="0.5", delta="0.01")
-    data = as_dataset({"v": np.array([0.0, 3.0, 3.0, 0.0])})
-    with pytest.raises(InvalidArgument) as info:
-        node.release(data, SeededRandomness(0))
-    assert "3.0" not in str(info.value) and "k=" in str(info.value)
+    plain = ProposeTest(q, bound="0.5", epsilon="0.5", delta="0.01")
+    values = np.array([0.0, 3.0, 3.0, 0.0])
+    assert node.distance(values) == plain.distance(values) == 0
+    data = as_dataset({"v": values})
+    assert all(node.release(data, SeededRandomness(s)) is BOTTOM for s in range(20))
 
 
 def test_ptr_plan_checks_and_runs() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from fractions import Fraction
 from functools import lru_cache
 
@@ -454,3 +455,65 @@ def test_trimmed_mean_and_mode_large_data(relation: Relation) -> None:
             assert np.all(np.diff(prof) >= 0) and np.all(prof >= 0)
             for k in (0, 9, 30):
                 assert local_sensitivity_at_distance(query, values, k, relation) == pytest.approx(prof[k], abs=1e-12)
+
+
+# --- issue 14: constant work, overflow, NaN ---------------------------------------------------------
+
+
+def test_distance_with_a_cap_computes_the_profile_to_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No early exit on the private γ: the same kmax for an unstable and a stable dataset."""
+    from dpalg.sensitivity import _catalog
+
+    seen: list[int] = []
+    real = _catalog.ls_profile
+
+    def counting(query: Query, values: npt.NDArray[np.float64], kmax: int, relation: Relation = "add_remove") -> npt.NDArray[np.float64]:
+        seen.append(kmax)
+        return real(query, values, kmax, relation)
+
+    monkeypatch.setattr(_catalog, "ls_profile", counting)
+    q = Query.median("x") | Clip(0, 3)
+    unstable, stable = np.array([0.0, 3.0] * 100), np.full(200, 1.0)
+    assert distance_to_instability(q, unstable, 0.5, cap=150) == 0
+    assert distance_to_instability(q, stable, 0.5, cap=150) == 150  # γ is beyond the cap
+    assert seen == [150, 150]
+
+
+def test_overflow_safe_mean() -> None:
+    from dpalg.sensitivity._catalog import overflow_safe_mean
+
+    gen = np.random.default_rng(0)
+    for _ in range(20):
+        x = gen.normal(0, 10.0 ** float(gen.integers(-5, 300)), size=int(gen.integers(1, 50)))
+        assert overflow_safe_mean(x) == math.fsum(x.tolist()) / x.size  # bit-identical on ordinary data
+    top = np.finfo(np.float64).max
+    assert overflow_safe_mean(np.array([top, top, top])) == top
+    assert overflow_safe_mean(np.array([top, -top])) == 0.0
+    assert overflow_safe_mean(np.array([1e308] * 5 + [-1e308] * 5 + [3.0])) == pytest.approx(3 / 11)
+
+
+@pytest.mark.parametrize("relation", RELATIONS)
+def test_nan_in_a_profile_becomes_infinity(relation: Relation, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An inf − inf anywhere in a formula is read as +inf (conservative), never as a small number."""
+    from dpalg.sensitivity import _catalog
+
+    monkeypatch.setattr(_catalog, "_profile", lambda *args: np.array([0.5, np.nan, 0.25]))
+    prof = ls_profile(Query.median("x") | Clip(0, 3), np.array([1.0, 2.0]), 2, relation)
+    assert prof.tolist() == [0.5, math.inf, math.inf]
+    assert distance_to_instability(Query.median("x") | Clip(0, 3), np.array([1.0, 2.0]), 1.0, relation, cap=2) == 1
+
+
+@pytest.mark.parametrize("relation", RELATIONS)
+@pytest.mark.parametrize("kind", ["mean", "trimmed_mean", "median", "sum", "mode"])
+def test_wide_clips_match_the_same_data_at_an_ordinary_scale(kind: str, relation: Relation) -> None:
+    """LS_k is homogeneous: Clip(-2^1000·3, 2^1000·3) on data·2^1000 gives the [−3, 3] profile times 2^1000."""
+    make = {"mean": Query.mean, "median": Query.median, "sum": Query.sum, "mode": Query.mode}
+    small_q = (Query.trimmed_mean("x", "0.2") if kind == "trimmed_mean" else make[kind]("x")) | Clip(-3, 3)
+    big_q = (Query.trimmed_mean("x", "0.2") if kind == "trimmed_mean" else make[kind]("x")) | Clip(-3 * 2**1000, 3 * 2**1000)
+    data = np.array([-3.0, -1.0, 0.5, 0.5, 2.0, 3.0])
+    small = ls_profile(small_q, data, 4, relation)
+    big = ls_profile(big_q, np.ldexp(data, 1000), 4, relation)
+    assert np.array_equal(np.ldexp(small, 1000), big)
+    with np.errstate(all="raise"):  # no floating-point warning escapes either
+        wide = ls_profile(big_q, np.ldexp(data, 1022), 4, relation)
+    assert not np.isnan(wide).any()
