@@ -86,9 +86,11 @@ def round_to_lattice(values: npt.ArrayLike, k: int) -> npt.NDArray[np.int64] | n
     Returns:
         The integers ``m`` with ``m * 2**k`` nearest to each value.
 
+    A value so large that ``x / 2**k`` overflows float64 is rounded exactly in
+    integer arithmetic instead (a release must never fail because of a value).
+
     Raises:
-        InvalidArgument: a non-finite value, or ``k`` out of range, or a value so
-            large that ``x / 2**k`` overflows.
+        InvalidArgument: a non-finite value, or ``k`` out of range.
 
     Examples:
         >>> from dpalg.noise import round_to_lattice
@@ -103,13 +105,21 @@ def round_to_lattice(values: npt.ArrayLike, k: int) -> npt.NDArray[np.int64] | n
         raise InvalidArgument("round_to_lattice", "values", "<non-finite entries>", "must all be finite")
     with np.errstate(over="ignore"):
         scaled = np.rint(np.ldexp(arr, -kk))
-    if not np.all(np.isfinite(scaled)):
-        raise InvalidArgument("round_to_lattice", "k", k, "is too small: values / 2**k overflows float64")
     if scaled.size == 0 or float(np.max(np.abs(scaled))) < _INT64_SAFE:
         return scaled.astype(np.int64)
     out = np.empty(scaled.size, dtype=object)
-    out[:] = [int(v) for v in scaled.tolist()]
+    step = Fraction(2) ** kk
+    # float -> int is exact; where x / 2**k overflowed float64, round the exact quotient (ties to even, as rint)
+    out[:] = [int(v) if math.isfinite(v) else round(Fraction(x) / step) for v, x in zip(scaled.tolist(), arr.tolist())]
     return out
+
+
+def _lattice_float(m: int, k: int) -> float:
+    """``m * 2**k`` as the nearest float, or ``±inf`` beyond the float range (never raises)."""
+    try:
+        return float(Fraction(m) * Fraction(2) ** k)
+    except OverflowError:
+        return math.inf if m > 0 else -math.inf
 
 
 def lattice_noise(
@@ -176,9 +186,10 @@ def lattice_noise(
         raise InvalidArgument(owner, "kind", kind, "must be 'laplace' or 'gaussian'")
     if m.dtype == np.int64 and n and int(np.max(np.abs(m))) + int(np.max(np.abs(noise))) < (1 << 63):
         total = m + noise
-        return np.ldexp(total.astype(np.float64), kk)
+        with np.errstate(over="ignore"):  # beyond the float range: ±inf, never a warning
+            return np.ldexp(total.astype(np.float64), kk)
     exact = m.astype(object) + noise.astype(object)
-    return np.array([math.ldexp(float(v), kk) for v in exact.tolist()], dtype=np.float64)
+    return np.array([_lattice_float(int(v), kk) for v in exact.tolist()], dtype=np.float64)
 
 
 def _sqrt_upper(d: int, bits: int = 64) -> Fraction:

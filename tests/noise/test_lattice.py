@@ -42,8 +42,7 @@ def test_round_to_lattice_object_fallback() -> None:
     assert round_to_lattice([2.0**61], 0).dtype == np.int64
     with pytest.raises(InvalidArgument):
         round_to_lattice([float("nan")], 0)
-    with pytest.raises(InvalidArgument):
-        round_to_lattice([1e300], -100)
+    assert round_to_lattice([1e300], -100).tolist() == [int(Fraction(1e300) * 2**100)]  # exact, not an error
 
 
 def test_choose_granularity() -> None:
@@ -103,3 +102,28 @@ def test_lattice_sensitivity_invalid() -> None:
     with pytest.raises(InvalidArgument):
         lattice_sensitivity(1, 0, norm="linf")  # type: ignore[arg-type]
     assert lattice_sensitivity(1, 0, dims=2, norm="l2") > 1 + Fraction(14142, 10000)
+
+
+def test_rounding_a_value_beyond_float_range_after_scaling_is_exact_not_an_error() -> None:
+    # 1e308 / 2**-4 overflows float64; the release must not fail because of that value
+    from fractions import Fraction as _F
+
+    from dpalg.noise import round_to_lattice as _round
+
+    out = _round([1e308, -1e308, 0.25], -4)
+    assert [int(v) for v in out.tolist()] == [int(_F(1e308) * 16), -int(_F(1e308) * 16), 4]
+    halves = _round([0.5, 1.5, 2.5, -0.5], 0)  # ties to even, like rint
+    assert [int(v) for v in halves.tolist()] == [0, 2, 2, 0]
+
+
+def test_lattice_noise_beyond_float_range_is_infinite_not_an_error() -> None:
+    import warnings
+
+    from dpalg.noise import SeededRandomness, lattice_noise as _noise
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = _noise([1.7e308, -1.7e308], k=-4, kind="laplace", scale=1, rng=SeededRandomness(1))
+    assert out.shape == (2,)
+    assert not np.isnan(out).any()
+    assert out[0] > 1e308 and out[1] < -1e308
