@@ -142,7 +142,10 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
         lower, upper = self.query.require_bounds("ExponentialQuantile")
         size = 1 << self.grid_bits
         x = self.query.values(data)
-        pos = (x - float(lower)) * (size / float(upper - lower))
+        # halves keep x - lower finite for clips near the float maximum; the grid index is a
+        # per-row function of the value either way, so the sensitivity argument is unchanged
+        with np.errstate(all="ignore"):
+            pos = (x * 0.5 - float(lower) * 0.5) * float(Fraction(2 * size) / (upper - lower))
         idx = np.clip(np.rint(pos), 0, size).astype(np.int64)
         starts, lengths, scores = quantile_runs(idx, size, self.q)
         # scores are integers = den(q)·|…|; exp(-ε·score/(den·2Δ))

@@ -77,7 +77,7 @@ def check_range(owner: str, lower: Fraction, upper: Fraction, alpha: Fraction) -
     """Refuse ranges and budgets the lattice release cannot serve exactly (at construction)."""
     width = upper - lower
     if not Fraction(1, 2**800) <= width <= Fraction(2**900):
-        raise InvalidArgument(owner, "upper - lower", float(width), "must be in [2**-800, 2**900]")
+        raise InvalidArgument(owner, "upper - lower", f"about 2**{floor_log2(width)}", "must be in [2**-800, 2**900]")
     if alpha < Fraction(1, 2**40):
         raise InvalidArgument(owner, "epsilon", float(alpha), "is too small (alpha < 2**-40)")
     if not -1000 <= auto_granularity(lower, upper, alpha) <= 1000:  # pragma: no cover - implied by the range checks

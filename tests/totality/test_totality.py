@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dpalg.mechanisms as mechanisms
-from dpalg import BOTTOM, ZCDP, ApproxDP, Clip, PureDP, Query
+from dpalg import BOTTOM, ZCDP, ApproxDP, Clip, InvalidArgument, PureDP, Query
 from dpalg.data import Dataset, as_dataset
 from dpalg.graph._node import AbstractMeasurement, AbstractPrimitive
 from dpalg.mechanisms import (
@@ -101,6 +101,9 @@ PLANS: dict[str, Callable[[], Node]] = {
     "CalibratedLaplaceSum-xy": lambda: CalibratedLaplaceSum((Query.sum("x") | Clip(0, 1), Query.sum("y") | Clip(-4, 4)), epsilon=1),
     "SmoothBound-median": lambda: SmoothBound(Query.median("x") | Clip(0, 10), epsilon=1, delta="0.01"),
     "SmoothBoundCauchy-median": lambda: SmoothBoundCauchy(Query.median("x") | Clip(0, 10), epsilon=1),
+    # the widest clip: intermediate differences are beyond float64
+    "ExponentialQuantile-median-huge": lambda: ExponentialQuantile(Query.median("x") | Clip(-1.7e308, 1.7e308), epsilon=1,
+                                                                   grid_bits=8),
     "SampleAggregateMean-dataset": lambda: SampleAggregateMean(_block_mean, blocks=4, lower=0, upper=10, epsilon=1),
     "SampleAggregateMean-column-users": lambda: SampleAggregateMean(np.median, blocks=4, lower=0, upper=10, epsilon=1,
                                                                     unit="u", column="x"),
@@ -200,3 +203,19 @@ def test_each_plan_is_built_from_its_mechanism(name: str) -> None:
 
     fields = [getattr(built, f.name) for f in attrs.fields(cast("type[attrs.AttrsInstance]", type(built)))]
     assert mechanism in {type(built).__name__, *(type(f).__name__ for f in fields)}
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: Laplace(Query.sum("x") | Clip(-1.7e308, 1.7e308), epsilon=1),
+        lambda: Gaussian(Query.mean("x") | Clip(-1.7e308, 1.7e308), rho="0.5"),
+        lambda: SmoothBound(Query.median("x") | Clip(-1.7e308, 1.7e308), epsilon=1, delta="0.01"),
+        lambda: SmoothBoundCauchy(Query.max("x") | Clip(-1.7e308, 1.7e308), epsilon=1),
+        lambda: CalibratedLaplaceSum((Query.sum("x") | Clip(-1.7e308, 1.7e308),), epsilon=1),
+    ],
+)
+def test_clips_the_exact_release_cannot_serve_are_refused_at_construction(build: Callable[[], Node]) -> None:
+    """Not after the charge, and with dpalg's error (a bare OverflowError escaped SmoothBound before)."""
+    with pytest.raises(InvalidArgument):
+        build()
