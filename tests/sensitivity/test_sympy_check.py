@@ -19,10 +19,10 @@ N_INT = {"n": {"integer": True, "positive": True}}
      "100/Max(n - k, 1)", "b/Min(Max(n - k, 1), 7)"],
 )
 def test_proven(formula: str) -> None:
-    result = check_monotone(formula, assumptions=N_INT)
+    result = check_monotone(formula, assumptions=N_INT, symbols=("b",))
     assert result.status == "proven", result
     assert result.counterexample is None
-    assert require_monotone(formula, strict=True, assumptions=N_INT).status == "proven"
+    assert require_monotone(formula, strict=True, assumptions=N_INT, symbols=("b",)).status == "proven"
 
 
 def test_proven_sympy_expression() -> None:
@@ -35,7 +35,7 @@ def test_proven_sympy_expression() -> None:
     [("5 - k", 2), ("(k-3)**2", 4), ("k**2 - 3*k + 3", 4), ("n - k", 2), ("b/(k+1)", 4), ("100/Max(n + k, 1)", 4), ("1/Min(n - k, 1)", 2)],
 )
 def test_refuted_with_counterexample(formula: str, kind: int) -> None:
-    result = check_monotone(formula, assumptions=N_INT)
+    result = check_monotone(formula, assumptions=N_INT, symbols=("b",))
     assert result.status == "refuted"
     assert result.counterexample is not None
     cex = result.counterexample
@@ -49,7 +49,7 @@ def test_refuted_with_counterexample(formula: str, kind: int) -> None:
         assert isinstance(f1, float) and isinstance(f2, float)
         assert 0 <= k1 < k2 and f1 > f2
     with pytest.raises(InvalidArgument, match="counterexample"):
-        require_monotone(formula, assumptions=N_INT)
+        require_monotone(formula, assumptions=N_INT, symbols=("b",))
 
 
 def test_refuted_counterexample_is_real() -> None:
@@ -124,3 +124,58 @@ def test_formulas_cannot_run_python(text: str) -> None:
         safe_parse(text, {}, "t", "formula")
     with pytest.raises(InvalidArgument):
         parse_expression(text, ["a", "b"], "BoundedLS", "bound")
+
+
+def test_undeclared_symbols_are_refused() -> None:
+    """A name that is neither var, an assumption key nor in ``symbols`` is refused at once.
+
+    Before, ``c`` became a positive Symbol, the formula was "proven", and the
+    mechanism failed later (at release time, with data in the message)."""
+    with pytest.raises(InvalidArgument, match="undeclared symbol 'c'"):
+        check_monotone("c*k")
+    with pytest.raises(InvalidArgument, match="undeclared symbol 'c'"):
+        require_monotone("c*k", assumptions=N_INT)
+    assert check_monotone("c*k", symbols=("c",)).status == "proven"
+    assert check_monotone("n*k", assumptions=N_INT).status == "proven"
+
+
+@pytest.mark.parametrize(
+    ("formula", "symbols"),
+    [("sqrt(a**2 - a)*k", ("a",)), ("sqrt(a**2 - a)", ("a",)), ("k + sqrt(a**2 - a)", ("a",)), ("sqrt(k**2 - k)", ())],
+)
+def test_square_root_of_a_possibly_negative_value_fails_closed(formula: str, symbols: tuple[str, ...]) -> None:
+    result = check_monotone(formula, symbols=symbols)
+    assert result.status in ("unproven", "refuted")
+
+
+def test_a_sympy_exception_inside_the_check_is_unproven(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever sympy raises while deciding ("nan is not comparable", ...) fails closed."""
+    import dpalg.sensitivity._sympy_check as module
+
+    def boom(*args: object) -> bool:
+        raise ValueError("nan is not comparable")
+
+    monkeypatch.setattr(module, "_structural", boom)
+    result = check_monotone("k + 1")
+    assert result.status == "unproven"
+    assert "ValueError" in result.reason
+    with pytest.raises(InvalidArgument, match="strict"):
+        require_monotone("k + 1", strict=True)
+
+
+def test_large_formula_skips_simplify() -> None:
+    """sympy.simplify took 24 s on this 460-character formula; above MAX_SIMPLIFY_OPS it is skipped."""
+    import time
+
+    formula = " + ".join(f"(k + {i})/(k + {i + 1})" for i in range(1, 25))
+    start = time.perf_counter()
+    result = check_monotone(formula)
+    assert time.perf_counter() - start < 5
+    assert result.status == "unproven"
+    assert "too large" in result.reason
+
+
+def test_symbols_keyword_passes_through_require_monotone() -> None:
+    assert require_monotone("b*Min(k + 1, n)", symbols=("b", "n"), strict=True).status == "proven"
+    with pytest.raises(InvalidArgument, match="identifiers"):
+        check_monotone("k", symbols=("not a name",))
