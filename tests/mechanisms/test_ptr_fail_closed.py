@@ -13,11 +13,13 @@ from __future__ import annotations
 import itertools
 import math
 import sys
+import time
 from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
 import pytest
+
 import sympy
 
 from dpalg import BOTTOM, Clip, InvalidArgument, Query
@@ -120,8 +122,20 @@ def test_sympy_failure_is_unproven(monkeypatch: pytest.MonkeyPatch) -> None:
         raise RuntimeError("sympy blew up")
 
     monkeypatch.setattr(_ptr_condition, "_direct", boom)
+    monkeypatch.setattr(_ptr_condition, "_path", boom)
     result = check_neighbour_condition(3 / sympy.Max(N - K, 1))
     assert result.status == "unproven" and "RuntimeError" in result.reason
+
+
+@pytest.mark.parametrize(
+    "formula",
+    ["(2*k + 3)**64 - (2*k + 2)**64", "exp(" * 30 + "k" + ")" * 30, "*".join(f"(k + {i})**64" for i in range(1, 60)) + " - k"],
+)
+def test_the_neighbour_check_is_fast_on_formulas_sympy_cannot_bound(formula: str) -> None:
+    # sympy's assumption system took 10 s to over a minute on these before the size limits
+    start = time.perf_counter()
+    LocalSensAtDistance(MEDIAN01, formula)
+    assert time.perf_counter() - start < 5.0
 
 
 def test_refuted_formula_is_refused_and_unproven_follows_strict() -> None:
