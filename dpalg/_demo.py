@@ -2,14 +2,14 @@
 
 Builds a realistic multi-node plan (pure-DP and zCDP parts joined by explicit
 conversions), proves its cost against a budget before touching data, runs it,
-prints the released values next to the true ones, writes the certificate and
-audits it.
+prints the released values next to the true ones, writes the certificate
+(``dpalg-demo-certificate.json`` in ``--out DIR``, by default the current
+directory) and audits it.
 """
 
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +18,7 @@ import numpy.typing as npt
 from dpalg import ApproxDP, Clip, Compose, PureDP, PureToApprox, Query, ZCDPToApprox
 from dpalg.graph._node import AbstractMeasurement
 from dpalg.measures import ApproxDP as _ApproxDP
+from dpalg.measures._display import short_measure
 from dpalg.mechanisms import ProposeTest, PTRMode
 from dpalg.mechanisms import ExponentialQuantile, Gaussian, Laplace, NoisyMax, PrivateRatio, ShiftedInverse, ShiftedInverseSearch
 
@@ -81,9 +82,29 @@ def user_plan() -> AbstractMeasurement[PureDP]:
 USER_BUDGET = PureDP(1)
 
 
-def run_demo(seed: int | None = None, rows: int = 100_000) -> int:
-    """Run the demo; returns the process exit code."""
-    from dpalg.cli import audit_certificate
+CERTIFICATE_NAME = "dpalg-demo-certificate.json"
+
+
+def run_demo(seed: int | None = None, rows: int = 100_000, out: Path | str = ".") -> int:
+    """Run the demo; returns the process exit code.
+
+    Args:
+        seed: seeds the synthetic data *and* the noise (insecure; reproducible demos).
+        rows: rows of synthetic data.
+        out: the directory the certificate is written to, as
+            ``dpalg-demo-certificate.json`` (created if missing).
+    """
+    from dpalg.cli import UsageError, audit_certificate
+
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+        raise UsageError(f"--rows must be a positive integer, not {rows!r}")
+    directory = Path(out)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {directory}: {exc}") from None
+    if not directory.is_dir():
+        raise UsageError(f"--out {directory}: not a directory")
 
     plan = demo_plan()
     print("== plan ==")
@@ -91,7 +112,7 @@ def run_demo(seed: int | None = None, rows: int = 100_000) -> int:
     print("\n== derivation (no data touched) ==")
     derivation = plan.check(DEMO_BUDGET)
     print(derivation.render())
-    print(f"\nOK: {derivation.cost!r} fits {DEMO_BUDGET!r}")
+    print(f"\nOK: {short_measure(derivation.cost, 'up')} fits {short_measure(DEMO_BUDGET, 'down')}")
 
     data = synthetic_data(rows, seed)
     release = plan.run(data, rng=seed)
@@ -125,13 +146,15 @@ def run_demo(seed: int | None = None, rows: int = 100_000) -> int:
     for name, truth, value in zip(("users", "pages (shifted inverse, EM)", "pages (binary search)"), user_truths, user_values):
         print(f"  {name:28s} released {_fmt(value):>20s}   true {_fmt(truth)}")
 
-    out = Path(tempfile.gettempdir()) / "dpalg-demo-certificate.json"
-    out.write_text(release.certificate_json())
-    ok, findings = audit_certificate(json.loads(out.read_text()))
-    print(f"\n== audit of {out} ==")
+    path = directory / CERTIFICATE_NAME
+    try:
+        path.write_text(release.certificate_json())
+    except OSError as exc:
+        raise UsageError(f"--out {directory}: cannot write the certificate: {exc}") from None
+    ok, findings = audit_certificate(json.loads(path.read_text()))
+    print(f"\n== audit of {path} (the same as: dpalg audit {path}) ==")
     for line in findings:
         print("  " + line)
-    print("  CONFIRMED" if ok else "  REFUTED")
     return 0 if ok else 1
 
 

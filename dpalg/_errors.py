@@ -32,7 +32,47 @@ class InvalidArgument(DPAlgError, ValueError):
         self.field = field
         self.value = value
         self.constraint = constraint
-        super().__init__(f"{owner}: {field}={value!r} {constraint}")
+        super().__init__(f"{owner}: {field}={_short_value(value)} {constraint}")
+
+
+_LONG = 120
+
+
+def _short_value(value: object) -> str:
+    """The offending value's repr for a message, shortened when long.
+
+    A 400-digit fraction is shown as a 6-digit decimal and a huge string (a
+    hostile formula, say) by its head and length; the exact value stays on
+    :attr:`InvalidArgument.value`.
+
+    Examples:
+        >>> _short_value("eps")
+        "'eps'"
+        >>> _short_value("x" * 500)
+        "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'... (500 characters)"
+    """
+    from fractions import Fraction
+
+    if isinstance(value, Fraction) and value.numerator.bit_length() + value.denominator.bit_length() > 64:
+        from dpalg.measures._display import short_number
+
+        try:
+            return f"~{short_number(value, 'up').removeprefix('<=')}"
+        except ValueError:  # beyond Python's int-to-str limit
+            return f"<Fraction of {value.numerator.bit_length() + value.denominator.bit_length()} bits>"
+    if type(value).__name__ in ("PureDP", "ApproxDP", "ZCDP") and type(value).__module__.startswith("dpalg."):
+        from dpalg.measures._display import short_measure
+
+        return short_measure(value, "up")  # type: ignore[arg-type]  # a measure, by the check above
+    if isinstance(value, str) and len(value) > _LONG:
+        return f"{value[:68]!r}... ({len(value)} characters)"
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the real error
+        return f"<{type(value).__name__}>"
+    if len(text) > _LONG:
+        return text[: _LONG - 3] + f"... ({len(text)} characters)"
+    return text
 
 
 class Unsupported(DPAlgError, TypeError):

@@ -4,9 +4,12 @@ Exit codes:
 
 * ``dpalg check PLAN --budget B [--strict] [--json]``: 0 within budget, 1 over
   budget (or, with ``--strict``, relying on an unproven symbolic check), 2 bad
-  usage (unreadable file, unknown object, malformed budget, measure mismatch);
-* ``dpalg audit CERT.json``: 0 confirmed, 1 refuted (the first differing node is
-  named), 2 malformed or tampered;
+  usage (unreadable file, unknown object, a plan builder that crashes,
+  malformed budget, measure mismatch);
+* ``dpalg audit CERT.json``: 0 confirmed (signed by ``--public-key``) or
+  confirmed *cost only* (unsigned: the verdict lists the unverifiable claims),
+  1 refuted (the first differing node is named), 2 malformed, tampered, too
+  large or too deep, or ``--require-secure`` without a trusted signature;
 * ``dpalg audit --empirical PLAN|--demo``: 0 no violation found, 1 a violation
   (ε̂ > ε or δ̂ > δ), 2 bad usage or mechanisms that could not be audited.
 """
@@ -19,17 +22,21 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal, Sequence, cast
 
-from dpalg._errors import BudgetExceeded, DPAlgError, InvalidArgument, Unsupported
+from dpalg._errors import BudgetExceeded, DPAlgError, InvalidArgument
 from dpalg.graph._accountant import check, derive, fits
 from dpalg.graph._derivation import Derivation, measure_to_json
 from dpalg.graph._node import AbstractMeasurement
+from dpalg._numbers import to_fraction
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
+from dpalg.measures._display import short_measure
 from dpalg.release._serialize import JSON
 
 if TYPE_CHECKING:  # pragma: no cover
     from dpalg.release._adversary import NeighbourPair
+    from dpalg.release._audit import AuditReport
     from dpalg.release._auditor import MechanismAudit
 
 __all__ = ["main", "parse_budget", "load_object"]
@@ -101,16 +108,31 @@ def load_object(spec: str) -> object:
     return getattr(module, name)
 
 
+def _call_user(spec: str, fn: Callable[[], object], what: str) -> object:
+    """Call the user's builder; any failure is a usage error (exit 2) with a one-line message, never a traceback."""
+    try:
+        return fn()
+    except DPAlgError as exc:
+        raise UsageError(f"{spec}: {what} failed: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - the user's code crashed: bad input, not a dpalg failure
+        raise UsageError(f"{spec}: {what} failed: {type(exc).__name__}: {_clip(str(exc))}") from None
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + f"... ({len(text)} characters)"
+
+
 def _load_plan(spec: str) -> AbstractMeasurement[PureDP] | AbstractMeasurement[ApproxDP] | AbstractMeasurement[ZCDP]:
     plan = load_object(spec)
     if callable(plan) and not isinstance(plan, AbstractMeasurement):
-        try:
-            plan = plan()
-        except DPAlgError as exc:
-            raise UsageError(f"{spec}: building the plan failed: {exc}") from None
+        plan = _call_user(spec, plan, "building the plan")
     if not isinstance(plan, AbstractMeasurement):
         raise UsageError(f"{spec} is a {type(plan).__name__}, not a dpalg plan")
     return plan
+
+
+def _short(m: object, rounding: Literal["up", "down"]) -> str:
+    return short_measure(m, rounding) if isinstance(m, (PureDP, ApproxDP, ZCDP)) else _clip(str(m), 200)
 
 
 def _check_json(plan: object, budget: Measure, derivation: Derivation, status: str, failing: BudgetExceeded | None) -> str:
@@ -139,7 +161,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     plan = _load_plan(args.plan)
     budget = parse_budget(args.budget)
-    derivation = derive(plan)
+    derivation = cast(Derivation, _call_user(args.plan, lambda: derive(plan), "deriving the plan's cost"))
     if type(derivation.cost) is not type(budget):
         raise UsageError(
             f"the plan's cost is {type(derivation.cost).__name__} but the budget is {type(budget).__name__}; "
@@ -160,12 +182,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
         print(f"{'STRICT: refusing' if args.strict else 'WARNING:'} {c['status']} symbolic check at {c['path']}: {c['detail']}")
     if failing is not None:
         print(f"OVER BUDGET: {failing}")
-        print(f"failing node: {failing.path}\n  {failing.node_repr}\n  needs {failing.required!r}; available {failing.available!r}")
+        print(f"failing node: {failing.path}\n  {failing.node_repr}\n  needs {_short(failing.required, 'up')}; available {_short(failing.available, 'down')}")
         return 1
     if status == "unproven":
         print("REFUSED (--strict): the plan relies on symbolic checks sympy could not prove")
         return 1
-    print(f"OK: total {derivation.cost!r} fits within {budget!r}")
+    print(f"OK: total {short_measure(derivation.cost, 'up')} fits within {short_measure(budget, 'down')}")
     return 0
 
 
@@ -173,17 +195,26 @@ def audit_certificate(cert: dict[str, object]) -> tuple[bool, list[str]]:
     """Re-derive a certificate's claim from its plan alone (see :func:`dpalg.release.audit_certificate`).
 
     Returns:
-        ``(confirmed, findings)``, warnings included in the findings.
+        ``(passed, findings)``: whether the audit exits 0 (``"confirmed"`` or,
+        unsigned, ``"cost_confirmed"``), and the findings with the warnings and
+        the verdict line (which names the unverifiable claims) at the end.
     """
     from dpalg.release._audit import audit_certificate as _audit
 
     report = _audit(cert)
-    return report.confirmed, [*report.findings, *(f"WARNING: {w}" for w in report.warnings)]
+    return report.passed, [*report.findings, *(f"WARNING: {w}" for w in report.warnings), report.verdict]
 
 
 def _read_key(text: str) -> bytes:
     path = Path(text)
-    raw = path.read_text().strip() if path.is_file() else text.strip()
+    try:
+        if path.is_file():
+            with path.open("rb") as handle:  # a key file holds 64 hex digits: never read more than a little
+                raw = handle.read(4096).decode("ascii", "replace").strip()
+        else:
+            raw = text.strip()
+    except OSError as exc:
+        raise UsageError(f"--public-key: {exc}") from None
     try:
         key = bytes.fromhex(raw)
     except ValueError:
@@ -198,20 +229,33 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         return _cmd_audit_empirical(args)
     if args.target is None:
         raise UsageError("audit: give a certificate file (or --empirical PLAN)")
+    from dpalg.release._audit import MAX_CERTIFICATE_BYTES, parse_certificate
     from dpalg.release._audit import audit_certificate as _audit
+    from dpalg.release._serialize import CertificateMalformed
 
-    try:
-        cert = json.loads(Path(args.target).read_text())
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{args.target}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        print(f"MALFORMED: {args.target} is not JSON: {exc}")
-        return 2
     key = _read_key(args.public_key) if args.public_key else None
+    path = Path(args.target)
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_CERTIFICATE_BYTES + 1)  # never more than the limit, whatever the file's size
+    except OSError as exc:
+        raise UsageError(f"{args.target}: {exc}") from None
+    try:
+        cert = parse_certificate(data)
+    except CertificateMalformed as exc:
+        return _audit_output(args, None, f"MALFORMED: {args.target}: {exc.problem}")
     if not isinstance(cert, dict):
-        print(f"MALFORMED: {args.target} is not a certificate object")
-        return 2
+        return _audit_output(args, None, f"MALFORMED: {args.target} is not a certificate object")
     report = _audit(cert, strict=args.strict, require_secure=args.require_secure, public_key=key)
+    return _audit_output(args, report, None)
+
+
+def _audit_output(args: argparse.Namespace, report: AuditReport | None, malformed: str | None) -> int:
+    """Print an audit report (or a document that could not be read) as text or ``--json``; the exit code."""
+    if report is None:
+        from dpalg.release._audit import AuditReport as _Report
+
+        report = _Report("malformed", (str(malformed),))
     if args.json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
         return report.exit_code
@@ -219,7 +263,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         print(f"WARNING: {warning}")
     for line in report.findings:
         print(line)
-    print(report.status.upper())
+    print(report.verdict)
     return report.exit_code
 
 
@@ -228,7 +272,7 @@ def _neighbour_pairs(spec: str) -> list[NeighbourPair]:
 
     obj = load_object(spec)
     if callable(obj):
-        obj = obj()
+        obj = _call_user(spec, obj, "building the neighbour pairs")
     if isinstance(obj, NeighbourPair):
         return [obj]
     if isinstance(obj, tuple) and len(obj) == 2 and not isinstance(obj[0], (tuple, NeighbourPair)):
@@ -252,8 +296,6 @@ def _neighbour_pairs(spec: str) -> list[NeighbourPair]:
 
 
 def _cmd_audit_empirical(args: argparse.Namespace) -> int:
-    from fractions import Fraction
-
     from dpalg.release._auditor import audit_plan, format_table, plot_mechanism
 
     if args.demo:
@@ -272,8 +314,8 @@ def _cmd_audit_empirical(args: argparse.Namespace) -> int:
     if not 0 < args.alpha < 1:
         raise UsageError("--alpha must be in (0, 1)")
     try:
-        zdelta = Fraction(args.zcdp_delta)
-    except (ValueError, ZeroDivisionError):
+        zdelta = to_fraction(args.zcdp_delta, owner="dpalg audit", field="--zcdp-delta")
+    except InvalidArgument:
         raise UsageError("--zcdp-delta must be a number in (0, 1)") from None
     if not 0 < zdelta < 1:
         raise UsageError("--zcdp-delta must be in (0, 1)")
@@ -308,7 +350,7 @@ def _cmd_audit_empirical(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from dpalg._demo import run_demo
 
-    return run_demo(seed=args.seed, rows=args.rows)
+    return run_demo(seed=args.seed, rows=args.rows, out=Path(args.out))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -322,12 +364,16 @@ def _parser() -> argparse.ArgumentParser:
     p_check.set_defaults(func=_cmd_check)
     p_audit = sub.add_parser(
         "audit", help="re-derive a certificate's claim, or audit mechanisms empirically",
-        description="dpalg audit CERT.json: 0 confirmed, 1 refuted, 2 malformed/tampered. "
+        description="dpalg audit CERT.json: 0 confirmed (or, unsigned, confirmed cost only: the verdict lists the unverifiable claims), "
+        "1 refuted, 2 malformed/tampered (or --require-secure without a trusted signature). "
         "dpalg audit --empirical PLAN [--neighbours SPEC] or --empirical --demo: 0 no violation, 1 violation, 2 usage/inconclusive.",
     )
     p_audit.add_argument("target", nargs="?", help="certificate JSON file; with --empirical: FILE.py:NAME of a plan or mechanism")
     p_audit.add_argument("--strict", action="store_true", help="refute certificates relying on unproven symbolic checks")
-    p_audit.add_argument("--require-secure", action="store_true", help="refute releases made with seeded (insecure) randomness")
+    p_audit.add_argument(
+        "--require-secure", action="store_true",
+        help="refute releases made with seeded (insecure) randomness; needs a valid signature by --public-key (exit 2 without one)",
+    )
     p_audit.add_argument("--public-key", help="require an Ed25519 signature by this key (64 hex digits, or a file)")
     p_audit.add_argument("--json", action="store_true", help="machine-readable report (certificate audits)")
     p_audit.add_argument("--empirical", action="store_true", help="run the empirical auditor instead (lower-bounds eps)")
@@ -343,6 +389,7 @@ def _parser() -> argparse.ArgumentParser:
     p_demo = sub.add_parser("demo", help="run the main job on built-in synthetic data")
     p_demo.add_argument("--seed", type=int, default=None, help="seed for the synthetic data AND the noise (insecure; for reproducible demos)")
     p_demo.add_argument("--rows", type=int, default=100_000, help="rows of synthetic data")
+    p_demo.add_argument("--out", default=".", metavar="DIR", help="directory for the certificate (default: the current directory)")
     p_demo.set_defaults(func=_cmd_demo)
     return parser
 
@@ -359,7 +406,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"dpalg: error: {exc}", file=sys.stderr)
         return 2
-    except (InvalidArgument, Unsupported) as exc:
+    except DPAlgError as exc:  # InvalidArgument, Unsupported, ...: bad input, never a traceback
         print(f"dpalg: error: {exc}", file=sys.stderr)
         return 2
     return result

@@ -19,6 +19,7 @@ from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZC
 from dpalg.graph._derivation import Derivation
 from dpalg.graph._node import AbstractMeasurement, AbstractPrimitive, M
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
+from dpalg.measures._display import short_measure
 
 __all__ = ["check", "derive", "supports", "total_cost", "add_measures", "max_measures", "subtract_measures"]
 
@@ -48,18 +49,22 @@ def _child_path(path: str, label: str) -> str:
     return f"{path}/{label}" if path else label
 
 
+def _same(owner: str, a: Measure, b: object) -> None:
+    """Refuse to combine losses of different types (explicit: ``assert`` vanishes under ``python -O``)."""
+    if type(a) is not type(b):
+        raise InvalidArgument(owner, "b", type(b).__name__, f"must be a {type(a).__name__} like a; convert explicitly first")
+
+
 def add_measures(a: Measure, b: Measure) -> Measure:
     """Exact sum of two losses of the same type."""
+    _same("add_measures", a, b)
     match a:
         case PureDP():
-            assert isinstance(b, PureDP)
-            return a + b
+            return a + cast(PureDP, b)
         case ApproxDP():
-            assert isinstance(b, ApproxDP)
-            return a + b
+            return a + cast(ApproxDP, b)
         case ZCDP():
-            assert isinstance(b, ZCDP)
-            return a + b
+            return a + cast(ZCDP, b)
         case _:
             assert_never(a)
 
@@ -67,6 +72,8 @@ def add_measures(a: Measure, b: Measure) -> Measure:
 def sum_measures(costs: list[Measure]) -> Measure:
     """Exact sum of a non-empty list of losses of one type (one object built, not n)."""
     first = costs[0]
+    for c in costs[1:]:
+        _same("sum_measures", first, c)
     match first:
         case PureDP():
             return PureDP(sum((cast(PureDP, c).epsilon for c in costs), Fraction(0)))
@@ -81,32 +88,30 @@ def sum_measures(costs: list[Measure]) -> Measure:
 
 def max_measures(a: Measure, b: Measure) -> Measure:
     """Component-wise maximum of two losses of the same type."""
+    _same("max_measures", a, b)
     match a:
         case PureDP():
-            assert isinstance(b, PureDP)
-            return PureDP(max(a.epsilon, b.epsilon))
+            return PureDP(max(a.epsilon, cast(PureDP, b).epsilon))
         case ApproxDP():
-            assert isinstance(b, ApproxDP)
-            return ApproxDP(max(a.epsilon, b.epsilon), max(a.delta, b.delta))
+            ab = cast(ApproxDP, b)
+            return ApproxDP(max(a.epsilon, ab.epsilon), max(a.delta, ab.delta))
         case ZCDP():
-            assert isinstance(b, ZCDP)
-            return ZCDP(max(a.rho, b.rho))
+            return ZCDP(max(a.rho, cast(ZCDP, b).rho))
         case _:
             assert_never(a)
 
 
 def subtract_measures(a: Measure, b: Measure) -> Measure:
     """``a - b`` for ``b.fits_within(a)`` (what remains of a budget)."""
+    _same("subtract_measures", a, b)
     match a:
         case PureDP():
-            assert isinstance(b, PureDP)
-            return PureDP(a.epsilon - b.epsilon)
+            return PureDP(a.epsilon - cast(PureDP, b).epsilon)
         case ApproxDP():
-            assert isinstance(b, ApproxDP)
-            return ApproxDP(a.epsilon - b.epsilon, a.delta - b.delta)
+            ab = cast(ApproxDP, b)
+            return ApproxDP(a.epsilon - ab.epsilon, a.delta - ab.delta)
         case ZCDP():
-            assert isinstance(b, ZCDP)
-            return ZCDP(a.rho - b.rho)
+            return ZCDP(a.rho - cast(ZCDP, b).rho)
         case _:
             assert_never(a)
 
@@ -122,6 +127,15 @@ def fits(loss: Measure, budget: Measure) -> bool:
             return loss.fits_within(cast(ZCDP, budget))
         case _:
             assert_never(loss)
+
+
+def _convertible(path: str, owner: str, cost: Measure, expected: type) -> None:
+    """A conversion node applies to one measure type only; anything else is unsupported, never free."""
+    if type(cost) is not expected:
+        raise Unsupported(
+            f"{path}: {owner} converts a {expected.__name__} plan, but its child costs {type(cost).__name__}; "
+            "no conversion theorem applies"
+        )
 
 
 def _walk(node: object, path: str, dry: bool) -> Derivation | None:
@@ -156,21 +170,24 @@ def _walk(node: object, path: str, dry: bool) -> Derivation | None:
             sub = _walk(known.child, here, dry)
             if sub is None:
                 return None
-            assert isinstance(sub.cost, PureDP)
+            _convertible(here, "PureToApprox", sub.cost, PureDP)
+            assert isinstance(sub.cost, PureDP)  # for mypy; _convertible raised otherwise
             return Derivation(here, known, "eps-DP is (eps, 0)-DP", (), sub.cost.to_approx(), (sub,), combine="convert")
         case PureToZCDP():
             here = _child_path(path, "PureToZCDP")
             sub = _walk(known.child, here, dry)
             if sub is None:
                 return None
-            assert isinstance(sub.cost, PureDP)
+            _convertible(here, "PureToZCDP", sub.cost, PureDP)
+            assert isinstance(sub.cost, PureDP)  # for mypy; _convertible raised otherwise
             return Derivation(here, known, "eps-DP implies eps^2/2-zCDP (Bun-Steinke 2016 Prop 1.4)", (), sub.cost.to_zcdp(), (sub,), combine="convert")
         case ZCDPToApprox():
             here = _child_path(path, "ZCDPToApprox")
             sub = _walk(known.child, here, dry)
             if sub is None:
                 return None
-            assert isinstance(sub.cost, ZCDP)
+            _convertible(here, "ZCDPToApprox", sub.cost, ZCDP)
+            assert isinstance(sub.cost, ZCDP)  # for mypy; _convertible raised otherwise
             return Derivation(
                 here, known, "tight zCDP -> (eps, delta) conversion, rounded up (Canonne-Kamath-Steinke 2020 Cor 13)",
                 (("delta", str(known.delta)),), sub.cost.to_approx(known.delta), (sub,), combine="convert",
@@ -232,7 +249,10 @@ def check(node: object, budget: Measure) -> Derivation:
 
     Raises:
         BudgetExceeded: with the failing node, its path, its cost and the
-            budget that remained for it, plus the whole derivation.
+            budget that remained for it, plus the whole derivation. Its
+            message shows long numbers as short decimals (costs rounded up,
+            budgets down: :func:`dpalg.measures._display.short_measure`); the
+            exact values are its ``required`` and ``available`` attributes.
         InvalidArgument: when ``budget`` is not a privacy measure of the plan's type.
     """
     if not isinstance(budget, (PureDP, ApproxDP, ZCDP)):
@@ -248,8 +268,8 @@ def check(node: object, budget: Measure) -> Derivation:
     # the budget that remained when the failing node was reached
     available = _remaining_at(d, bad.path, budget)
     raise BudgetExceeded(
-        f"plan cost {d.cost!r} exceeds budget {budget!r}; first failing node {bad.path}: "
-        f"needs {bad.cost!r}, only {available!r} remained",
+        f"plan cost {short_measure(d.cost, 'up')} exceeds budget {short_measure(budget, 'down')}; first failing node {bad.path}: "
+        f"needs {short_measure(bad.cost, 'up')}, only {short_measure(available, 'down')} remained",
         path=bad.path, node_repr=bad.node, required=bad.cost, available=available, derivation=d,
     )
 

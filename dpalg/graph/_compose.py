@@ -52,6 +52,23 @@ def measure_type(node: object) -> type | None:
     return None
 
 
+def _convertible_child(owner: str, child: object, expected: type) -> None:
+    """A conversion node's child must have the loss type its theorem starts from.
+
+    mypy rejects ``PureToZCDP(SmoothBound(...))`` statically (the child is an
+    ``AbstractMeasurement[ApproxDP]``); this makes the runtime agree, at
+    construction, with a message naming the child and why.
+    """
+    if not isinstance(child, AbstractMeasurement):
+        raise InvalidArgument(owner, "child", type(child).__name__, "must be a dpalg node")
+    kind = measure_type(child)
+    if kind is not None and kind is not expected:
+        raise InvalidArgument(
+            owner, "child", type(child).__name__,
+            f"costs {kind.__name__}, but {owner} converts a {expected.__name__} plan only (no theorem converts {kind.__name__} this way)",
+        )
+
+
 def _single_measure(owner: str, children: tuple[object, ...]) -> None:
     kinds = {k for k in (measure_type(c) for c in children) if k is not None}
     if len(kinds) > 1:
@@ -170,6 +187,9 @@ class PureToApprox(AbstractMeasurement[ApproxDP]):
 
     child: AbstractMeasurement[PureDP]
 
+    def __attrs_post_init__(self) -> None:
+        _convertible_child("PureToApprox", self.child, PureDP)
+
     @property
     def neighbouring(self) -> Neighbouring:
         """The child's neighbouring relation."""
@@ -185,6 +205,9 @@ class PureToZCDP(AbstractMeasurement[ZCDP]):
     """Explicit conversion: ε-DP implies (ε²/2)-zCDP (Bun–Steinke 2016, Prop. 1.4)."""
 
     child: AbstractMeasurement[PureDP]
+
+    def __attrs_post_init__(self) -> None:
+        _convertible_child("PureToZCDP", self.child, PureDP)
 
     @property
     def neighbouring(self) -> Neighbouring:
@@ -210,6 +233,9 @@ class ZCDPToApprox(AbstractMeasurement[ApproxDP]):
 
     child: AbstractMeasurement[ZCDP]
     delta: Fraction = attrs.field(converter=_delta)
+
+    def __attrs_post_init__(self) -> None:
+        _convertible_child("ZCDPToApprox", self.child, ZCDP)
 
     @property
     def neighbouring(self) -> Neighbouring:

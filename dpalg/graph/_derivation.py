@@ -2,15 +2,35 @@
 
 from __future__ import annotations
 
+import re
+from fractions import Fraction
 from typing import Literal, Union
 
 import attrs
 
 from dpalg.measures import ApproxDP, Measure, PureDP, ZCDP
+from dpalg.measures._display import short_number
 
-__all__ = ["Derivation", "measure_to_json", "measure_from_json"]
+__all__ = ["Derivation", "measure_to_json", "measure_from_json", "strip_addresses"]
 
 JSON = Union[None, bool, int, float, str, list["JSON"], dict[str, "JSON"]]
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
+_NODE_TEXT = 200  # structural nodes: their children have their own entries
+
+
+def strip_addresses(text: str) -> str:
+    """A repr with memory addresses removed (``<function f at 0x7f..>`` -> ``<function f>``).
+
+    Certificates record reprs this way so that a plan rebuilt with stand-ins for
+    user functions reads the same; a repr is stripped *before* it is shortened,
+    so that the cut falls at the same place in both.
+
+    Examples:
+        >>> strip_addresses("Node(fn=<function mean at 0x7f3a2c>)")
+        'Node(fn=<function mean>)'
+    """
+    return _ADDRESS.sub(">", text)
 
 
 @attrs.frozen
@@ -38,16 +58,22 @@ class Derivation:
 
     @property
     def node(self) -> str:
-        """The node's repr (shortened for structural nodes, whose children have their own entries)."""
-        text = repr(self.source)
-        if self.combine != "leaf" and len(text) > 200:
-            return text[:197] + "..."
+        """The node's repr without memory addresses (see :func:`strip_addresses`).
+
+        Shortened to 200 characters for structural nodes, whose children have
+        their own entries. Addresses are stripped first: a plan rebuilt from a
+        certificate (whose user functions have no address) is then cut at the
+        same place as the original.
+        """
+        text = strip_addresses(repr(self.source))
+        if self.combine != "leaf" and len(text) > _NODE_TEXT:
+            return text[: _NODE_TEXT - 3] + "..."
         return text
 
     def render(self, indent: int = 0) -> str:
         """A human-readable, indented rendering of the tree."""
         pad = "  " * indent
-        args = ", ".join(f"{k}={v}" for k, v in self.inputs)
+        args = ", ".join(f"{k}={_short_input(v)}" for k, v in self.inputs)
         lines = [f"{pad}{self.path}: {_show(self.cost)}  <- {self.rule}" + (f" [{args}]" if args else "")]
         for note in self.notes:
             lines.append(f"{pad}  ! {note}")
@@ -75,14 +101,39 @@ class Derivation:
         }
 
 
+_EXACT = re.compile(r"-?[0-9]{1,5000}(/[0-9]{1,5000})?")
+
+
+def _short_input(value: str) -> str:
+    """A long exact number among a rule's inputs, shortened (rounded up) for display."""
+    from dpalg._errors import InvalidArgument
+    from dpalg._numbers import to_fraction
+
+    if len(value) > 16 and _EXACT.fullmatch(value):
+        try:
+            return short_number(to_fraction(value, owner="Derivation", field="inputs"), "up")
+        except InvalidArgument:
+            return value[:13] + "..."
+    return value
+
+
+def _amount(name: str, x: Fraction, digits: int) -> str:
+    """``name=exact (~float)`` for short values, ``name<=decimal`` (rounded up) for long ones."""
+    text = short_number(x, "up")
+    if text.startswith("<="):
+        return f"{name}{text}"
+    return f"{name}={text} (~{float(x):.{digits}g})"
+
+
 def _show(m: Measure) -> str:
+    """A cost as shown in :meth:`Derivation.render`: long exact values are shortened, rounded up."""
     match m:
         case PureDP():
-            return f"eps={m.epsilon} (~{float(m.epsilon):.6g})"
+            return _amount("eps", m.epsilon, 6)
         case ApproxDP():
-            return f"eps={m.epsilon} (~{float(m.epsilon):.6g}), delta={m.delta} (~{float(m.delta):.3g})"
+            return f"{_amount('eps', m.epsilon, 6)}, {_amount('delta', m.delta, 3)}"
         case ZCDP():
-            return f"rho={m.rho} (~{float(m.rho):.6g})"
+            return _amount("rho", m.rho, 6)
 
 
 def measure_to_json(m: Measure) -> dict[str, JSON]:
@@ -96,17 +147,46 @@ def measure_to_json(m: Measure) -> dict[str, JSON]:
             return {"measure": "ZCDP", "rho": str(m.rho)}
 
 
+_FIELDS = {"PureDP": ("epsilon",), "ApproxDP": ("epsilon", "delta"), "ZCDP": ("rho",)}
+_MAX_DIGITS = 4000
+
+
+def _exact_text(kind: str, name: str, value: object) -> Fraction:
+    """One number of an encoded measure: the exact text ``measure_to_json`` writes, nothing else.
+
+    Only ``"p"`` or ``"p/q"`` in decimal digits (at most 4,000 each) is read, so
+    ``"1e999999999"``, ``"nan"`` or a 100,000-digit string is refused at once;
+    the text then goes through :func:`dpalg._numbers.to_fraction`.
+    """
+    from dpalg._errors import InvalidArgument
+    from dpalg._numbers import to_fraction
+
+    if not isinstance(value, str) or not _EXACT.fullmatch(value) or any(len(part) > _MAX_DIGITS + 1 for part in value.split("/")):
+        shown = value if isinstance(value, str) and len(value) <= 40 else f"<{type(value).__name__}>"
+        raise InvalidArgument(kind, name, shown, f"must be an exact fraction string 'p' or 'p/q' of at most {_MAX_DIGITS} digits each")
+    return to_fraction(value, owner=kind, field=name)
+
+
 def measure_from_json(obj: object) -> Measure:
-    """Inverse of :func:`measure_to_json`."""
+    """Inverse of :func:`measure_to_json`: exactly the keys and number texts it writes.
+
+    Raises:
+        InvalidArgument: for anything else (other keys, numbers not written as
+            ``"p"`` or ``"p/q"``, out-of-range values).
+    """
     from dpalg._errors import InvalidArgument
 
     if not isinstance(obj, dict):
         raise InvalidArgument("measure_from_json", "obj", type(obj).__name__, "must be a dict")
     kind = obj.get("measure")
+    if not isinstance(kind, str) or kind not in _FIELDS:
+        raise InvalidArgument("measure_from_json", "measure", kind if isinstance(kind, str) and len(kind) <= 40 else "<?>", "must be PureDP, ApproxDP or ZCDP")
+    names = _FIELDS[kind]
+    if set(obj) != {"measure", *names}:
+        raise InvalidArgument("measure_from_json", kind, sorted(str(k)[:40] for k in obj)[:8], f"must have exactly the keys measure, {', '.join(names)}")
+    values = [_exact_text(kind, name, obj[name]) for name in names]
     if kind == "PureDP":
-        return PureDP(str(obj["epsilon"]))
+        return PureDP(values[0])
     if kind == "ApproxDP":
-        return ApproxDP(str(obj["epsilon"]), str(obj["delta"]))
-    if kind == "ZCDP":
-        return ZCDP(str(obj["rho"]))
-    raise InvalidArgument("measure_from_json", "measure", kind, "must be PureDP, ApproxDP or ZCDP")
+        return ApproxDP(values[0], values[1])
+    return ZCDP(values[0])

@@ -7,6 +7,20 @@ certificate whose claim does not follow from its plan is *refuted* (exit 1),
 with the first node where the recorded derivation and the re-derived one differ.
 A plan naming a node kind this version does not know is refuted too: unknown
 nodes are never free.
+
+What an audit can and cannot show. The digest only detects accidents: anyone
+can edit a certificate and recompute it. What the audit re-derives from the
+plan alone holds whoever wrote the document: the plan, its repr, its
+neighbouring relation, the derivation, the claimed cost, the symbolic checks,
+that the recorded budget covers the cost and that the session's arithmetic
+adds up. Every other field -- the released ``value``, the ``randomness`` (and
+so whether the release is private at all), the ``budget`` and ``session``
+amounts, ``created`` and ``dpalg_version`` -- is the publisher's *claim*, which
+only a valid signature by a key the auditor trusts (``public_key``) can vouch
+for. So an audit without such a signature ends ``"cost_confirmed"`` (exit 0)
+and lists those fields as unverifiable claims, never plain ``"confirmed"``;
+and ``require_secure`` needs the trusted signature (exit 2 without one),
+because a relabelled ``randomness`` cannot be detected otherwise.
 """
 
 from __future__ import annotations
@@ -14,16 +28,18 @@ from __future__ import annotations
 import datetime
 import hmac
 import json
+import re
 from collections.abc import Mapping
 from typing import Literal, final
 
 import attrs
 
-from dpalg._errors import DPAlgError, InvalidArgument, Unsupported
+from dpalg._errors import DPAlgError, InvalidArgument
 from dpalg.graph._accountant import add_measures, derive, fits
 from dpalg.graph._derivation import measure_from_json, measure_to_json
 from dpalg.graph._node import AbstractMeasurement
 from dpalg.measures import Measure
+from dpalg.measures._display import short_measure
 from dpalg.release._certificate import (
     CERTIFICATE_FORMAT,
     certificate_digest,
@@ -35,9 +51,22 @@ from dpalg.release._certificate import (
 )
 from dpalg.release._serialize import JSON, CertificateMalformed, UnknownNodeKind, decode, stable_repr
 
-__all__ = ["AuditReport", "audit_certificate"]
+__all__ = ["AuditReport", "MAX_CERTIFICATE_BYTES", "MAX_JSON_DEPTH", "audit_certificate", "parse_certificate"]
 
-Status = Literal["confirmed", "refuted", "malformed"]
+Status = Literal["confirmed", "cost_confirmed", "refuted", "malformed", "unverifiable"]
+_EXIT: dict[Status, int] = {"confirmed": 0, "cost_confirmed": 0, "refuted": 1, "malformed": 2, "unverifiable": 2}
+
+MAX_JSON_DEPTH = 64
+MAX_CERTIFICATE_BYTES = 16 * 1024 * 1024
+
+# re-derived from the plan: they hold whoever wrote the document
+VERIFIED_FIELDS = ("format", "plan", "plan_repr", "neighbouring", "claimed_cost", "derivation", "symbolic_checks")
+# the publisher's word: only a signature by a trusted key vouches for them
+CLAIMED_FIELDS = ("value", "randomness", "budget", "session", "created", "dpalg_version", "warnings")
+_CLAIMS_TEXT = (
+    "value (the released numbers), randomness (its kind and whether it was secure, hence the seeded-randomness warning), "
+    "budget (only budget >= cost is checked), session (the spend; only its arithmetic is checked), created, dpalg_version"
+)
 
 # field -> JSON types it may have (schema v1, docs/certificates.md)
 _FIELDS: dict[str, tuple[type, ...]] = {
@@ -55,29 +84,147 @@ class AuditReport:
     """The outcome of :func:`audit_certificate`.
 
     Attributes:
-        status: ``"confirmed"`` (exit 0), ``"refuted"`` (exit 1) or
-            ``"malformed"`` (exit 2: unreadable, incomplete or tampered).
+        status: ``"confirmed"`` (exit 0: every re-derivable claim re-derived and
+            every other field signed by the trusted key), ``"cost_confirmed"``
+            (exit 0: the plan and its cost re-derive, but nothing vouches for
+            the fields in ``unverifiable``), ``"refuted"`` (exit 1),
+            ``"malformed"`` (exit 2: unreadable, incomplete or tampered) or
+            ``"unverifiable"`` (exit 2: ``require_secure`` without a trusted
+            signature).
         findings: one line per check, in order; refutations start with ``REFUTED``.
         warnings: loud warnings (seeded randomness, unproven checks, version).
+        unverifiable: the fields that are unverifiable claims (empty when a
+            trusted signature covers them, or when the audit did not get that far).
+        signature: the signature check's status (``"absent"``, ``"valid"``,
+            ``"invalid"``, ``"unverifiable"``), or ``None`` before that check.
     """
 
     status: Status
     findings: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+    unverifiable: tuple[str, ...] = ()
+    signature: str | None = None
 
     @property
     def exit_code(self) -> int:
-        """0 confirmed, 1 refuted, 2 malformed or tampered."""
-        return {"confirmed": 0, "refuted": 1, "malformed": 2}[self.status]
+        """0 confirmed (fully or cost only), 1 refuted, 2 malformed, tampered or unverifiable."""
+        return _EXIT[self.status]
 
     @property
     def confirmed(self) -> bool:
-        """Whether the claim was confirmed."""
+        """Whether *every* field was confirmed: re-derived, or signed by the trusted key."""
         return self.status == "confirmed"
+
+    @property
+    def passed(self) -> bool:
+        """Whether the audit exits 0 (``"confirmed"`` or ``"cost_confirmed"``)."""
+        return self.exit_code == 0
+
+    @property
+    def verdict(self) -> str:
+        """The one-line verdict ``dpalg audit`` prints last, naming what was and was not verified."""
+        if self.status == "cost_confirmed":
+            return (
+                "CONFIRMED (COST ONLY): the plan, its derivation and its cost re-derive, but no trusted signature covers the rest, "
+                f"so these fields are UNVERIFIABLE CLAIMS (anyone can edit them and recompute the digest): {_CLAIMS_TEXT}"
+            )
+        if self.status == "confirmed":
+            return "CONFIRMED: the plan and its cost re-derive, and every other field is signed by the trusted key"
+        return self.status.upper()
 
     def to_json(self) -> dict[str, JSON]:
         """A JSON-ready summary."""
-        return {"status": self.status, "exit_code": self.exit_code, "findings": list(self.findings), "warnings": list(self.warnings)}
+        return {
+            "status": self.status, "exit_code": self.exit_code, "verdict": self.verdict, "signature": self.signature,
+            "verified_fields": list(VERIFIED_FIELDS) if self.passed else [],
+            "unverifiable_claims": list(self.unverifiable),
+            "findings": list(self.findings), "warnings": list(self.warnings),
+        }  # fmt: skip
+
+
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_BRACKETS = re.compile(r"[\[{]+|[\]}]+")
+
+
+def _text_too_deep(text: str, limit: int) -> bool:
+    """Whether JSON text nests more than ``limit`` containers (brackets inside strings do not count)."""
+    depth = 0
+    for run in _BRACKETS.finditer(_JSON_STRING.sub('""', text)):
+        piece = run.group()
+        if piece[0] in "[{":
+            depth += len(piece)
+            if depth > limit:
+                return True
+        else:
+            depth -= len(piece)
+    return False
+
+
+def _object_too_deep(obj: object, limit: int) -> bool:
+    """Whether a parsed document nests more than ``limit`` containers (iterative: no recursion)."""
+    stack: list[tuple[object, int]] = [(obj, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: list[object] = list(item.values())
+        elif isinstance(item, (list, tuple)):
+            children = list(item)
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (Mapping, list, tuple)))
+    return False
+
+
+def _no_constants(name: str) -> object:
+    raise CertificateMalformed("certificate", f"{name} is not JSON")
+
+
+def parse_certificate(data: bytes | str) -> object:
+    """Parse a certificate's JSON text, refusing what could exhaust the process first.
+
+    Before :func:`json.loads` runs, a text larger than
+    :data:`MAX_CERTIFICATE_BYTES` or nesting more than :data:`MAX_JSON_DEPTH`
+    containers is refused (a deep document would otherwise end in a
+    ``RecursionError``); ``NaN`` and ``Infinity`` are not JSON and are refused too.
+
+    Raises:
+        CertificateMalformed: for all of these and for text that is not JSON.
+
+    Examples:
+        >>> parse_certificate('{"a": [1, 2]}')
+        {'a': [1, 2]}
+        >>> parse_certificate("[" * 100_000 + "]" * 100_000)
+        Traceback (most recent call last):
+        ...
+        dpalg.release._serialize.CertificateMalformed: certificate: JSON nested more than 64 levels deep
+    """
+    size = len(data)
+    if size > MAX_CERTIFICATE_BYTES:
+        raise CertificateMalformed("certificate", f"{size} bytes is larger than the limit of {MAX_CERTIFICATE_BYTES}")
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise CertificateMalformed("certificate", "not UTF-8 text") from None
+    else:
+        text = data
+    if _text_too_deep(text, MAX_JSON_DEPTH):
+        raise CertificateMalformed("certificate", f"JSON nested more than {MAX_JSON_DEPTH} levels deep")
+    try:
+        return json.loads(text, parse_constant=_no_constants)
+    except json.JSONDecodeError as exc:
+        raise CertificateMalformed("certificate", f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except (ValueError, RecursionError) as exc:  # e.g. an integer literal beyond Python's digit limit
+        if isinstance(exc, CertificateMalformed):
+            raise
+        raise CertificateMalformed("certificate", f"not readable JSON ({type(exc).__name__})") from None
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    """Recorded text quoted in a finding, cut so that a hostile document cannot flood the report."""
+    return text if len(text) <= limit else text[: limit - 3] + f"... ({len(text)} characters)"
 
 
 def _malformed(findings: list[str], message: str) -> AuditReport:
@@ -95,7 +242,7 @@ def _first_difference(recorded: JSON, derived: JSON, path: str = "") -> str | No
     where = str(derived.get("path") or path or "<root>")
     rk, dk = recorded.get("children"), derived.get("children")
     if not isinstance(rk, list) or not isinstance(dk, list) or len(rk) != len(dk):
-        return f"node {where}: the number of children differs"
+        return f"node {_clip(where, 200)}: the number of children differs"
     for r, d in zip(rk, dk):
         diff = _first_difference(r, d, where)
         if diff is not None:
@@ -103,19 +250,22 @@ def _first_difference(recorded: JSON, derived: JSON, path: str = "") -> str | No
     for key in ("path", "node", "rule", "inputs", "cost", "notes", "combine"):
         if recorded.get(key) != derived.get(key):
             return (
-                f"node {where}: {key} differs: recorded {json.dumps(recorded.get(key), sort_keys=True, ensure_ascii=False)}, "
-                f"re-derived {json.dumps(derived.get(key), sort_keys=True, ensure_ascii=False)}"
+                f"node {_clip(where, 200)}: {key} differs: recorded {_clip(json.dumps(recorded.get(key), sort_keys=True, ensure_ascii=False))}, "
+                f"re-derived {_clip(json.dumps(derived.get(key), sort_keys=True, ensure_ascii=False))}"
             )
     extra = set(recorded) - {"path", "node", "rule", "inputs", "cost", "notes", "combine", "children"}
     if extra:
-        return f"node {where}: unexpected keys {sorted(extra)}"
+        return f"node {_clip(where, 200)}: unexpected keys {_clip(repr(sorted(extra)), 200)}"
     return None
 
 
 def _measure(findings: list[str], cert: Mapping[str, object], field: str) -> Measure | None:
     try:
         return measure_from_json(cert.get(field))
-    except (InvalidArgument, KeyError, ValueError, ZeroDivisionError):
+    except InvalidArgument as exc:
+        findings.append(f"MALFORMED: {field} is not an encoded privacy measure: {_clip(str(exc), 200)}")
+        return None
+    except (KeyError, ValueError, ZeroDivisionError):
         findings.append(f"MALFORMED: {field} is not an encoded privacy measure")
         return None
 
@@ -132,8 +282,11 @@ def audit_certificate(
     Args:
         certificate: the parsed certificate JSON.
         strict: refute a certificate whose plan relies on an unproven symbolic check.
-        require_secure: refute a release made with seeded (insecure) randomness.
-        public_key: when given (32 raw bytes), require a valid Ed25519 signature by it.
+        require_secure: refute a release made with seeded (insecure) randomness,
+            and demand a valid signature by ``public_key`` (``"unverifiable"``,
+            exit 2, without one): without it the randomness is only a claim.
+        public_key: when given (32 raw bytes), require a valid Ed25519 signature
+            by it; only then are the fields the plan cannot re-derive vouched for.
 
     Returns:
         An :class:`AuditReport`; its ``exit_code`` is what ``dpalg audit`` returns.
@@ -143,8 +296,10 @@ def audit_certificate(
     # 1. shape
     if not isinstance(certificate, Mapping):
         return _malformed(findings, "a certificate is a JSON object")
+    if _object_too_deep(certificate, MAX_JSON_DEPTH):
+        return _malformed(findings, f"the certificate nests more than {MAX_JSON_DEPTH} levels deep")
     if certificate.get("format") != CERTIFICATE_FORMAT:
-        return _malformed(findings, f"format is {certificate.get('format')!r}; this dpalg reads {CERTIFICATE_FORMAT!r}")
+        return _malformed(findings, f"format is {_clip(repr(certificate.get('format')), 80)}; this dpalg reads {CERTIFICATE_FORMAT!r}")
     for name, types in _FIELDS.items():
         if name not in certificate:
             return _malformed(findings, f"missing field {name!r}")
@@ -152,7 +307,7 @@ def audit_certificate(
             return _malformed(findings, f"field {name!r} has the wrong type {type(certificate[name]).__name__}")
     extra = set(certificate) - set(_FIELDS) - set(_OPTIONAL)
     if extra:
-        return _malformed(findings, f"unknown fields {sorted(extra)}")
+        return _malformed(findings, f"unknown fields {_clip(repr(sorted(str(k) for k in extra)), 200)}")
     cert: dict[str, JSON] = dict(certificate)  # type: ignore[arg-type]  # checked field by field above
     # 2. integrity: digest, then signature
     digest = cert["digest"]
@@ -169,7 +324,14 @@ def audit_certificate(
     sig = verify_signature(cert, public_key)
     if sig.status == "invalid" or (public_key is not None and sig.status != "valid"):
         return _malformed(findings, f"signature: {sig.detail}")
-    findings.append(f"signature: {sig.detail}")
+    trusted = sig.status == "valid" and public_key is not None
+    if sig.status == "valid" and not trusted:
+        findings.append(
+            f"signature: {sig.detail}, but no trusted key was given (--public-key): anyone can sign with a key of their own, "
+            "so it vouches for nothing until you check that key"
+        )
+    else:
+        findings.append(f"signature: {sig.detail}")
     if sig.status == "unverifiable":
         warnings.append(sig.detail)
     try:
@@ -179,7 +341,7 @@ def audit_certificate(
     if created.tzinfo is None:
         return _malformed(findings, "created must carry a time zone")
     if cert["dpalg_version"] != library_version():
-        warnings.append(f"certificate made by dpalg {cert['dpalg_version']}, audited with dpalg {library_version()}")
+        warnings.append(f"certificate made by dpalg {_clip(str(cert['dpalg_version']), 40)}, audited with dpalg {library_version()}")
     claimed = _measure(findings, cert, "claimed_cost")
     budget = _measure(findings, cert, "budget")
     if claimed is None or budget is None:
@@ -204,7 +366,7 @@ def audit_certificate(
     # 4. re-derive
     try:
         derivation = derive(plan)
-    except Unsupported as exc:
+    except DPAlgError as exc:  # Unsupported, or a node whose cost cannot be formed
         findings.append(f"REFUTED: {exc}")
         return AuditReport("refuted", tuple(findings), tuple(warnings))
     if stable_repr(repr(plan)) != cert["plan_repr"]:
@@ -212,26 +374,26 @@ def audit_certificate(
     nb = plan.neighbouring
     expected_nb = {"unit": nb.unit, "relation": nb.relation, "description": nb.describe()}
     if cert["neighbouring"] != expected_nb:
-        refuted.append(f"REFUTED: neighbouring {json.dumps(cert['neighbouring'])} differs from the plan's: {json.dumps(expected_nb)}")
+        refuted.append(f"REFUTED: neighbouring {_clip(json.dumps(cert['neighbouring']))} differs from the plan's: {json.dumps(expected_nb)}")
     if derivation.cost != claimed or measure_to_json(derivation.cost) != cert["claimed_cost"]:
-        refuted.append(f"REFUTED: claimed cost {claimed!r}, but the plan costs {derivation.cost!r}")
+        refuted.append(f"REFUTED: claimed cost {short_measure(claimed, 'up')}, but the plan costs {short_measure(derivation.cost, 'up')}")
     else:
-        findings.append(f"cost re-derived: {derivation.cost!r} equals the claim")
+        findings.append(f"cost re-derived: {short_measure(derivation.cost, 'up')} equals the claim")
     diff = _first_difference(cert["derivation"], derivation_json(derivation))
     if diff is not None:
         refuted.append(f"REFUTED: the recorded derivation differs from the re-derived one at {diff}")
     else:
         findings.append("derivation re-derived node by node: identical")
     if type(claimed) is not type(budget) or not fits(claimed, budget):
-        refuted.append(f"REFUTED: claimed cost {claimed!r} does not fit the recorded budget {budget!r}")
+        refuted.append(f"REFUTED: claimed cost {short_measure(claimed, 'up')} does not fit the recorded budget {short_measure(budget, 'down')}")
     else:
-        findings.append(f"fits the recorded budget {budget!r}")
+        findings.append(f"fits the recorded budget {short_measure(budget, 'down')}{'' if trusted else ' (the budget itself is a claim)'}")
 
     # 5. symbolic checks, re-run by the rebuild above
     checks = symbolic_check_records(derivation)
     if cert["symbolic_checks"] != checks:
         refuted.append("REFUTED: the recorded symbolic checks differ from the re-run ones: "
-                       f"recorded {json.dumps(cert['symbolic_checks'])}, re-run {json.dumps(checks)}")
+                       f"recorded {_clip(json.dumps(cert['symbolic_checks']))}, re-run {_clip(json.dumps(checks))}")
     for rec in checks:
         assert isinstance(rec, dict)
         status, detail, where = rec["status"], rec["detail"], rec["path"]
@@ -257,11 +419,16 @@ def audit_certificate(
         if not (type(total) is type(before) is type(after) is type(claimed)):
             refuted.append("REFUTED: the session's measures differ from the plan's")
         elif add_measures(before, claimed) != after:
-            refuted.append(f"REFUTED: session spent_after {after!r} != spent_before {before!r} + cost {claimed!r}")
+            refuted.append(
+                f"REFUTED: session spent_after {short_measure(after)} != spent_before {short_measure(before)} + cost {short_measure(claimed)}"
+            )
         elif not fits(after, total) or total != budget:
-            refuted.append(f"REFUTED: session spend {after!r} exceeds its budget {total!r} (or differs from the certificate's budget)")
+            refuted.append(
+                f"REFUTED: session spend {short_measure(after)} exceeds its budget {short_measure(total, 'down')} "
+                "(or differs from the certificate's budget)"
+            )
         else:
-            findings.append(f"session: spent {before!r} -> {after!r} of {total!r}")
+            findings.append(f"session: spent {short_measure(before)} -> {short_measure(after)} of {short_measure(total, 'down')}")
 
     # 7. randomness
     rnd = cert["randomness"]
@@ -271,16 +438,26 @@ def audit_certificate(
     if set(rnd) != {"kind", "secure"}:
         return _malformed(findings, "randomness must have exactly the fields kind and secure")
     if rnd["secure"] and "NOT SECURE" in str(rnd["kind"]).upper():
-        refuted.append(f"REFUTED: randomness {rnd['kind']!r} is marked secure")
+        refuted.append(f"REFUTED: randomness {_clip(repr(rnd['kind']), 80)} is marked secure")
     if cert["warnings"] != certificate_warnings(derivation, bool(rnd["secure"])):
         refuted.append("REFUTED: the recorded warnings differ from the ones the plan and its randomness call for")
     if not rnd["secure"]:
-        loud = f"!!! INSECURE RANDOMNESS ({rnd['kind']}): this release is NOT differentially private against anyone who knows the seed !!!"
+        loud = f"!!! INSECURE RANDOMNESS ({_clip(str(rnd['kind']), 80)}): this release is NOT differentially private against anyone who knows the seed !!!"
         warnings.append(loud)
         if require_secure:
             refuted.append("REFUTED (--require-secure): " + loud)
     else:
-        findings.append(f"randomness: {rnd['kind']} (secure)")
+        findings.append(f"randomness: {_clip(str(rnd['kind']), 80)} (secure{'' if trusted else ', as claimed'})")
 
     findings.extend(refuted)
-    return AuditReport("refuted" if refuted else "confirmed", tuple(findings), tuple(warnings))
+    if refuted:
+        return AuditReport("refuted", tuple(findings), tuple(warnings), signature=sig.status)
+    if trusted:
+        return AuditReport("confirmed", tuple(findings), tuple(warnings), signature=sig.status)
+    if require_secure:
+        findings.append(
+            "UNVERIFIABLE (--require-secure): without a valid signature by a trusted key (--public-key) the randomness "
+            f"{_clip(repr(rnd['kind']), 80)} is only a claim; anyone can relabel a seeded run as secure and recompute the digest"
+        )
+        return AuditReport("unverifiable", tuple(findings), tuple(warnings), CLAIMED_FIELDS, sig.status)
+    return AuditReport("cost_confirmed", tuple(findings), tuple(warnings), CLAIMED_FIELDS, sig.status)

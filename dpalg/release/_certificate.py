@@ -2,9 +2,12 @@
 
 The schema is documented field by field in ``docs/certificates.md``; its
 version is the ``format`` field, ``"dpalg-certificate/1"``. A digest only
-detects accidental or naive edits (anyone can recompute it), which is why
-``dpalg audit`` also re-derives every claim from the plan, and why a publisher
-may sign the certificate so that a third party can check who issued it.
+detects accidental or naive edits (anyone can recompute it). ``dpalg audit``
+re-derives what the plan determines (its cost, derivation, symbolic checks);
+the other fields (the value, the randomness, the budget and session amounts,
+the timestamp) are the publisher's claims, which only a signature by a key the
+auditor trusts vouches for (:func:`sign_certificate`; see
+:mod:`dpalg.release._audit`).
 """
 
 from __future__ import annotations

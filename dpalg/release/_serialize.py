@@ -7,7 +7,10 @@ A plan is encoded field by field from its attrs definition:
 * a ``Fraction`` is ``{"$fraction": "p/q"}`` (exact);
 * a ``tuple`` is ``{"$tuple": [...]}``;
 * a dpalg attrs class is ``{"$node": "module:QualName", "fields": {...}}``;
-* a user callable is ``{"$callable": "module:qualname"}`` (recorded by name only).
+* a user callable is ``{"$callable": "module:qualname", "repr": text}``: its name
+  and its repr without the memory address (so that a plan rebuilt with a stub
+  reads exactly like the original, for a ``functools.partial``, a callable object
+  or a builtin too); the code itself is never recorded.
 
 Decoding only ever instantiates attrs classes defined inside the ``dpalg``
 package, through their ``__attrs_init__`` so that every converter, validator and
@@ -34,6 +37,8 @@ from typing import Union, final
 import attrs
 
 from dpalg._errors import DPAlgError, InvalidArgument
+from dpalg._numbers import to_fraction
+from dpalg.graph._derivation import strip_addresses
 from dpalg.measures import ZCDP, ApproxDP, PureDP
 
 __all__ = [
@@ -72,19 +77,21 @@ class UnknownNodeKind(DPAlgError, TypeError):
 class CallableStub:
     """Stands in for a user callable when a plan is rebuilt from a certificate.
 
-    Its repr is the function's, without the address (see :func:`stable_repr`).
+    Its repr is the function's as recorded, without the address (see
+    :func:`stable_repr`); certificates without a recorded repr read
+    ``<function qualname>``.
     """
 
     name: str
+    text: str | None = None
 
     def __call__(self, *args: object) -> object:
         raise InvalidArgument("CallableStub", "name", self.name, "is a recorded callable; it cannot run during an audit")
 
     def __repr__(self) -> str:
+        if self.text is not None:
+            return self.text
         return f"<function {self.name.partition(':')[2] or self.name}>"
-
-
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
 
 
 def stable_repr(text: str) -> str:
@@ -97,7 +104,7 @@ def stable_repr(text: str) -> str:
         >>> stable_repr("Node(fn=<function mean at 0x7f3a2c>)")
         'Node(fn=<function mean>)'
     """
-    return _ADDRESS.sub(">", text)
+    return strip_addresses(text)
 
 
 def encode(value: object) -> JSON:
@@ -111,7 +118,7 @@ def encode(value: object) -> JSON:
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, CallableStub):  # a rebuilt plan encodes like the original
-        return {"$callable": value.name}
+        return {"$callable": value.name} if value.text is None else {"$callable": value.name, "repr": value.text}
     if isinstance(value, float):
         return {"$float": value.hex()}
     if isinstance(value, Fraction):
@@ -126,7 +133,7 @@ def encode(value: object) -> JSON:
         return {"$node": f"{cls.__module__}:{cls.__qualname__}", "fields": fields}
     if callable(value):
         name = getattr(value, "__qualname__", None) or type(value).__name__
-        return {"$callable": f"{getattr(value, '__module__', '?')}:{name}"}
+        return {"$callable": f"{getattr(value, '__module__', '?')}:{name}", "repr": stable_repr(repr(value))}
     raise InvalidArgument("encode", "value", type(value).__name__, "cannot be recorded in a certificate")
 
 
@@ -170,10 +177,15 @@ def decode(obj: JSON, where: str = "plan") -> object:
         UnknownNodeKind: for a dpalg class this version does not have.
         InvalidArgument: when the rebuilt node's own validation refuses it.
     """
-    return _decode(obj, where, None)
+    return _decode(obj, where, None, 0)
 
 
-def _decode(obj: JSON, where: str, field: tuple[str, str] | None) -> object:
+_MAX_DEPTH = 64  # as for a whole certificate (dpalg.release._audit.MAX_JSON_DEPTH)
+
+
+def _decode(obj: JSON, where: str, field: tuple[str, str] | None, depth: int) -> object:
+    if depth > _MAX_DEPTH:
+        raise CertificateMalformed(where[:200], f"the encoded plan nests more than {_MAX_DEPTH} levels deep")
     if obj is None or isinstance(obj, (bool, int)):
         return obj
     if isinstance(obj, str):
@@ -190,7 +202,8 @@ def _decode(obj: JSON, where: str, field: tuple[str, str] | None) -> object:
     if len(tags) != 1:
         raise CertificateMalformed(where, f"an encoded value has exactly one $-tag; found {sorted(tags)}")
     tag = tags[0]
-    extra = set(obj) - {tag, "fields"} if tag == "$node" else set(obj) - {tag}
+    allowed = {"$node": {"fields"}, "$callable": {"repr"}}.get(tag, set())
+    extra = set(obj) - {tag} - allowed
     if extra:
         raise CertificateMalformed(where, f"unexpected keys {sorted(extra)} next to {tag}")
     payload = obj[tag]
@@ -204,24 +217,29 @@ def _decode(obj: JSON, where: str, field: tuple[str, str] | None) -> object:
     if tag == "$fraction":
         if not isinstance(payload, str) or not re.fullmatch(r"-?\d{1,4000}(/\d{1,4000})?", payload):
             raise CertificateMalformed(where, "$fraction must be a string 'p/q' of decimal integers")
+        if payload.endswith("/0") or re.search(r"/0+$", payload):
+            raise CertificateMalformed(where, "$fraction has a zero denominator")
         try:
-            return Fraction(payload)
-        except ZeroDivisionError:
-            raise CertificateMalformed(where, "$fraction has a zero denominator") from None
+            return to_fraction(payload, owner="certificate", field=where)
+        except InvalidArgument as exc:
+            raise CertificateMalformed(where, f"$fraction is refused: {exc.constraint}") from None
     if tag == "$tuple":
         if not isinstance(payload, list):
             raise CertificateMalformed(where, "$tuple must be a list")
-        return tuple(_decode(v, f"{where}[{i}]", field) for i, v in enumerate(payload))
+        return tuple(_decode(v, f"{where}[{i}]", field, depth + 1) for i, v in enumerate(payload))
     if tag == "$callable":
-        if not isinstance(payload, str):
-            raise CertificateMalformed(where, "$callable must be a string")
-        return CallableStub(payload)
+        text = obj.get("repr")
+        if not isinstance(payload, str) or not (text is None or isinstance(text, str)):
+            raise CertificateMalformed(where, "$callable and its repr must be strings")
+        if len(payload) > _MAX_STRING or (text is not None and len(text) > _MAX_STRING):
+            raise CertificateMalformed(where, f"a recorded callable is longer than {_MAX_STRING} characters")
+        return CallableStub(payload, text)
     if tag == "$node":
-        return _decode_node(obj, where)
+        return _decode_node(obj, where, depth)
     raise CertificateMalformed(where, f"unknown tag {tag!r}")
 
 
-def _decode_node(obj: dict[str, JSON], where: str) -> object:
+def _decode_node(obj: dict[str, JSON], where: str, depth: int) -> object:
     target = obj["$node"]
     if not isinstance(target, str):
         raise CertificateMalformed(where, "$node must be a string 'module:Class'")
@@ -247,7 +265,7 @@ def _decode_node(obj: dict[str, JSON], where: str) -> object:
     missing = sorted(f.name for f in attrs.fields(cls) if f.name not in raw and f.default is attrs.NOTHING)
     if unknown or missing:
         raise CertificateMalformed(where, f"{qualname}: unknown fields {unknown}, missing fields {missing}")
-    fields = {k: _decode(v, f"{where}.{qualname}.{k}", (qualname, k)) for k, v in raw.items()}
+    fields = {k: _decode(v, f"{where}.{qualname}.{k}", (qualname, k), depth + 2) for k, v in raw.items()}
     instance = cls.__new__(cls)
     init = getattr(instance, "__attrs_init__", None)
     try:

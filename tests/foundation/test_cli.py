@@ -158,7 +158,10 @@ def test_audit_json_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     cert_path, _ = _certificate(tmp_path)
     assert main(["audit", str(cert_path), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["status"] == "confirmed" and report["exit_code"] == 0
+    assert report["status"] == "cost_confirmed" and report["exit_code"] == 0  # unsigned: the cost only
+    assert report["signature"] == "absent" and "UNVERIFIABLE CLAIMS" in report["verdict"]
+    assert {"value", "randomness", "budget", "session", "created"} <= set(report["unverifiable_claims"])
+    assert {"plan", "claimed_cost", "derivation"} <= set(report["verified_fields"])
 
 
 STRICT_PLAN = """
@@ -214,3 +217,20 @@ def test_signed_certificate_cli(tmp_path: Path, capsys: pytest.CaptureFixture[st
     cert_path.write_text(json.dumps(resealed))
     assert main(["audit", str(cert_path)]) == 2  # the old signature does not cover the new content
     assert "signature" in capsys.readouterr().out
+
+
+def test_a_huge_exponent_budget_is_refused_fast(tmp_path: Path) -> None:
+    # issue 14 §2: "1e999999999" used to hang (Fraction builds 10**999999999); the bound is in to_fraction
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "myplan.py"
+    path.write_text(PLAN)
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "dpalg.cli", "check", f"{path}:plan", "--budget", "eps=1e999999999"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert time.monotonic() - start < 20  # interpreter start-up included
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "--budget" in done.stderr, done.stderr

@@ -34,6 +34,7 @@ from dpalg import (
     Parallel,
     PureDP,
     PureToApprox,
+    PureToZCDP,
     Query,
     Session,
     UncheckedPlan,
@@ -154,7 +155,8 @@ BAD_INPUTS: list[BadInput] = [
     ("mismatched-lengths", lambda: _run(Laplace(Query.count(), epsilon=1), {"x": [SECRET, 1.0], "y": [1.0]}), "same length"),
     ("two-dimensional-column", lambda: _run(Laplace(Query.count(), epsilon=1), {"x": [[SECRET, 1.0]]}), "1-D"),
     ("strings-in-numeric-column", lambda: _run(Laplace(M, epsilon=1), {"x": np.array([SECRET_TEXT, "b"])}), "must be numeric"),
-    ("string-among-numbers", lambda: _run(Laplace(M, epsilon=1), {"x": np.array([SECRET, SECRET_TEXT], dtype=object)}), "must hold numbers or None"),
+    # a str among numbers is missing, not an error (issue 14 §3): see test_data_policy_nan_none_inf_and_empty
+    ("conversion-of-the-wrong-measure", lambda: PureToZCDP(SmoothBound(Query.median("x") | Clip(0, 1), epsilon=1, delta="1e-6")), "costs ApproxDP"),  # type: ignore[arg-type]
     ("dates-in-numeric-column", lambda: _run(Laplace(M, epsilon=1), {"x": np.array(["2020-01-01"], dtype="datetime64[D]")}), "must be numeric"),
     ("missing-column", lambda: _run(Laplace(M, epsilon=1), {"y": [SECRET]}), "is not a column"),
     ("fixed-point-lattice-too-fine", lambda: _run(Laplace(Query.sum("x") | Clip(0, 2**1000), epsilon=1, granularity=-100), {"x": [SECRET]}), "2**52"),
@@ -185,6 +187,7 @@ def test_data_policy_nan_none_inf_and_empty() -> None:
     exact = Laplace(Query.count("x"), epsilon=10**6)  # scale 1e-6: the count itself
     assert _run(exact, {"x": [1.0, float("nan"), 2.0]}) == (2,)
     assert _run(exact, {"x": np.array([1.0, None, SECRET], dtype=object)}) == (2,)
+    assert _run(exact, {"x": np.array([1.0, SECRET_TEXT, SECRET], dtype=object)}) == (2,)  # a str is missing too
     clipped = (Query.sum("x") | Clip(0, 1)).values(as_dataset({"x": [float("inf"), float("-inf"), 0.5]}))
     assert clipped.tolist() == [1.0, 0.0, 0.5]
     for node in (Laplace(Query.count(), epsilon=1), Laplace(M, epsilon=1), ExponentialQuantile(Query.median("x") | Clip(0, 1), epsilon=1)):
@@ -210,15 +213,21 @@ def test_run_without_check_is_refused_before_touching_data() -> None:
 # --- charges are kept ---------------------------------------------------------------------------
 
 
-def test_a_run_that_raises_midway_keeps_its_charge() -> None:
+def test_a_run_refused_by_the_public_schema_costs_nothing_and_charges_are_kept() -> None:
+    # issue 14 §3: the schema (column names, dtypes, lengths) is checked before anything is charged,
+    # so a string column or a ragged table costs nothing -- and never names a value
     session = Session(PureDP(2))
     plan = Compose(Laplace(Query.count(), epsilon="0.5"), Laplace(M, epsilon="0.25"))
-    with pytest.raises(InvalidArgument) as info:  # the second node meets a string column, after the first released
+    with pytest.raises(InvalidArgument) as info:
         session.run(plan, {"x": np.array([SECRET_TEXT, "b"])}, rng=0)
     assert SECRET_TEXT not in str(info.value)
-    assert session.spent == PureDP("0.75") and session.charges == 1
+    assert session.spent == PureDP(0) and session.charges == 0
     with pytest.raises(InvalidArgument):
         session.run(plan, {"x": [1.0], "y": [1.0, 2.0]}, rng=0)  # fails while reading the data
+    assert session.spent == PureDP(0)
+    session.run(plan, {"x": [1.0, 0.5]}, rng=0)
+    assert session.spent == PureDP("0.75") and session.charges == 1
+    session.run(plan, {"x": [1.0, 0.5]}, rng=0)
     assert session.spent == PureDP("1.5")
     release = session.run(Compose(Laplace(Query.count(), epsilon="0.5")), {"x": [1.0]}, rng=0)
     assert session.spent == PureDP(2)
@@ -274,7 +283,7 @@ def test_the_certificate_has_every_documented_field() -> None:
     for field in FIELDS:
         assert f"| `{field}` |" in doc, field
     assert CERT["format"] == "dpalg-certificate/1"
-    assert audit_certificate(CERT).status == "confirmed"
+    assert audit_certificate(CERT).status == "cost_confirmed"  # unsigned: the cost only
 
 
 @pytest.mark.parametrize("field", FIELDS)
@@ -507,7 +516,7 @@ def test_a_release_with_a_user_function_is_audited(tmp_path: Path) -> None:
     plan.check(PureDP(1))
     cert = json.loads(plan.run({"x": np.arange(20.0)}, rng=0).certificate_json())
     assert "<function _block_mean>" in str(cert["plan_repr"])
-    assert audit_certificate(cert).status == "confirmed"
+    assert audit_certificate(cert).status == "cost_confirmed"
 
 
 def test_fraction_parameters_survive_the_round_trip_exactly() -> None:

@@ -1,0 +1,105 @@
+"""Short, conservative text for privacy amounts shown to people.
+
+Exact values can be long: the tight zCDP -> (ε, δ) conversion yields a
+rational with hundreds of digits, and sums of such values are longer still.
+Messages (budget errors, derivation text, CLI output, audit findings) show
+them as short decimals; certificates and ``repr`` keep the exact values (a
+``repr`` reproduces construction).
+
+The rule:
+
+* a number whose exact text is at most :data:`SHORT` characters is shown
+  exactly, as in a ``repr`` (``'3/4'``, ``'1/1000000'``);
+* a longer one is shown with 6 significant digits, rounded in the
+  conservative direction and marked with it: ``<=2.15238`` (the exact value is
+  at most this; used for costs, so a cost is never understated) or
+  ``>=0.847619`` (at least this; used for budgets and what remains of them,
+  so an allowance is never overstated).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from fractions import Fraction
+from typing import Literal
+
+from dpalg.measures._measures import ZCDP, ApproxDP, Measure, PureDP
+
+__all__ = ["SHORT", "short_measure", "short_number"]
+
+SHORT = 16
+_DIGITS = 6
+
+Rounding = Literal["up", "down"]
+
+
+def _decimal_exponent(x: Fraction) -> int:
+    """floor(log10(x)) for x > 0, exactly."""
+    e = int((x.numerator.bit_length() - x.denominator.bit_length()) * 0.30102999566398120)
+    while x >= Fraction(10) ** (e + 1):
+        e += 1
+    while x < Fraction(10) ** e:
+        e -= 1
+    return e
+
+
+def short_number(x: Fraction, rounding: Rounding = "up") -> str:
+    """``x`` exactly when its text is short, else 6 significant digits rounded ``rounding``.
+
+    Examples:
+        >>> short_number(Fraction(3, 4))
+        '3/4'
+        >>> short_number(Fraction(10**40 + 1, 3 * 10**40))
+        '<=0.333334'
+        >>> short_number(Fraction(10**40 + 1, 3 * 10**40), "down")
+        '>=0.333333'
+        >>> short_number(Fraction(3 * 10**40, 10**40 + 1))
+        '<=3'
+        >>> short_number(Fraction(10**20))
+        '1e+20'
+    """
+    if x == 0 or x.numerator.bit_length() + x.denominator.bit_length() <= 4 * SHORT:
+        exact = str(x)  # cheap: at most about 40 digits
+        if len(exact) <= SHORT:
+            return exact
+    sign = -1 if x < 0 else 1
+    magnitude = abs(x)
+    e = _decimal_exponent(magnitude) - (_DIGITS - 1)
+    scaled = magnitude / Fraction(10) ** e
+    up = (rounding == "up") == (sign > 0)  # rounding a negative number up shrinks its magnitude
+    digits = -((-scaled.numerator) // scaled.denominator) if up else scaled.numerator // scaled.denominator
+    text = f"{Decimal(sign * digits).scaleb(e).normalize():g}"
+    if "E" in text:
+        text = text.replace("E", "e")
+    if digits == scaled:  # exact in 6 digits: nothing was rounded
+        return text
+    return ("<=" if rounding == "up" else ">=") + text
+
+
+def short_measure(m: Measure, rounding: Rounding = "up") -> str:
+    """A measure as in its ``repr``, with long numbers shortened by :func:`short_number`.
+
+    Costs are shown with ``rounding="up"`` (never understated); budgets and
+    what remains of them with ``rounding="down"`` (never overstated).
+
+    Examples:
+        >>> short_measure(PureDP("3/4"))
+        "PureDP('3/4')"
+        >>> short_measure(ApproxDP(Fraction(2 * 10**30 + 7, 10**30), "1e-7"))
+        "ApproxDP(<=2.00001, '1/10000000')"
+    """
+
+    def show(x: Fraction) -> str:
+        text = short_number(x, rounding)
+        if text.startswith(("<=", ">=")):
+            return text
+        return f"'{text}'" if x.denominator != 1 else text
+
+    match m:
+        case PureDP():
+            return f"PureDP({show(m.epsilon)})"
+        case ApproxDP():
+            return f"ApproxDP({show(m.epsilon)}, {show(m.delta)})"
+        case ZCDP():
+            return f"ZCDP({show(m.rho)})"
+    return repr(m)  # pragma: no cover - Measure is a closed union
