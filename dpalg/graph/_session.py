@@ -9,6 +9,7 @@ from dpalg._errors import BudgetExceeded, InvalidArgument
 from dpalg.graph._accountant import add_measures, derive, fits, subtract_measures
 from dpalg.graph._node import AbstractMeasurement, M
 from dpalg.measures import ZCDP, ApproxDP, PureDP
+from dpalg.measures._display import short_measure
 from dpalg.noise._random import RngLike
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -92,8 +93,9 @@ class Session(Generic[M]):
             before = self._spent
             after = add_measures(self._spent, cost)
             if not fits(after, self._budget):
+                remaining = subtract_measures(self._budget, self._spent)
                 raise BudgetExceeded(
-                    f"session: {label} needs {cost!r}, only {subtract_measures(self._budget, self._spent)!r} remains",
+                    f"session: {label} needs {short_measure(cost, 'up')}, only {short_measure(remaining, 'down')} remains",
                     path=label, node_repr=label, required=cost,
                     available=subtract_measures(self._budget, self._spent),
                 )

@@ -212,7 +212,7 @@ def _decode(obj: JSON, where: str, field: tuple[str, str] | None, depth: int) ->
             raise CertificateMalformed(where, "$float must be a hex string")
         try:
             return float.fromhex(payload)
-        except ValueError:
+        except (ValueError, OverflowError):  # "0x1p999999" overflows
             raise CertificateMalformed(where, "$float is not a float.hex() string") from None
     if tag == "$fraction":
         if not isinstance(payload, str) or not re.fullmatch(r"-?\d{1,4000}(/\d{1,4000})?", payload):

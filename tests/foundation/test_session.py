@@ -93,3 +93,14 @@ def test_session_rejects_other_measures() -> None:
         session.charge(ZCDP(1))  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument):
         Session(1.0)  # type: ignore[type-var]
+
+
+def test_over_budget_message_shows_short_decimals_not_long_fractions() -> None:
+    from dpalg import BudgetExceeded
+
+    session = Session(PureDP("1/3"))
+    cost = PureDP("923456789123456789/1000000000000000001")
+    with pytest.raises(BudgetExceeded) as info:
+        session.charge(cost)
+    assert "923456789123456789" not in str(info.value)
+    assert info.value.required == cost  # the exact amount stays on the error
