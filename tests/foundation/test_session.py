@@ -96,8 +96,6 @@ def test_session_rejects_other_measures() -> None:
 
 
 def test_over_budget_message_shows_short_decimals_not_long_fractions() -> None:
-    from dpalg import BudgetExceeded
-
     session = Session(PureDP("1/3"))
     cost = PureDP("923456789123456789/1000000000000000001")
     with pytest.raises(BudgetExceeded) as info:
