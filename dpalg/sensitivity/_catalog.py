@@ -40,6 +40,7 @@ from dpalg._errors import InvalidArgument
 from dpalg.data import Relation
 from dpalg.queries import Query
 from dpalg.sensitivity._ls_common import FloatArray, _pad, _val
+from dpalg.sensitivity._ls_mean import _mean_ls, _mean_ls_profile
 from dpalg.sensitivity._ls_mode import _mode_profile
 from dpalg.sensitivity._ls_trimmed import _tm_ar_ls, _tm_ar_profile, _tm_sub_profile
 
@@ -264,65 +265,6 @@ def _order_window(arr: FloatArray, q: Fraction, kmax: int) -> FloatArray:
     return part
 
 
-def _phi_best(hv: FloatArray, pv: FloatArray, ulo: FloatArray, uhi: FloatArray) -> FloatArray:
-    """max over integers u in [ulo, uhi], u >= 1, of (H u − P)/(u (u+1)) (unimodal in u; -inf if empty)."""
-    ok = np.maximum(ulo, 1.0) <= uhi
-    ulo = np.where(ok, np.maximum(ulo, 1.0), 1.0)
-    uhi = np.where(ok, uhi, 1.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ustar = np.where(hv > 0, (pv + np.sqrt(pv * pv + hv * pv)) / np.where(hv > 0, hv, 1.0), ulo)
-    best = np.full(hv.shape, -np.inf)
-    for cand in (np.floor(ustar), np.ceil(ustar), ulo, uhi):
-        u = np.clip(cand, ulo, np.maximum(ulo, uhi))
-        val = (hv * u - pv) / (u * (u + 1.0))
-        best = np.where(ok, np.maximum(best, val), best)
-    return best
-
-
-def _mean_one_side(xs: FloatArray, a: float, b: float, k: int, prefix: FloatArray) -> float:
-    """max of the 'upward' terms (C, A1, A2) of the mean's LS over y within k add/remove ops.
-
-    ``prefix`` is ``[0, cumsum(xs - a)]`` (computed once per profile).
-    """
-    n = xs.size
-    bp = b - a
-    r = np.arange(0, min(k, n) + 1, dtype=np.int64)
-    big_s = (k - r).astype(np.float64)
-    nn = (n - r).astype(np.float64)
-    pn = prefix[n - r]
-    hb = np.full(r.shape, bp)
-    best = _phi_best(hb, pn, nn, nn + big_s)  # C: add-neighbour at size m = N + s
-    best = np.maximum(best, _phi_best(hb, pn, np.where(big_s >= 1, nn, np.inf), nn + big_s - 1))  # A1: h = b added
-    if n >= 1:
-        ok = r <= n - 1
-        pn1 = prefix[np.clip(n - 1 - r, 0, n)]
-        h2 = np.full(r.shape, float(xs[-1]) - a)
-        a2 = _phi_best(h2, pn1, np.where(ok, nn - 1, np.inf), nn - 1 + big_s)  # A2: h = x_max kept
-        best = np.maximum(best, a2)
-    return float(np.max(best)) if best.size else -np.inf
-
-
-def _mean_prefixes(xs: FloatArray, a: float, b: float) -> tuple[FloatArray, FloatArray]:
-    up = np.concatenate(([0.0], np.cumsum(xs - a)))
-    down = np.concatenate(([0.0], np.cumsum(b - xs[::-1])))
-    return up, down
-
-
-def _mean_ls(xs: FloatArray, a: float, b: float, k: int, prefixes: tuple[FloatArray, FloatArray] | None = None) -> float:
-    n = xs.size
-    mid = (a + b) / 2
-    up, down = prefixes if prefixes is not None else _mean_prefixes(xs, a, b)
-    cands = [_mean_one_side(xs, a, b, k, up), _mean_one_side((a + b) - xs[::-1], a, b, k, down)]
-    if k >= n:
-        cands.append((b - a) / 2)  # the empty dataset: adding v moves the mean from mid to v
-    if n >= 1 and k >= n - 1:
-        for y0 in (float(xs[0]), float(xs[-1])):
-            cands.append(max(abs(y0 - mid), max(y0 - a, b - y0) / 2))
-    if any(math.isnan(c) for c in cands):
-        return math.inf  # conservative (cannot happen on scaled data; kept as a guard)
-    return max(0.0, max(cands))
-
-
 def _prepare(owner: str, query: Query, values: FloatArray) -> FloatArray:
     arr = np.asarray(values, dtype=np.float64)
     if arr.ndim != 1:
@@ -445,9 +387,7 @@ def _unit_profile(kind: str, query: Query, arr: FloatArray, a: float, b: float, 
             return _tm_sub_profile(xs, a, b, query.trim, kmax)
         return _tm_ar_profile(xs, a, b, query.trim, kmax)
     if kind == "mean" and rel == "add_remove":
-        prefixes = _mean_prefixes(xs, a, b)
-        out = np.array([_mean_ls(xs, a, b, k, prefixes) for k in range(kmax + 1)])
-        return np.maximum.accumulate(out)
+        return np.maximum.accumulate(_mean_ls_profile(xs, a, b, kmax))
     return _constant_profile(kind, n, kmax, rel, a, b, xs)
 
 

@@ -517,3 +517,17 @@ def test_wide_clips_match_the_same_data_at_an_ordinary_scale(kind: str, relation
     with np.errstate(all="raise"):  # no floating-point warning escapes either
         wide = ls_profile(big_q, np.ldexp(data, 1022), 4, relation)
     assert not np.isnan(wide).any()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.sampled_from([0.0, 0.5, 1.0, 3.25, 7.5, 10.0]) | st.floats(0, 10), max_size=30),
+    st.integers(0, 45),
+)
+def test_vectorised_mean_profile_equals_the_per_k_definition(values: list[float], kmax: int) -> None:
+    """The (k, r)-grid profile is bit-identical to evaluating the mean's LS_k one k at a time."""
+    from dpalg.sensitivity._ls_mean import _mean_ls, _mean_ls_profile
+
+    xs = np.sort(np.array(values, dtype=np.float64))
+    per_k = np.array([_mean_ls(xs, 0.0, 10.0, k) for k in range(kmax + 1)])
+    assert np.array_equal(_mean_ls_profile(xs, 0.0, 10.0, kmax), per_k)
