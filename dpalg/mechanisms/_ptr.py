@@ -247,7 +247,9 @@ class LocalSensAtDistance:
     def evaluate(self, k: int, n: int) -> sympy.Expr:
         """F_k for a dataset with n values, exactly (sympy)."""
         subs = {sympy.Symbol("k"): sympy.Integer(k), sympy.Symbol("n", integer=True, nonnegative=True): sympy.Integer(n)}
-        return sympy.sympify(self._verdict().expr.subs(subs))
+        value = self._verdict().expr.subs(subs)
+        assert isinstance(value, sympy.Expr)  # substituting numbers into an Expr gives an Expr
+        return value
 
     def values_at(self, n: int, cap: int) -> npt.NDArray[np.float64]:
         """[F(0, n), …, F(cap, n)] in float64 (+inf where not finite); the same work for every n, never raises."""

@@ -149,7 +149,7 @@ def evaluate_formula(expr: sympy.Expr, n: int, cap: int) -> FloatArray:
     gives ``+inf`` (the conservative reading of an upper bound on LS_k).
 
     Examples:
-        >>> evaluate_formula(sympy.sympify("k + 1/(n - 2)"), 2, 3).tolist()
+        >>> evaluate_formula(sympy.Symbol("k") + 1 / (sympy.Symbol("n") - 2), 2, 3).tolist()
         [inf, inf, inf, inf]
         >>> evaluate_formula(sympy.Symbol("k") / 2, 7, 3).tolist()
         [0.0, 0.5, 1.0, 1.5]
