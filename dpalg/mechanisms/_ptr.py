@@ -184,7 +184,9 @@ class LocalSensAtDistance:
 
     *Refuted* formulas are refused with a counterexample; *unproven* ones are
     refused with ``strict=True`` and otherwise accepted, with the verdict recorded
-    in every certificate. A formula mentioning a name the query does not define, or
+    in every certificate. A formula whose neighbour condition is unproven is not
+    used for a catalog query (the distance is then γ_exact alone): only a proven
+    condition makes γ_F, and so min(γ_F, γ_exact), 1-Lipschitz. A formula mentioning a name the query does not define, or
     one dpalg cannot evaluate, is refused.
 
     At run time F is evaluated in float64 at every k from 0 to the public cap, on
@@ -234,12 +236,16 @@ class LocalSensAtDistance:
         if nb.status == "proven":
             out.append(f"LS_k formula {self.formula!r}: PTR neighbour condition F(k, n) <= F(k+1, n') for n' in "
                        f"{{n-1, n, n+1}} proven ({nb.reason})")
+        elif self.has_exact_ls:
+            out.append(f"WARNING: LS_k formula {self.formula!r}: PTR neighbour condition is UNPROVEN ({nb.reason}); "
+                       "the formula is NOT used: PTR distance = gamma_exact from dpalg's exact LS_k")
         else:
             out.append(f"WARNING: LS_k formula {self.formula!r}: PTR neighbour condition is UNPROVEN ({nb.reason}); "
                        "accepted in non-strict mode")
         if self.has_exact_ls:
-            out.append("PTR distance = min(gamma_F, gamma_exact): dpalg's exact LS_k of the query bounds it too, "
-                       "so a formula below the true LS_k cannot leak")
+            if self.uses_formula:
+                out.append("PTR distance = min(gamma_F, gamma_exact): dpalg's exact LS_k of the query bounds it too, "
+                           "so a formula below the true LS_k cannot leak")
         else:
             out.append("WARNING: F >= LS_k is not proven: it is the user's promise (dpalg has no exact LS_k for this query)")
         return tuple(out)
@@ -265,10 +271,24 @@ class LocalSensAtDistance:
         """
         n = int(values.size)
         b = _float_at_most(bound)
-        gamma = _first_above(self.values_at(n, cap), b, cap)
+        gamma = _first_above(self.values_at(n, cap), b, cap)  # evaluated on every run: constant work
         if self.has_exact_ls:
+            if not self.uses_formula:
+                gamma = cap  # γ_F may jump by more than 1 between neighbours: only γ_exact is used
             gamma = min(gamma, distance_to_instability(self.query, values, b, relation, cap=cap))
         return gamma
+
+    @property
+    def uses_formula(self) -> bool:
+        """Whether γ_F enters the distance: only when the neighbour condition is proven.
+
+        An unproven neighbour condition means γ_F may not be 1-Lipschitz, and then
+        neither is min(γ_F, γ_exact) (e.g. ``(k + 1)/100 + 1000*floor(n/500)`` gives
+        γ_F = 50 at n = 499 and 0 at n = 500, beyond the grid search). For a catalog
+        query the formula is then ignored (γ = γ_exact, which is private on its own);
+        without an exact LS_k it is the user's promise (``strict=True`` refuses it).
+        """
+        return self.neighbour_check().status == "proven" or not self.has_exact_ls
 
 
 @functools.lru_cache(maxsize=256)

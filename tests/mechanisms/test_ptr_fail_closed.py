@@ -147,7 +147,9 @@ def test_refuted_formula_is_refused_and_unproven_follows_strict() -> None:
     loose = LocalSensAtDistance(MEDIAN01, "k + log(n + 1)")
     assert loose.neighbour_check().status == "unproven"
     notes = ProposeTest(loose, bound="0.5", epsilon=1, delta="1e-6").privacy().notes
-    assert [classify_note(n) for n in notes] == ["proven", "unproven", "note"]
+    # the min(gamma_F, gamma_exact) note is absent: an unproven formula is not used at all
+    assert [classify_note(n) for n in notes] == ["proven", "unproven"]
+    assert "NOT used" in notes[1]
 
 
 def test_undeclared_and_unevaluable_names_are_refused_at_construction() -> None:
@@ -374,3 +376,23 @@ def test_empirical_audit_of_the_user_formula_pair() -> None:
     print(f"empirical audit: eps_hat={audit.epsilon_lower:.4f} delta_hat={audit.delta_lower:.2e} (claimed 1, 0.05)")
     assert not audit.violation, (audit.epsilon_lower, audit.delta_lower)
     assert audit.epsilon_lower <= 1.0  # the claim is 2ε = 1
+
+
+def test_an_unproven_neighbour_condition_never_enters_the_distance() -> None:
+    """A formula that jumps beyond the grid search (n = 500) is unproven, accepted, and ignored.
+
+    With γ = min(γ_F, γ_exact) it gave γ = 50 at n = 499 and γ = 0 at n = 500 on
+    stable data: a deterministic ⊥-versus-release distinguisher between neighbours.
+    """
+    ls = LocalSensAtDistance(MEDIAN01, "(k + 1)/100 + 1000*floor(n/500)")
+    assert ls.neighbour_check().status == "unproven" and not ls.uses_formula
+    cap = 60
+    for n in (499, 500, 501):
+        values = np.full(n, 0.5)
+        exact = distance_to_instability(MEDIAN01, values, 0.5, "add_remove", cap=cap)
+        assert ls.distance(values, Fraction(1, 2), "add_remove", cap) == exact
+    gammas = [ls.distance(np.full(n, 0.5), Fraction(1, 2), "add_remove", cap) for n in (499, 500)]
+    assert abs(gammas[0] - gammas[1]) <= 1
+    assert any("NOT used" in note for note in ls.notes())
+    with pytest.raises(InvalidArgument, match="strict"):
+        LocalSensAtDistance(MEDIAN01, "(k + 1)/100 + 1000*floor(n/500)", strict=True)
