@@ -10,7 +10,7 @@ from dpalg.sensitivity._catalog import (
     mode_gap_distance,
 )
 from dpalg.sensitivity._formula import parse_formula
-from dpalg.sensitivity._sympy_check import MonotoneCheck, check_monotone, require_monotone, spot_check_formula
+from dpalg.sensitivity._sympy_check import MonotoneCheck, check_monotone, require_monotone
 from dpalg.sensitivity._down_sens import (
     UserLoss,
     check_user_monotone,
@@ -22,7 +22,7 @@ from dpalg.sensitivity._smooth import smooth_sensitivity, smooth_sensitivity_qua
 
 __all__ = [
     "CATALOG_KINDS", "MonotoneCheck", "check_monotone", "distance_to_instability", "global_sensitivity",
-    "local_sensitivity_at_distance", "ls_profile", "mode_gap_distance", "parse_formula", "require_monotone", "spot_check_formula",
+    "local_sensitivity_at_distance", "ls_profile", "mode_gap_distance", "parse_formula", "require_monotone",
     "UserLoss", "check_user_monotone", "down_sensitivity_count_distinct", "down_sensitivity_function",
     "shift_tau", "shifted_loss_at", "shifted_loss_runs",
     "smooth_sensitivity", "smooth_sensitivity_quantile",

@@ -31,21 +31,16 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal, final
 
 import attrs
-import numpy as np
-import numpy.typing as npt
 import sympy
 
 from dpalg._errors import InvalidArgument
-from dpalg.data import Relation
-from dpalg.queries import Query
-from dpalg.sensitivity._catalog import ls_profile
 from dpalg.sensitivity._formula import parse_formula
 
-__all__ = ["MonotoneCheck", "check_monotone", "parse_formula", "require_monotone", "safe_parse", "spot_check_formula"]
+__all__ = ["MonotoneCheck", "check_monotone", "parse_formula", "require_monotone", "safe_parse"]
 
 Status = Literal["proven", "unproven", "refuted"]
 Assumptions = Mapping[str, Mapping[str, bool]]
@@ -373,35 +368,3 @@ def require_monotone(
         raise InvalidArgument("require_monotone", "formula", result.formula,
                               f"is unproven monotone in {var} ({result.reason}); strict mode refuses it")
     return result
-
-
-def spot_check_formula(
-    f_of_k: Callable[[int], float],
-    query: Query,
-    values: npt.NDArray[np.float64],
-    relation: Relation,
-    ks: tuple[int, ...] | list[int],
-) -> None:
-    """Refuse a user bound ``F`` that is below the query's exact LS_k on this data.
-
-    The message names only the failing k: never a data value, nor the true LS_k.
-
-    Raises:
-        InvalidArgument: ``F(k) < LS_k(values)`` for some ``k`` in ``ks``.
-
-    Examples:
-        >>> import numpy as np
-        >>> from dpalg.queries import Clip
-        >>> spot_check_formula(lambda k: 10.0, Query.median("x") | Clip(0, 10), np.array([1.0, 9.0]), "add_remove", (0, 3))
-
-    References:
-        DESIGN.md §3 (no error message prints private data).
-    """
-    ks_t = tuple(int(k) for k in ks)
-    if not ks_t:
-        return
-    profile = ls_profile(query, values, max(ks_t), relation)
-    for k in ks_t:
-        if not float(f_of_k(k)) >= float(profile[k]):
-            raise InvalidArgument("spot_check_formula", "f_of_k", f"F({k})",
-                                  f"is below the query's true local sensitivity at distance k={k} on this data: refused")
