@@ -390,3 +390,23 @@ def test_decoding_a_deep_plan_is_malformed_not_a_recursion_error() -> None:
         deep = {"$tuple": [deep]}
     with pytest.raises(CertificateMalformed, match="64 levels"):
         decode(deep)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("suffix", [" + 0*9**9**9", " + 0*len('a'*10**9)", " + __import__('os').system('true')"])
+def test_a_resealed_certificate_with_a_hostile_formula_is_refused_fast(suffix: str, tmp_path: Path) -> None:
+    """Issue 14 §2: the audit rebuilds the plan through the same formula parser, so a tower is refused, not run."""
+    from dpalg.mechanisms import LocalSensAtDistance, ProposeTest
+
+    formula = "(upper - lower) / Max(n - k - 1, 1)"
+    plan = Compose(ProposeTest(LocalSensAtDistance(Query.mean("x") | Clip(0, 10), formula), bound=1, epsilon=1, delta="1e-6"))
+    plan.check(ApproxDP(2, "1e-6"))
+    text = plan.run({"x": np.arange(50.0) % 10}, rng=3).certificate_json()
+    assert formula in text
+    forged = _reseal(json.loads(text.replace(formula, formula + suffix)))
+    path = tmp_path / "cert.json"
+    path.write_text(json.dumps(forged))
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "dpalg.cli", "audit", str(path)], capture_output=True, text=True, timeout=60)
+    assert time.monotonic() - start < 20  # interpreter start-up included; the refusal itself is instant
+    assert done.returncode in (1, 2) and "Traceback" not in done.stderr, (done.stdout, done.stderr)
+    assert "REFUTED" in done.stdout or "MALFORMED" in done.stdout, done.stdout
