@@ -19,11 +19,13 @@ a :class:`CallableStub` that refuses to run: an audit re-derives the cost, which
 never depends on them.
 
 Reading a certificate must never run code named or written by the certificate.
-Some nodes hand strings to :func:`sympy.parse_expr`, which evaluates Python, so
-every string that does not sit in a field known to hold a plain name (column
-names, relation names, ...) is vetted first: a string with ``__``, ``lambda``,
-``import``, ``;``, an attribute access, or a call of anything but the sympy
-functions dpalg formulas use is refused (the certificate is malformed).
+Formula strings reach sympy only through dpalg's own whitelist parser
+(:func:`dpalg.sensitivity.parse_formula`, the same one the API and the CLI use),
+which the rebuilt nodes call. As a second wall, every string that does not sit in
+a field known to hold a plain name (column names, relation names, ...) is vetted
+before any constructor sees it: a string with ``__``, ``lambda``, ``import``,
+``;``, an attribute access, or a call of anything but the functions of the
+formula grammar is refused (the certificate is malformed).
 """
 
 from __future__ import annotations
@@ -141,7 +143,7 @@ def encode(value: object) -> JSON:
 _NAME_FIELDS = frozenset({"column", "user", "unit", "by", "name", "where", "numerator", "relation", "kind", "calibration"})
 _NAME_CLASSES = frozenset({"Query", "Clip", "Parallel", "Neighbouring", "NoisyCount", "PrivateRatio"})
 # sympy functions and constants dpalg formulas may use (dpalg/sensitivity/_sympy_check.py)
-_SAFE_CALLS = frozenset({"Min", "Max", "exp", "log", "sqrt", "ceiling", "floor", "Abs", "Rational", "sin", "cos"})
+_SAFE_CALLS = frozenset({"Min", "Max", "exp", "log", "sqrt", "ceiling", "floor", "Abs", "sin", "cos"})  # the formula grammar
 _CALL = re.compile(r"([A-Za-z_][A-Za-z_0-9]*)\s*\(")
 _ATTRIBUTE = re.compile(r"[A-Za-z_)\]}'\"]\s*\.")
 _BANNED = ("__", "lambda", "import", ";", "`", "\\", "[", "{", ":", "=", "'", '"', "@", "!", "~", "|", "&", "<", ">")
@@ -149,7 +151,7 @@ _MAX_STRING = 4096
 
 
 def _vet(text: str, where: str) -> None:
-    """Refuse strings that could run code if a node hands them to ``sympy.parse_expr``."""
+    """Refuse strings that look like code before any node parses them (a second wall behind ``parse_formula``)."""
     if len(text) > _MAX_STRING:
         raise CertificateMalformed(where, f"string of {len(text)} characters is longer than {_MAX_STRING}")
     for bad in _BANNED:
