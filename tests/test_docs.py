@@ -40,25 +40,6 @@ MODULES = [
     "dpalg.measures", "dpalg.graph", "dpalg.queries", "dpalg.release",
 ]  # fmt: skip
 
-# Work in progress in parallel with the documentation (SmoothBound and
-# sample-and-aggregate nodes, smooth sensitivity and admissible noises; the
-# certificate and audit APIs of dpalg.release). Their names may be missing from the
-# pages, or renamed, until that work lands. TODO(lead): remove this allow-list.
-ALLOW_UNDOCUMENTED_PREFIXES = ("SmoothBound", "SampleAggregate", "smooth_sensitivity")
-ALLOW_UNDOCUMENTED_NAMES = frozenset({
-    "AbstractAdmissibleNoise", "Admissibility", "ArsinhNormal", "CauchyNoise", "LaplaceLogNormal",
-    "LaplaceNoise", "UniformLogNormal",
-})  # fmt: skip
-ALLOW_UNDOCUMENTED_MODULES = frozenset({"dpalg.release"})
-# Pages owned by that parallel work: their code blocks are not run here yet, and
-# links to them may not resolve yet. TODO(lead): remove.
-PARALLEL_PAGES = frozenset({"docs/certificates.md", "docs/mechanisms/smooth_sensitivity.md"})
-
-
-def _allowed(module: str, name: str) -> bool:
-    return module in ALLOW_UNDOCUMENTED_MODULES or name in ALLOW_UNDOCUMENTED_NAMES or name.startswith(ALLOW_UNDOCUMENTED_PREFIXES)
-
-
 def _rel(path: Path) -> str:
     return path.relative_to(ROOT).as_posix()
 
@@ -120,7 +101,7 @@ def test_every_public_name_appears_in_the_docs() -> None:
     text = "\n".join(p.read_text() for p in PAGES)
     missing = sorted({
         f"{m}.{n}" for m, n, _ in _public()
-        if not _allowed(m, n) and not re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", text)
+        if not re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", text)
     })  # fmt: skip
     assert not missing, f"public names not mentioned in README.md or docs/: {missing} (add them to docs/api.md)"
 
@@ -133,7 +114,7 @@ def test_api_index_names_exist() -> None:
             first_cell = re.split(r"(?<!\\)\|", line)[1]
             listed |= set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", first_cell))
     assert len(listed) > 50
-    stale = sorted(n for n in listed - known if not _allowed("", n))
+    stale = sorted(listed - known)
     assert not stale, f"docs/api.md lists names that are not public: {stale}"
 
 
@@ -146,15 +127,15 @@ def test_relative_links_resolve() -> None:
             resolved = (page.parent / target).resolve()
             if not resolved.is_relative_to(ROOT):
                 broken.append(f"{_rel(page)} -> {target} (outside the repository)")
-            elif not resolved.exists() and _rel(resolved) not in PARALLEL_PAGES:
+            elif not resolved.exists():
                 broken.append(f"{_rel(page)} -> {target}")
     assert not broken, broken
 
 
 # --- code in the pages --------------------------------------------------------------
 
-DOCTEST_PAGES = [p for p in PAGES if ">>>" in p.read_text() and _rel(p) not in PARALLEL_PAGES]
-EXEC_PAGES = [p for p in PAGES if any(_runnable(b) for b in blocks(p.read_text())) and _rel(p) not in PARALLEL_PAGES]
+DOCTEST_PAGES = [p for p in PAGES if ">>>" in p.read_text()]
+EXEC_PAGES = [p for p in PAGES if any(_runnable(b) for b in blocks(p.read_text()))]
 
 
 @pytest.fixture
