@@ -26,13 +26,13 @@ from dpalg.graph import (
     compose,
 )
 from dpalg.measures import ZCDP, ApproxDP, PureDP
-from dpalg.queries import Clip, Query
+from dpalg.queries import Clip, ClipPerUser, MaxKeysPerUser, MaxRowsPerUser, Query
 from dpalg.release import BOTTOM, Bottom, Release
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "BOTTOM", "AbstractMeasurement", "AbstractPrimitive", "ApproxDP", "Bottom", "BudgetExceeded", "Clip",
+    "BOTTOM", "AbstractMeasurement", "AbstractPrimitive", "ApproxDP", "Bottom", "BudgetExceeded", "Clip", "ClipPerUser", "MaxKeysPerUser", "MaxRowsPerUser",
     "Compose", "DPAlgError", "Derivation", "InvalidArgument", "Neighbouring", "Parallel", "PrivacyClaim",
     "PureDP", "PureToApprox", "PureToZCDP", "Query", "Release", "Session", "UncheckedPlan", "Unsupported",
     "ZCDP", "ZCDPToApprox", "compose",

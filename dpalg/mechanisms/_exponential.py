@@ -14,8 +14,9 @@ from dpalg._numbers import ExactLike
 from dpalg.data import Dataset, Neighbouring, Relation
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import PureDP
-from dpalg.mechanisms._common import positive_param, relation_param
-from dpalg.noise import AbstractRandomness, sample_exp_runs, sample_exp_weights
+from dpalg.mechanisms._common import floor_log2, positive_param, relation_param
+from dpalg.mechanisms._user_level import check_user_level, histogram_sensitivity, kept_rows, row_values, user_lattice_totals, values_per_user
+from dpalg.noise import AbstractRandomness, prf_secret, sample_exp_runs, sample_exp_weights
 from dpalg.queries import Query
 
 __all__ = ["ExponentialQuantile", "NoisyMax", "quantile_runs"]
@@ -24,12 +25,32 @@ __all__ = ["ExponentialQuantile", "NoisyMax", "quantile_runs"]
 def _quantile_query(value: Query) -> Query:
     if not isinstance(value, Query) or value.kind not in ("median", "quantile"):
         raise InvalidArgument("ExponentialQuantile", "query", value, "must be Query.median(...) or Query.quantile(...)")
-    lower, upper = value.require_bounds("ExponentialQuantile")
+    lower, upper = grid_bounds(value)
     if lower == upper:
         raise InvalidArgument("ExponentialQuantile", "query", value, "needs a clip range with lower < upper")
-    if value.user is not None:
-        raise InvalidArgument("ExponentialQuantile", "query", value, "must be row-level")
     return value
+
+
+def grid_bounds(query: Query) -> tuple[Fraction, Fraction]:
+    """The candidates' range: the per-user clip for a quantile of users' totals, else the row clip."""
+    if query.per_user_totals:
+        assert query.user_lower is not None and query.user_upper is not None
+        return query.user_lower, query.user_upper
+    return query.require_bounds("ExponentialQuantile")
+
+
+def _quantile_values(query: Query, data: Dataset, rng: AbstractRandomness) -> npt.NDArray[np.float64]:
+    """The values ranked: rows (row-level), kept rows (MaxRowsPerUser) or users' clipped totals."""
+    if query.user is None:
+        return query.values(data)
+    secret = prf_secret(rng) if query.max_rows is not None else bytes(32)
+    if query.per_user_totals:
+        lower, upper = grid_bounds(query)
+        k = floor_log2(upper - lower) - 40  # public: totals are exact multiples of 2**k
+        totals = user_lattice_totals(query, data, k, secret)
+        return np.ldexp(totals.astype(np.float64), k)  # a per-user map; the grid snap follows
+    _, _, keep = kept_rows(query, data, secret)
+    return row_values(query, data, keep)
 
 
 def _eq_eps(value: ExactLike) -> Fraction:
@@ -108,6 +129,10 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
         utility has sensitivity Δ = max(q, 1 − q) under add/remove (one record
         moves #{x < c} by 1 − q or #{x > c} by q) and Δ = 1 under substitution;
         sampling ∝ exp(ε·u/(2Δ)) exactly (:func:`dpalg.noise.sample_exp_weights`).
+        User level (add/remove one user): with ``| ClipPerUser(L, U)`` the
+        records are the users' clipped totals, one per user, and the grid spans
+        [L, U], so Δ is unchanged; with ``| MaxRowsPerUser(k)`` one user adds at
+        most k records and Δ = k·max(q, 1 − q).
     """
 
     query: Query = attrs.field(converter=_quantile_query)
@@ -125,9 +150,13 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
         """The quantile level."""
         return self.query.q if self.query.q is not None else Fraction(1, 2)
 
+    def __attrs_post_init__(self) -> None:
+        check_user_level("ExponentialQuantile", self.query, self.relation, ("median", "quantile"))
+
     def sensitivity(self) -> Fraction:
-        """Δ of the utility under the relation."""
-        return Fraction(1) if self.relation == "substitution" else max(self.q, 1 - self.q)
+        """Δ of the utility under the relation (times the values one user adds, at user level)."""
+        per_value = Fraction(1) if self.relation == "substitution" else max(self.q, 1 - self.q)
+        return per_value * values_per_user(self.query)
 
     def privacy(self) -> PrivacyClaim[PureDP]:
         """ε from the parameters."""
@@ -139,9 +168,9 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """A grid point as a float."""
-        lower, upper = self.query.require_bounds("ExponentialQuantile")
+        lower, upper = grid_bounds(self.query)
         size = 1 << self.grid_bits
-        x = self.query.values(data)
+        x = _quantile_values(self.query, data, rng)
         # halves keep x - lower finite for clips near the float maximum; the grid index is a
         # per-row function of the value either way, so the sensitivity argument is unchanged
         with np.errstate(all="ignore"):
@@ -176,33 +205,49 @@ class NoisyMax(AbstractPrimitive[PureDP]):
     """Report the (approximately) most frequent public key: exponential mechanism on counts.
 
     Privacy guarantee:
-        ε-DP. Counts have sensitivity 1. Under add/remove all counts move in the
-        same direction, so the utility is monotone and sampling ∝ exp(ε·count)
-        is ε-DP (McSherry–Talwar 2007, monotone case; Dwork–Roth Thm 3.10 remark);
-        under substitution we sample ∝ exp(ε·count/2).
+        ε-DP. One row changes one count by 1 (L∞ = 1); one user of a bounded
+        user-level histogram (``| MaxKeysPerUser(m, rows_per_key=c)`` or
+        ``| MaxRowsPerUser(k)``) changes each count by at most L∞ = min(c, k).
+        Under add/remove all counts move in the same direction, so the utility
+        is monotone and sampling ∝ exp(ε·count/L∞) is ε-DP (McSherry–Talwar 2007,
+        monotone case; Dwork–Roth Thm 3.10 remark); under substitution (row
+        level only) we sample ∝ exp(ε·count/2).
     """
 
     query: Query = attrs.field(converter=_nm_query)
     epsilon: Fraction = attrs.field(converter=_nm_eps)
     relation: Relation = attrs.field(default="add_remove", converter=_nm_relation)
 
+    def __attrs_post_init__(self) -> None:
+        check_user_level("NoisyMax", self.query, self.relation, ("histogram",))
+
     @property
     def neighbouring(self) -> Neighbouring:
-        """Row-level under ``relation``."""
+        """One row (or one user, for a user-level histogram) under ``relation``."""
         return self.query.neighbouring(self.relation)
+
+    def linf(self) -> int:
+        """The most one row (one user) changes any count: 1, or the per-key cap of a user-level histogram."""
+        return histogram_sensitivity(self.query)[2]
 
     def privacy(self) -> PrivacyClaim[PureDP]:
         """ε from the parameters."""
         factor = "eps*count (monotone)" if self.relation == "add_remove" else "eps*count/2"
-        return PrivacyClaim(PureDP(self.epsilon), f"exponential mechanism on counts, exp({factor}) (McSherry-Talwar 2007)", (("epsilon", str(self.epsilon)),))
+        return PrivacyClaim(
+            PureDP(self.epsilon),
+            f"exponential mechanism on counts, exp({factor}/Linf) (McSherry-Talwar 2007)",
+            (("epsilon", str(self.epsilon)), ("Linf", str(self.linf()))),
+        )
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """The chosen key."""
         assert self.query.column is not None and self.query.keys is not None
         keys = self.query.keys
         codes = data.key_codes(self.query.column, keys)  # missing or unlisted keys count nowhere (data policy)
+        if self.query.user is not None:  # the rows each user keeps under the caps
+            codes = codes[kept_rows(self.query, data, prf_secret(rng))[2]]
         counts = np.bincount(codes[codes >= 0], minlength=len(keys)).tolist()
         best = max(counts)
         scores = [Fraction(best - c) for c in counts]
-        gamma = self.epsilon if self.relation == "add_remove" else self.epsilon / 2
+        gamma = (self.epsilon if self.relation == "add_remove" else self.epsilon / 2) / self.linf()
         return keys[sample_exp_weights(scores, gamma, rng=rng)]

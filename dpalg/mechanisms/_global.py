@@ -20,12 +20,15 @@ from dpalg.data import Dataset, Neighbouring, Relation, unit_count
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ZCDP, PureDP
 from dpalg.mechanisms._common import floor_log2, granularity_param, positive_param, relation_param
+from dpalg.mechanisms._global_user import NoiseTerm, auto_k as _auto_k, lattice_centre, mean_bounds, user_noise_terms
+from dpalg.mechanisms._user_level import check_user_level
 from dpalg.noise._fixed_point import lattice_bounds
 from dpalg.noise._gaussian import MAX_GAUSSIAN_SIGMA2
 from dpalg.noise._laplace import MAX_LAPLACE_SCALE
 from dpalg.noise import (
     AbstractRandomness,
     clipped_sum_sensitivity,
+    prf_secret,
     discrete_gaussian,
     discrete_laplace,
     exact_clipped_sum,
@@ -35,7 +38,8 @@ from dpalg.queries import Query
 __all__ = ["Gaussian", "Laplace", "NoiseTerm", "SUPPORTED_GLOBAL", "noise_terms"]
 
 SUPPORTED_GLOBAL = ("count", "sum", "mean", "histogram", "count_distinct", "user_count")
-_GRANULARITY_BITS = 20  # the lattice step is about 2**-20 of the noise scale
+#: kinds released at user level (with a contribution bound per user)
+USER_LEVEL_GLOBAL = ("count", "sum", "mean", "histogram")
 
 
 def _check_query(owner: str, query: Query) -> Query:
@@ -46,12 +50,12 @@ def _check_query(owner: str, query: Query) -> Query:
             owner, "query", query, f"kind {query.kind!r} has no useful global sensitivity; supported: {SUPPORTED_GLOBAL} "
             "(use ProposeTest, SmoothBound, ExponentialQuantile or ShiftedInverse)",
         )
-    if query.kind in ("sum", "mean"):
+    if query.kind in ("sum", "mean") and not query.per_user_totals:
         query.require_bounds(owner)
     if query.kind == "histogram" and query.keys is None:
         raise InvalidArgument(owner, "query", query, "needs public keys; for an unknown key set use StableHistogram")
-    if query.user is not None and query.kind not in ("user_count",):
-        raise InvalidArgument(owner, "query", query, "user-level queries other than user_count need ShiftedInverse or a per-user clip")
+    if query.kind in ("sum", "mean") and query.user is not None and query.user_bounded and not query.per_user_totals:
+        query.require_bounds(owner)  # k rows per user, each clipped: the row clip is what bounds them
     return query
 
 
@@ -80,15 +84,6 @@ def _integer_value(query: Query, data: Dataset) -> int | dict[str | int, int]:
             raise AssertionError(query.kind)
 
 
-def _lattice_centre(query: Query, k: int) -> tuple[int, int, int]:
-    """The mean's clip bounds in lattice units (rounded outward) and their integer midpoint."""
-    lower, upper = query.require_bounds("mean")
-    lo_u, hi_u = lattice_bounds(lower, upper, k, "mean")
-    return lo_u, hi_u, (lo_u + hi_u) // 2
-
-
-def _auto_k(scale: Fraction) -> int:
-    return floor_log2(scale) - _GRANULARITY_BITS
 
 
 def _lattice_sum(query: Query, data: Dataset, k: int) -> int:
@@ -121,26 +116,16 @@ def _noise(kind: Literal["laplace", "gaussian"], param: Fraction, size: int, rng
     return [int(v) for v in draw.tolist()]
 
 
-@attrs.frozen
-class NoiseTerm:
-    """One integer-valued statistic and the exact noise it receives.
+def noise_terms(node: Laplace | Gaussian, data: Dataset, secret: bytes = bytes(32)) -> list[NoiseTerm]:
+    """The integer statistics of ``node`` on ``data`` and their noise parameters.
 
-    ``value`` is in lattice units of ``2**k`` (``k = 0`` for counts); the
-    released number is ``(value + Z) * 2**k`` with ``Z`` discrete Laplace of
-    scale ``param`` or discrete Gaussian of variance parameter ``param``.
-    Exposed so that tests can compute the output distribution exactly.
+    ``secret`` keys the choice of rows under ``MaxRowsPerUser``/``MaxKeysPerUser``
+    (a fresh one per release; the parameters never depend on it).
     """
-
-    label: str
-    value: int
-    param: Fraction
-    k: int
-    sensitivity: Fraction  # L1 (Laplace) or L2² (Gaussian) share, lattice units
-
-
-def noise_terms(node: Laplace | Gaussian, data: Dataset) -> list[NoiseTerm]:
-    """The integer statistics of ``node`` on ``data`` and their noise parameters."""
     query, relation = node.query, node.relation
+    if query.user is not None and query.kind != "user_count":
+        laplace_node = isinstance(node, Laplace)
+        return user_noise_terms(query, laplace_node, node.epsilon if isinstance(node, Laplace) else node.rho, node.granularity, data, secret)
     laplace = isinstance(node, Laplace)
     budget = node.epsilon if isinstance(node, Laplace) else node.rho
 
@@ -171,7 +156,7 @@ def noise_terms(node: Laplace | Gaussian, data: Dataset) -> list[NoiseTerm]:
     # becoming missing) moves the sum by at most max(c - L, U - c) ≈ (U - L)/2,
     # a value-to-value substitution by at most U - L. The count is private too
     # (an added row or a NaN changes it), each half of the budget.
-    lo_u, hi_u, centre = _lattice_centre(query, k)
+    lo_u, hi_u, centre = lattice_centre(*query.require_bounds("mean"), k)
     n = int(query.values(data).size)
     lat = Fraction(hi_u - lo_u) if relation == "substitution" else Fraction(max(centre - lo_u, hi_u - centre))
     centred = _lattice_sum(query, data, k) - n * centre
@@ -183,7 +168,8 @@ def noise_terms(node: Laplace | Gaussian, data: Dataset) -> list[NoiseTerm]:
 
 def _release(node: Laplace | Gaussian, data: Dataset, rng: AbstractRandomness) -> object:
     kind: Literal["laplace", "gaussian"] = "laplace" if isinstance(node, Laplace) else "gaussian"
-    terms = noise_terms(node, data)
+    secret = prf_secret(rng) if node.query.max_rows is not None or node.query.max_keys is not None else bytes(32)
+    terms = noise_terms(node, data, secret)
     if all(t.param == terms[0].param for t in terms):  # histograms: one vectorised draw
         noise = _noise(kind, terms[0].param, len(terms), rng)
     else:
@@ -198,10 +184,10 @@ def _release(node: Laplace | Gaussian, data: Dataset, rng: AbstractRandomness) -
     step = Fraction(2) ** terms[0].k
     if query.kind == "sum":
         return float(noisy[0] * step)
-    lower, upper = query.require_bounds("mean")
+    lower, upper = mean_bounds(query)
     if noisy[1] <= 0:
         return float((lower + upper) / 2)
-    centre = _lattice_centre(query, terms[0].k)[2]
+    centre = lattice_centre(lower, upper, terms[0].k)[2]
     return float(min(max((Fraction(noisy[0]) / noisy[1] + centre) * step, lower), upper))
 
 
@@ -301,6 +287,7 @@ class Laplace(AbstractPrimitive[PureDP]):
     granularity: int | None = attrs.field(default=None, converter=_lap_k)
 
     def __attrs_post_init__(self) -> None:
+        check_user_level(type(self).__name__, self.query, self.relation, USER_LEVEL_GLOBAL)
         _check_noise_range(self)
 
     @property
@@ -349,6 +336,7 @@ class Gaussian(AbstractPrimitive[ZCDP]):
     granularity: int | None = attrs.field(default=None, converter=_gauss_k)
 
     def __attrs_post_init__(self) -> None:
+        check_user_level(type(self).__name__, self.query, self.relation, USER_LEVEL_GLOBAL)
         _check_noise_range(self)
 
     @property

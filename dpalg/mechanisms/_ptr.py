@@ -42,6 +42,7 @@ from dpalg.mechanisms._common import (
     unit_interval_param,
 )
 from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
+from dpalg.mechanisms._user_level import row_view, unit_values
 from dpalg.noise import AbstractRandomness, discrete_laplace, round_to_lattice
 from dpalg.noise._laplace import laplace_int
 from dpalg.queries import Query
@@ -309,10 +310,12 @@ def _target(value: Query | LocalSensAtDistance) -> Query | LocalSensAtDistance:
         raise InvalidArgument("ProposeTest", "target", type(value).__name__, "must be a Query or a LocalSensAtDistance")
     if query.kind not in PTR_KINDS:
         raise InvalidArgument("ProposeTest", "target", query, f"kind must be one of {PTR_KINDS}")
-    if query.kind != "count":
-        query.require_bounds("ProposeTest")
     if query.user is not None:
-        raise InvalidArgument("ProposeTest", "target", query, "must be row-level")
+        if isinstance(value, LocalSensAtDistance):
+            raise InvalidArgument("ProposeTest", "target", query, "a LocalSensAtDistance formula must be row-level")
+        row_view("ProposeTest", query)  # users' clipped totals: one value per user
+    elif query.kind != "count":
+        query.require_bounds("ProposeTest")
     return value
 
 
@@ -405,8 +408,15 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
         relation: ``"add_remove"`` (default); ``"substitution"`` only for
             ``Query.count()`` (see :func:`dpalg.mechanisms._common.require_fixed_n`).
 
+    A user-level query with ``| ClipPerUser(L, U)`` (``Query.median(col,
+    user=uid) | ClipPerUser(L, U)`` …) is taken over the users' clipped totals:
+    adding or removing one user adds or removes one value in [L, U], so γ and
+    the exact LS_k profile of the row-level query with ``Clip(L, U)`` over the
+    totals are exact for it (:func:`dpalg.mechanisms._user_level.row_view`).
+
     Privacy guarantee:
-        (2ε, δ)-DP under the stated relation for one row (Dwork–Lei 2009;
+        (2ε, δ)-DP under the stated relation for one row, or one user with all
+        their rows for a user-level query (Dwork–Lei 2009;
         seed 003, Theorem "PTR is (2ε, δ)-DP"): the test is ε-DP because γ has
         sensitivity 1; when LS(x) > b, γ = 0 and the release happens with
         probability < δ; otherwise both x and its neighbour have local
@@ -422,7 +432,9 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
     granularity: int | None = attrs.field(default=None, converter=_pt_k)
 
     def __attrs_post_init__(self) -> None:
-        require_fixed_n("ProposeTest", self.query, self.relation)
+        require_fixed_n("ProposeTest", self.stat_query, self.relation)
+        if self.query.user is not None and self.relation != "add_remove":
+            raise InvalidArgument("ProposeTest", "relation", self.relation, "must be 'add_remove' for a user-level query")
         if self.granularity is not None and self.granularity < self._min_lattice_k():
             raise InvalidArgument("ProposeTest", "granularity", self.granularity,
                                   f"must be >= {self._min_lattice_k()} for these bounds, bound and epsilon "
@@ -434,8 +446,13 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
         return self.target.query if isinstance(self.target, LocalSensAtDistance) else self.target
 
     @property
+    def stat_query(self) -> Query:
+        """The row-level query the LS profiles are taken of (users' clipped totals at user level)."""
+        return row_view("ProposeTest", self.query)
+
+    @property
     def neighbouring(self) -> Neighbouring:
-        """Row-level under ``relation``."""
+        """One row (one user, for a user-level query) under ``relation``."""
         return self.query.neighbouring(self.relation)
 
     def privacy(self) -> PrivacyClaim[ApproxDP]:
@@ -460,30 +477,30 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
 
     def _min_lattice_k(self) -> int:
         """The smallest k with value / 2^k finite for every clipped value and scale / 2^k <= 2^52."""
-        base = (self.bound + 2 * _float_error(self.query)) / self.epsilon
+        base = (self.bound + 2 * _float_error(self.stat_query)) / self.epsilon
         k_noise = floor_log2(base) + 1 - 51  # (base + 2^k/ε)/2^k <= 2^51 + 1/ε
-        q = self.query
+        q = self.stat_query
         top = max(abs(q.lower or Fraction(0)), abs(q.upper or Fraction(0)), Fraction(1))
         k_round = floor_log2(top) + 1 - 1000  # |value| / 2^k < 2^1000
         return max(k_noise, k_round)
 
     def release_scale(self) -> Fraction:
         """The Laplace scale of the release in real units: (b + 2^k + 2e)/ε."""
-        return (self.bound + Fraction(2) ** self.lattice_k() + 2 * _float_error(self.query)) / self.epsilon
+        return (self.bound + Fraction(2) ** self.lattice_k() + 2 * _float_error(self.stat_query)) / self.epsilon
 
     def distance(self, values: npt.NDArray[np.float64]) -> int:
         """γ, the (capped) distance to instability. Not private on its own."""
         cap = ptr_cap(self.epsilon, self.delta)
         if isinstance(self.target, LocalSensAtDistance):
             return self.target.distance(values, self.bound, self.relation, cap)
-        return distance_to_instability(self.query, values, _float_at_most(self.bound), self.relation, cap=cap)
+        return distance_to_instability(self.stat_query, values, _float_at_most(self.bound), self.relation, cap=cap)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """⊥ or the noisy value (a multiple of 2^k)."""
-        values = self.query.values(data)
+        values = unit_values(self.query, data, rng)
         if not ptr_test_passes(self.distance(values), self.epsilon, self.delta, rng):
             return BOTTOM
-        return _laplace_on_lattice(exact_value(self.query, values), self.lattice_k(), self.release_scale(), rng)
+        return _laplace_on_lattice(exact_value(self.stat_query, values), self.lattice_k(), self.release_scale(), rng)
 
 
 # --- PTR for the mode -----------------------------------------------------------

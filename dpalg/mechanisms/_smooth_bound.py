@@ -47,6 +47,7 @@ from dpalg.data import Dataset, Neighbouring, Relation
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP, PureDP
 from dpalg.mechanisms._common import floor_log2, granularity_param, positive_param, relation_param, require_fixed_n
+from dpalg.mechanisms._user_level import row_view, unit_values
 from dpalg.noise import AbstractRandomness, round_to_lattice
 from dpalg.noise._admissible import AbstractAdmissibleNoise, Admissibility, CauchyNoise, LaplaceNoise
 from dpalg.queries import Query
@@ -148,16 +149,17 @@ def smooth_release(
 def _query(owner: str, value: Query) -> Query:
     if not isinstance(value, Query) or value.kind not in ORDER_KINDS:
         raise InvalidArgument(owner, "query", value, f"must be a clipped Query of kind {ORDER_KINDS}")
-    order_statistic(value, owner)  # bounds and row level
-    lower, upper = value.require_bounds(owner)
+    view = row_view(owner, value)  # users' clipped totals at user level: one value per user
+    order_statistic(view, owner)  # bounds and row level
+    lower, upper = view.require_bounds(owner)
     if lower >= upper:
         raise InvalidArgument(owner, "query", value, "needs a clip range with lower < upper")
     return value
 
 
 def _release_query(node: SmoothBound | SmoothBoundCauchy, data: Dataset, rng: AbstractRandomness) -> object:
-    q, lower, upper, negate = order_statistic(node.query, type(node).__name__)
-    values = node.query.values(data)
+    q, lower, upper, negate = order_statistic(node.stat_query, type(node).__name__)
+    values = unit_values(node.query, data, rng)
     x = np.sort(-values if negate else values)
     out = smooth_release(x, q, lower, upper, node.relation, node.constants(), node.noise(), node.lattice_k(), rng, clamp=node.clamp)
     return float(-out if negate else out)
@@ -187,7 +189,7 @@ def _sb_k(value: int | None) -> int | None:
 
 
 def _check_k(owner: str, node: SmoothBound | SmoothBoundCauchy) -> None:
-    lower, upper = node.query.require_bounds(owner)
+    lower, upper = node.stat_query.require_bounds(owner)
     alpha = node.constants().alpha
     check_range(owner, lower, upper, alpha)
     if isinstance(node, SmoothBound) and node.granularity is not None:
@@ -213,8 +215,13 @@ class SmoothBound(AbstractPrimitive[ApproxDP]):
         granularity: the lattice exponent k (default :func:`auto_granularity`).
         clamp: clamp the output to the clip range (post-processing; default True).
 
+    At user level, ``Query.median(col, user=uid) | ClipPerUser(L, U)`` (or
+    quantile, max, min) is taken over the users' clipped totals, one value in
+    [L, U] per user, so the row-level smooth bound over the totals applies.
+
     Privacy guarantee:
-        (ε, δ)-DP under the stated relation for one row: NRS07 Lemma 2.6 with the
+        (ε, δ)-DP under the stated relation for one row (or one user with all their
+        rows, for a user-level query): NRS07 Lemma 2.6 with the
         Laplace admissibility Lemma 2.9 (``α = ε/2``, ``β = ε/(2 ln(2/δ))``, here rounded
         down). The sliding step of the Laplace is δ-free, so the proof even gives
         δ/2 (docs §3). The lattice release is post-processing of the ideal mechanism
@@ -237,11 +244,18 @@ class SmoothBound(AbstractPrimitive[ApproxDP]):
 
     def __attrs_post_init__(self) -> None:
         _check_k("SmoothBound", self)
-        require_fixed_n("SmoothBound", self.query, self.relation)
+        require_fixed_n("SmoothBound", self.stat_query, self.relation)
+        if self.query.user is not None and self.relation != "add_remove":
+            raise InvalidArgument("SmoothBound", "relation", self.relation, "must be 'add_remove' for a user-level query")
+
+    @property
+    def stat_query(self) -> Query:
+        """The row-level query the smooth bound is taken of (users' clipped totals at user level)."""
+        return row_view("SmoothBound", self.query)
 
     @property
     def neighbouring(self) -> Neighbouring:
-        """Row-level under ``relation``."""
+        """One row (one user, for a user-level query) under ``relation``."""
         return self.query.neighbouring(self.relation)
 
     def noise(self) -> AbstractAdmissibleNoise:
@@ -256,7 +270,7 @@ class SmoothBound(AbstractPrimitive[ApproxDP]):
         """The public lattice exponent."""
         if self.granularity is not None:
             return self.granularity
-        lower, upper = self.query.require_bounds("SmoothBound")
+        lower, upper = self.stat_query.require_bounds("SmoothBound")
         return auto_granularity(lower, upper, self.constants().alpha)
 
     def privacy(self) -> PrivacyClaim[ApproxDP]:
@@ -322,7 +336,8 @@ class SmoothBoundCauchy(AbstractPrimitive[PureDP]):
         clamp: clamp the output to the clip range (post-processing; default True).
 
     Privacy guarantee:
-        ε-DP (δ = 0) under the stated relation for one row: NRS07 Lemma 2.6 with the
+        ε-DP (δ = 0) under the stated relation for one row (or one user, over the
+        users' clipped totals of a ``| ClipPerUser`` query): NRS07 Lemma 2.6 with the
         generalised-Cauchy admissibility (sliding and dilation log-ratios bounded
         pointwise by ε/2 each; proofs in docs §3). Exact sampling and the lattice
         argument of :class:`SmoothBound` keep it pure: cost exactly ``PureDP(ε)``.
@@ -338,11 +353,18 @@ class SmoothBoundCauchy(AbstractPrimitive[PureDP]):
 
     def __attrs_post_init__(self) -> None:
         _check_k("SmoothBoundCauchy", self)
-        require_fixed_n("SmoothBoundCauchy", self.query, self.relation)
+        require_fixed_n("SmoothBoundCauchy", self.stat_query, self.relation)
+        if self.query.user is not None and self.relation != "add_remove":
+            raise InvalidArgument("SmoothBoundCauchy", "relation", self.relation, "must be 'add_remove' for a user-level query")
+
+    @property
+    def stat_query(self) -> Query:
+        """The row-level query the smooth bound is taken of (users' clipped totals at user level)."""
+        return row_view("SmoothBoundCauchy", self.query)
 
     @property
     def neighbouring(self) -> Neighbouring:
-        """Row-level under ``relation``."""
+        """One row (one user, for a user-level query) under ``relation``."""
         return self.query.neighbouring(self.relation)
 
     def noise(self) -> AbstractAdmissibleNoise:
@@ -357,7 +379,7 @@ class SmoothBoundCauchy(AbstractPrimitive[PureDP]):
         """The public lattice exponent."""
         if self.granularity is not None:
             return self.granularity
-        lower, upper = self.query.require_bounds("SmoothBoundCauchy")
+        lower, upper = self.stat_query.require_bounds("SmoothBoundCauchy")
         return auto_granularity(lower, upper, self.constants().alpha)
 
     def privacy(self) -> PrivacyClaim[PureDP]:

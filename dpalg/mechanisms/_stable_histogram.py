@@ -15,27 +15,43 @@ from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP
 from dpalg.mechanisms._common import positive_param, unit_interval_param
 from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
-from dpalg.noise import AbstractRandomness, discrete_laplace
+from dpalg.mechanisms._user_level import check_user_level, histogram_sensitivity, kept_rows
+from dpalg.noise import AbstractRandomness, discrete_laplace, prf_secret
 from dpalg.queries import Query
 
 __all__ = ["StableHistogram", "stable_threshold"]
 
 
-def stable_threshold(epsilon: Fraction, delta: Fraction) -> int:
-    """The smallest noisy count that is kept: ceil(ln(1/δ)/ε) + 1.
+def stable_threshold(epsilon: Fraction, delta: Fraction, l1: int = 1, linf: int = 1, l0: int = 1) -> int:
+    """The smallest noisy count that is kept: ``linf + ceil(l1·ln(l0/δ)/ε)``.
 
-    A key is kept when its noisy count a satisfies a ≥ T + 1 with
-    T = ln(1/δ)/ε (seed 003); for an integer a that is a ≥ ceil(T) + 1. A key
-    of true count 1 then survives with probability P[Z ≥ ceil(T)] =
+    Row level (``l1 = linf = l0 = 1``) this is ceil(ln(1/δ)/ε) + 1 (seed 003): a
+    key is kept when its noisy count a ≥ T + 1 with T = ln(1/δ)/ε; a key of true
+    count 1 then survives with probability P[Z ≥ ceil(T)] =
     e^{−ε·ceil(T)}/(1 + e^{−ε}) < δ for Z discrete Laplace of scale 1/ε.
+
+    One user of a bounded user-level histogram adds at most ``l1`` rows, at most
+    ``linf`` to one key, over at most ``l0`` keys; the noise scale is t = l1/ε. A
+    key new to the data has count ≤ linf and is kept with probability
+    P[Z ≥ J] = e^{−J/t}/(1 + e^{−1/t}) < e^{−J/t} ≤ δ/l0 for
+    J = ceil(t·ln(l0/δ)); by the union bound over the ≤ l0 new keys, with
+    probability ≥ 1 − δ none appears.
     """
-    return ceil_log_inv_delta_over_eps(epsilon, delta) + 1
+    return linf + ceil_log_inv_delta_over_eps(epsilon / l1, delta / l0)
 
 
 def _sh_query(value: Query) -> Query:
-    if not isinstance(value, Query) or value.kind != "histogram" or value.user is not None:
-        raise InvalidArgument("StableHistogram", "query", value, "must be a row-level Query.histogram(column[, keys])")
+    if not isinstance(value, Query) or value.kind != "histogram":
+        raise InvalidArgument("StableHistogram", "query", value, "must be a Query.histogram(column[, keys])")
+    check_user_level("StableHistogram", value, "add_remove", ("histogram",))
     return value
+
+
+def _caps(query: Query) -> tuple[int, int, int]:
+    """(L1, L∞, L0): rows, rows in one key and keys one row (user) adds."""
+    l1, _, linf = histogram_sensitivity(query)
+    l0 = l1 if query.max_keys is None else min(query.max_keys, l1)
+    return l1, linf, l0
 
 
 def _sh_eps(value: ExactLike) -> Fraction:
@@ -66,6 +82,12 @@ class StableHistogram(AbstractPrimitive[ApproxDP]):
         if that count was positive in both datasets the change is covered by
         the ε-DP discrete Laplace noise; if it goes 0 → 1, the key appears with
         probability < δ. Substitution is not supported (it would touch two keys).
+        User level (``user=`` with ``| MaxKeysPerUser(m, rows_per_key=c)`` and/or
+        ``| MaxRowsPerUser(k)``): one user adds at most L1 = min(k, m·c) rows, at
+        most L∞ = min(k, c) to a key, over at most L0 = min(m, L1) keys; the
+        noise has scale L1/ε (ε-DP on the keys present in both datasets) and
+        the threshold of :func:`stable_threshold` keeps each of the ≤ L0 new
+        keys with probability < δ/L0.
     """
 
     query: Query = attrs.field(converter=_sh_query)
@@ -74,15 +96,24 @@ class StableHistogram(AbstractPrimitive[ApproxDP]):
 
     @property
     def neighbouring(self) -> Neighbouring:
-        """One row, add/remove."""
+        """One row (or one user, for a user-level histogram), add/remove."""
         return self.query.neighbouring("add_remove")
+
+    def threshold(self) -> int:
+        """The smallest noisy count released (:func:`stable_threshold`)."""
+        l1, linf, l0 = _caps(self.query)
+        return stable_threshold(self.epsilon, self.delta, l1, linf, l0)
 
     def privacy(self) -> PrivacyClaim[ApproxDP]:
         """(ε, δ)."""
+        l1, linf, l0 = _caps(self.query)
         return PrivacyClaim(
             ApproxDP(self.epsilon, self.delta),
-            "stable histogram, keep noisy counts >= ceil(ln(1/delta)/eps) + 1 (seed 003; Bun-Nissim-Stemmer 2016)",
-            (("epsilon", str(self.epsilon)), ("delta", str(self.delta)), ("threshold", str(stable_threshold(self.epsilon, self.delta)))),
+            "stable histogram, scale L1/eps, keep noisy counts >= Linf + ceil(L1 ln(L0/delta)/eps) (seed 003; Bun-Nissim-Stemmer 2016)",
+            (
+                ("epsilon", str(self.epsilon)), ("delta", str(self.delta)), ("L1", str(l1)), ("Linf", str(linf)),
+                ("L0", str(l0)), ("threshold", str(self.threshold())),
+            ),
         )
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
@@ -93,10 +124,13 @@ class StableHistogram(AbstractPrimitive[ApproxDP]):
             codes = data.key_codes(self.query.column, keys)
         else:  # the keys present, normalised and in key order (the data policy: no comparison raises)
             keys, codes = data.key_index(self.query.column)
+        if self.query.user is not None:  # the rows each user keeps under the caps
+            codes = codes[kept_rows(self.query, data, prf_secret(rng))[2]]
         counts = np.bincount(codes[codes >= 0], minlength=len(keys)).tolist()
         pairs = [(k, int(c)) for k, c in zip(keys, counts) if c > 0]
         if not pairs:
             return {}
-        noise = discrete_laplace(1 / self.epsilon, size=len(pairs), rng=rng)
-        keep = stable_threshold(self.epsilon, self.delta)
+        l1 = _caps(self.query)[0]
+        noise = discrete_laplace(l1 / self.epsilon, size=len(pairs), rng=rng)
+        keep = self.threshold()
         return {k: c + int(z) for (k, c), z in zip(pairs, noise.tolist()) if c + int(z) >= keep}

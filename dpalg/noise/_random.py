@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 
-__all__ = ["AbstractRandomness", "SecureRandomness", "SeededRandomness", "RngLike", "resolve_rng"]
+__all__ = ["AbstractRandomness", "SecureRandomness", "SeededRandomness", "RngLike", "prf_secret", "resolve_rng"]
 
 _BLOCK: Final = 1 << 16  # uint64 words per OS read (512 KiB)
 
@@ -164,3 +164,17 @@ def resolve_rng(rng: RngLike) -> AbstractRandomness:
     if isinstance(rng, int) and not isinstance(rng, bool):
         return SeededRandomness(rng)
     raise InvalidArgument("resolve_rng", "rng", type(rng).__name__, "must be None, an int seed or an AbstractRandomness")
+
+
+def prf_secret(rng: AbstractRandomness) -> bytes:
+    """A fresh 256-bit key for the keyed hashes that choose which rows a user keeps.
+
+    Drawn from ``rng`` like any noise, so a secure run gets an unpredictable key and a
+    seeded run a reproducible one. Privacy never depends on the key (a contribution
+    bound holds for any key); the key only keeps the choice of rows unpredictable.
+
+    Examples:
+        >>> len(prf_secret(SeededRandomness(1)))
+        32
+    """
+    return rng.uint64(4).tobytes()

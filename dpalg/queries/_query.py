@@ -12,7 +12,10 @@ Value conventions (n = number of non-missing values after clipping, x sorted):
 * ``mean`` of empty data is the midpoint of the bounds.
 * ``trimmed_mean(trim)`` drops ``floor(trim·n)`` values at each end.
 * ``mode`` is the most frequent value, the smallest among ties; empty: ``nan``.
-* user-level queries (``user=`` given) protect one user with all their rows.
+* user-level queries (``user=`` given) protect one user with all their rows;
+  their contribution is bounded with :class:`ClipPerUser`, :class:`MaxRowsPerUser`
+  or :class:`MaxKeysPerUser` (:mod:`dpalg.queries._bounding`). ``count(user=)``
+  counts *rows*, ``count_users(user=)`` counts *users*.
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import ColumnUse, Dataset, Key, Neighbouring, unit_count
+from dpalg.queries._bounding import ClipPerUser, MaxKeysPerUser, MaxRowsPerUser, cap_param
 
-__all__ = ["Clip", "Query", "QueryKind", "BOUNDED_KINDS"]
+__all__ = ["BOUNDED_KINDS", "Clip", "Query", "QueryKind", "clip_inside"]
 
 QueryKind = Literal[
     "count", "sum", "mean", "median", "quantile", "trimmed_mean", "mode", "histogram",
@@ -69,6 +73,30 @@ def _keys(value: tuple[str | int, ...] | list[str | int] | None) -> tuple[str | 
     if len(set(keys)) != len(keys):
         raise InvalidArgument("Query", "keys", "(duplicates)", "must be distinct")
     return keys
+
+
+def _user_lower(value: ExactLike | None) -> Fraction | None:
+    return None if value is None else to_fraction(value, owner="Query", field="user_lower")
+
+
+def _user_upper(value: ExactLike | None) -> Fraction | None:
+    return None if value is None else to_fraction(value, owner="Query", field="user_upper")
+
+
+def _max_rows(value: int | None) -> int | None:
+    return None if value is None else cap_param("Query", "max_rows", value)
+
+
+def _max_keys(value: int | None) -> int | None:
+    return None if value is None else cap_param("Query", "max_keys", value)
+
+
+def _rows_per_key(value: int | None) -> int | None:
+    return None if value is None else cap_param("Query", "rows_per_key", value)
+
+#: kinds a user-level contribution bound applies to, per modifier
+_PER_USER_CLIP_KINDS: frozenset[str] = frozenset({"sum", "count", "mean", "median", "quantile", "trimmed_mean", "max", "min"})
+_ROW_CAP_KINDS: frozenset[str] = frozenset({"sum", "count", "mean", "median", "quantile", "histogram"})
 
 
 def _clip_lower(value: ExactLike) -> Fraction:
@@ -117,6 +145,11 @@ class Query:
     trim: Fraction | None = attrs.field(default=None, converter=_trim)
     keys: tuple[str | int, ...] | None = attrs.field(default=None, converter=_keys)
     user: str | None = None
+    user_lower: Fraction | None = attrs.field(default=None, converter=_user_lower)
+    user_upper: Fraction | None = attrs.field(default=None, converter=_user_upper)
+    max_rows: int | None = attrs.field(default=None, converter=_max_rows)
+    max_keys: int | None = attrs.field(default=None, converter=_max_keys)
+    rows_per_key: int | None = attrs.field(default=None, converter=_rows_per_key)
 
     def __attrs_post_init__(self) -> None:
         if self.kind not in _KINDS:
@@ -135,6 +168,30 @@ class Query:
             raise InvalidArgument("Query", "user", self.user, f"must name the id column for {self.kind}")
         if self.user is not None and (not isinstance(self.user, str) or not self.user):
             raise InvalidArgument("Query", "user", self.user, "must be None or a non-empty id column name")
+        self._check_bounding()
+
+    def _check_bounding(self) -> None:
+        """The contribution-bound fields: consistent, and only on user-level queries of a kind they apply to."""
+        if (self.user_lower is None) != (self.user_upper is None):
+            raise InvalidArgument("Query", "user_lower/user_upper", (self.user_lower, self.user_upper), "must both be set (use | ClipPerUser(l, u))")
+        if self.user_lower is not None and self.user_upper is not None and self.user_lower > self.user_upper:
+            raise InvalidArgument("Query", "user_lower", self.user_lower, f"must be <= user_upper={self.user_upper}")
+        if (self.max_keys is None) != (self.rows_per_key is None):
+            raise InvalidArgument("Query", "max_keys/rows_per_key", (self.max_keys, self.rows_per_key), "must both be set (use | MaxKeysPerUser(m))")
+        modifiers = [
+            ("ClipPerUser", self.user_lower is not None, _PER_USER_CLIP_KINDS),
+            ("MaxRowsPerUser", self.max_rows is not None, _ROW_CAP_KINDS),
+            ("MaxKeysPerUser", self.max_keys is not None, frozenset({"histogram"})),
+        ]
+        for name, present, kinds in modifiers:
+            if not present:
+                continue
+            if self.user is None:
+                raise InvalidArgument("Query", "user", None, f"must name the id column to use {name} (it bounds one user's rows)")
+            if self.kind not in kinds:
+                raise InvalidArgument("Query", "kind", self.kind, f"cannot take {name}, which applies to {sorted(kinds)} only")
+        if self.kind == "count" and self.user_lower is not None and self.user_lower < 0:
+            raise InvalidArgument("Query", "user_lower", self.user_lower, "must be >= 0 for a count (a user's row count is never negative)")
 
     # --- constructors -----------------------------------------------------
     @classmethod
@@ -148,19 +205,19 @@ class Query:
         return cls("sum", column, user=user)
 
     @classmethod
-    def mean(cls, column: str) -> Query:
-        """Mean of a column (needs a clip)."""
-        return cls("mean", column)
+    def mean(cls, column: str, *, user: str | None = None) -> Query:
+        """Mean of a column (needs a clip); user-level with ``user=`` and a contribution bound."""
+        return cls("mean", column, user=user)
 
     @classmethod
-    def median(cls, column: str) -> Query:
-        """Lower median (needs a clip)."""
-        return cls("median", column)
+    def median(cls, column: str, *, user: str | None = None) -> Query:
+        """Lower median (needs a clip); user-level with ``user=`` and a contribution bound."""
+        return cls("median", column, user=user)
 
     @classmethod
-    def quantile(cls, column: str, q: ExactLike) -> Query:
-        """The q-quantile ``x[max(0, ceil(q n) - 1)]`` (needs a clip)."""
-        return cls("quantile", column, q=q)
+    def quantile(cls, column: str, q: ExactLike, *, user: str | None = None) -> Query:
+        """The q-quantile ``x[max(0, ceil(q n) - 1)]`` (needs a clip); user-level with ``user=``."""
+        return cls("quantile", column, q=q, user=user)
 
     @classmethod
     def trimmed_mean(cls, column: str, trim: ExactLike) -> Query:
@@ -173,9 +230,11 @@ class Query:
         return cls("mode", column)
 
     @classmethod
-    def histogram(cls, column: str, keys: tuple[str | int, ...] | list[str | int] | None = None) -> Query:
-        """Counts per key; ``keys=None`` means the key set is not public."""
-        return cls("histogram", column, keys=keys)
+    def histogram(
+        cls, column: str, keys: tuple[str | int, ...] | list[str | int] | None = None, *, user: str | None = None
+    ) -> Query:
+        """Counts per key; ``keys=None`` means the key set is not public; user-level with ``user=``."""
+        return cls("histogram", column, keys=keys, user=user)
 
     @classmethod
     def max(cls, column: str) -> Query:
@@ -198,9 +257,14 @@ class Query:
         return cls("user_sum", column, user=user)
 
     @classmethod
-    def user_count(cls, *, user: str) -> Query:
-        """Number of distinct users (user-level)."""
+    def count_users(cls, *, user: str) -> Query:
+        """Number of distinct users (user-level; sensitivity 1). ``Query.count(user=)`` counts rows."""
         return cls("user_count", None, user=user)
+
+    @classmethod
+    def user_count(cls, *, user: str) -> Query:
+        """The same query as :meth:`count_users` (number of distinct users)."""
+        return cls.count_users(user=user)
 
     @classmethod
     def user_max(cls, column: str, *, user: str) -> Query:
@@ -208,12 +272,28 @@ class Query:
         return cls("user_max", column, user=user)
 
     # --- combinators ------------------------------------------------------
-    def __or__(self, clip: Clip) -> Query:
-        if not isinstance(clip, Clip):
+    def __or__(self, modifier: Clip | ClipPerUser | MaxRowsPerUser | MaxKeysPerUser) -> Query:
+        if isinstance(modifier, ClipPerUser):
+            return attrs.evolve(self, user_lower=modifier.lower, user_upper=modifier.upper)
+        if isinstance(modifier, MaxRowsPerUser):
+            return attrs.evolve(self, max_rows=modifier.k)
+        if isinstance(modifier, MaxKeysPerUser):
+            return attrs.evolve(self, max_keys=modifier.m, rows_per_key=modifier.rows_per_key)
+        if not isinstance(modifier, Clip):
             return NotImplemented
         if self.kind in ("count", "user_count"):
-            raise InvalidArgument("Query", "clip", clip, f"does not apply to {self.kind}")
-        return attrs.evolve(self, lower=clip.lower, upper=clip.upper)
+            raise InvalidArgument("Query", "clip", modifier, f"does not apply to {self.kind}")
+        return attrs.evolve(self, lower=modifier.lower, upper=modifier.upper)
+
+    @property
+    def user_bounded(self) -> bool:
+        """Whether a user-level contribution bound (ClipPerUser, MaxRowsPerUser, MaxKeysPerUser) is set."""
+        return self.user_lower is not None or self.max_rows is not None or self.max_keys is not None
+
+    @property
+    def per_user_totals(self) -> bool:
+        """Whether the statistic is taken over users' clipped totals (``| ClipPerUser``), one value per user."""
+        return self.user_lower is not None
 
     @property
     def bounded(self) -> bool:
@@ -264,7 +344,7 @@ class Query:
         if self.lower is not None and self.upper is not None:
             kept = np.clip(kept, float(self.lower), float(self.upper))
             # float(lower) rounds to nearest; never let a clipped value leave [lower, upper]
-            kept = _inside(kept, self.lower, self.upper)
+            kept = clip_inside(kept, self.lower, self.upper)
         return kept
 
     def evaluate(self, data: Dataset) -> float | dict[Key, float]:
@@ -294,7 +374,7 @@ class Query:
                 ok = ~np.isnan(raw)
                 vals = raw[ok]
                 if self.lower is not None and self.upper is not None:
-                    vals = _inside(vals, self.lower, self.upper)
+                    vals = clip_inside(vals, self.lower, self.upper)
                 if self.kind == "user_sum":
                     return float(np.sum(vals))
                 return float(np.max(vals)) if vals.size else 0.0
@@ -313,13 +393,21 @@ class Query:
             args.append(repr(self.keys))
         if self.user is not None:
             args.append(f"user={self.user!r}")
-        text = f"Query.{self.kind}({', '.join(args)})"
+        name = "count_users" if self.kind == "user_count" else self.kind
+        text = f"Query.{name}({', '.join(args)})"
         if self.lower is not None and self.upper is not None:
             text += f" | Clip({_num(self.lower)}, {_num(self.upper)})"
+        if self.max_rows is not None:
+            text += f" | {MaxRowsPerUser(self.max_rows)!r}"
+        if self.max_keys is not None and self.rows_per_key is not None:
+            text += f" | {MaxKeysPerUser(self.max_keys, self.rows_per_key)!r}"
+        if self.user_lower is not None and self.user_upper is not None:
+            text += f" | {ClipPerUser(self.user_lower, self.user_upper)!r}"
         return text
 
 
-def _inside(values: npt.NDArray[np.float64], lower: Fraction, upper: Fraction) -> npt.NDArray[np.float64]:
+def clip_inside(values: npt.NDArray[np.float64], lower: Fraction, upper: Fraction) -> npt.NDArray[np.float64]:
+    """Clip to the floats nearest ``[lower, upper]`` from inside: no result leaves the exact range."""
     lo = float(lower)
     if Fraction(lo) < lower:
         lo = float(np.nextafter(lo, np.inf))

@@ -1,0 +1,266 @@
+"""Which rows a user keeps: keyed hashes and the per-user caps (issue 15).
+
+``MaxRowsPerUser(k)`` and ``MaxKeysPerUser(m)`` keep a bounded number of each
+user's rows. The choice is made by a keyed hash (a pseudo-random function keyed
+by a fresh secret drawn from :mod:`dpalg.noise` on every run) of the user, the
+row's content and its occurrence number among the user's identical rows:
+
+* it is a function of the secret and *that user's* multiset of rows only: the
+  same whatever the row order, the partitioning, or the other users (adding or
+  removing one user changes no other user's kept rows);
+* it is unpredictable without the secret, so a user cannot steer which of
+  their rows count, and it is unbiased with respect to row order.
+
+**Privacy never depends on the hash.** Any choice of at most k rows per user
+that depends only on that user's rows bounds the user's contribution by k rows,
+whatever the key and however weak the mixing; a collision or a bad key could
+only make the choice less uniform (utility). The mixing used here is the
+64-bit finaliser of MurmurHash3 (``fmix64``) around xors with key words, on
+numpy ``uint64`` arrays (wrap-around arithmetic, no Python loop over rows).
+
+Identical rows of one user are interchangeable, so which of them carries which
+occurrence number does not matter: the kept *multiset* is order independent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from dpalg._errors import InvalidArgument
+from dpalg.data._dataset import Dataset
+from dpalg.data._keys import Key, key_index
+
+__all__ = ["keyed_hashes", "row_hashes", "select_keys", "select_rows"]
+
+_U64 = np.uint64
+_C1: Final = _U64(0xFF51AFD7ED558CCD)
+_C2: Final = _U64(0xC4CEB9FE1A85EC53)
+_GOLD: Final = _U64(0x9E3779B97F4A7C15)
+_S33: Final = _U64(33)
+_TAGS: Final = {bool: 1, int: 2, float: 2, str: 3, bytes: 4}
+
+
+def _fmix(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """MurmurHash3's 64-bit finaliser on an array (a bijection of uint64; wrap-around multiply)."""
+    h = h ^ (h >> _S33)
+    h = h * _C1
+    h = h ^ (h >> _S33)
+    h = h * _C2
+    return h ^ (h >> _S33)
+
+
+def _words(secret: bytes) -> npt.NDArray[np.uint64]:
+    if not isinstance(secret, bytes) or len(secret) < 32:
+        raise InvalidArgument("keyed_hashes", "secret", f"{len(secret) if isinstance(secret, bytes) else type(secret).__name__}", "must be at least 32 bytes")
+    return np.frombuffer(secret[:32], dtype=np.uint64).copy()
+
+
+def _mix(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64] | np.uint64, key: np.uint64) -> npt.NDArray[np.uint64]:
+    """A keyed combination of two hashes (order matters)."""
+    return _fmix(_fmix(a ^ key) * _GOLD ^ b)
+
+
+def _hash_keys(keys: Sequence[Key], words: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """One keyed hash per distinct normalised key, type-tagged (1 and "1" and True differ)."""
+    out = np.zeros(len(keys), dtype=np.uint64)
+    if not keys:
+        return out
+    tags = np.fromiter((_TAGS.get(type(k), 5) for k in keys), dtype=np.uint64, count=len(keys))
+    numeric = np.flatnonzero(tags == 2)
+    if numeric.size:
+        # ints beyond 2**53 share a float with a neighbour: a collision costs utility only
+        vals = np.array([float(keys[i]) for i in numeric.tolist()], dtype=np.float64)
+        vals = vals + 0.0  # -0.0 -> 0.0
+        out[numeric] = vals.view(np.uint64)
+    others = np.flatnonzero((tags != 2) & (tags != 1))
+    if others.size:
+        text: list[str] = [k if isinstance(k, str) else repr(k) for k in (keys[i] for i in others.tolist())]
+        arr = np.array(text, dtype=np.str_)
+        width = max(arr.dtype.itemsize // 4, 1)
+        codes = arr.view(np.uint32).reshape(len(text), width).astype(np.uint64) if arr.dtype.itemsize else np.zeros((len(text), 1), dtype=np.uint64)
+        lengths = np.array([len(t) for t in text], dtype=np.int64)
+        h = lengths.astype(np.uint64)
+        for col in range(codes.shape[1]):  # one vectorised step per character position, never per row
+            # positions past a key's own length are padding: they must not touch its hash, or a
+            # longer key elsewhere in the column would change it
+            h = np.where(col < lengths, _fmix(h ^ words[2]) ^ codes[:, col], h)
+        out[others] = h
+    bools = np.flatnonzero(tags == 1)
+    if bools.size:
+        out[bools] = np.array([int(bool(keys[i])) for i in bools.tolist()], dtype=np.uint64)
+    return _mix(out, tags, words[0])
+
+
+def keyed_hashes(column: npt.ArrayLike, secret: bytes) -> npt.NDArray[np.uint64]:
+    """One 64-bit keyed hash per row: a function of the secret and the row's normalised key only.
+
+    Values follow the key policy (:func:`dpalg.data._keys.normalise_key`): ``1``
+    and ``1.0`` hash alike, ``1``, ``"1"`` and ``True`` differ, ``-0.0`` is ``0.0``;
+    a missing value (None, NaN) hashes to a fixed keyed constant. Each distinct
+    key is hashed once, vectorised.
+
+    Examples:
+        >>> h = keyed_hashes(np.array([1, 1.0, "1", None, True], dtype=object), bytes(32))
+        >>> bool(h[0] == h[1]), bool(h[0] == h[2]), bool(h[0] == h[4])
+        (True, False, False)
+    """
+    words = _words(secret)
+    keys, codes = key_index(column, owner="keyed_hashes")
+    table = np.append(_hash_keys(keys, words), _fmix(words[3:4] ^ _GOLD))  # index -1: missing
+    return table[codes]
+
+
+def row_hashes(data: Dataset, columns: Sequence[str], secret: bytes) -> npt.NDArray[np.uint64]:
+    """A keyed hash of each row's content over ``columns`` (in the given order).
+
+    Examples:
+        >>> from dpalg.data import as_dataset
+        >>> d = as_dataset({"a": np.array([1, 1, 2]), "b": np.array(["x", "x", "x"], dtype=object)})
+        >>> h = row_hashes(d, ["a", "b"], bytes(32))
+        >>> bool(h[0] == h[1]), bool(h[0] == h[2])
+        (True, False)
+    """
+    words = _words(secret)
+    h = np.full(data.n_rows, words[1], dtype=np.uint64)
+    for name in columns:
+        h = _mix(h, keyed_hashes(data.column(name), secret), words[2])
+    return h
+
+
+def _check_codes(owner: str, unit_codes: npt.NDArray[np.intp], n_units: int, *per_row: npt.NDArray[np.generic]) -> None:
+    for arr in per_row:
+        if arr.shape != unit_codes.shape:
+            raise InvalidArgument(owner, "arrays", f"shape={arr.shape}", f"must match unit_codes {unit_codes.shape}")
+    if isinstance(n_units, bool) or not isinstance(n_units, int) or n_units < 0:
+        raise InvalidArgument(owner, "n_units", n_units, "must be an int >= 0")
+
+
+def _group_rank(keys: Sequence[npt.NDArray[np.generic]], groups: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """Sort rows by ``keys`` (last key primary, np.lexsort) and rank them within runs equal in the first ``groups`` primary keys."""
+    order = np.lexsort(tuple(keys))
+    n = order.size
+    if n == 0:
+        return order, np.zeros(0, dtype=np.intp)
+    primary = list(keys)[::-1][:groups]
+    new = np.zeros(n, dtype=np.bool_)
+    new[0] = True
+    for key in primary:
+        s = key[order]
+        new[1:] |= s[1:] != s[:-1]
+    starts = np.flatnonzero(new)
+    run_start = starts[np.cumsum(new) - 1]
+    return order, np.arange(n, dtype=np.intp) - run_start
+
+
+def _occurrence(unit_codes: npt.NDArray[np.intp], content: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+    """Each row's rank among the rows of its unit with the same content (0, 1, 2, …)."""
+    order, rank = _group_rank([content, unit_codes], 2)
+    occ = np.empty(unit_codes.size, dtype=np.int64)
+    occ[order] = rank
+    return occ
+
+
+def select_rows(
+    unit_codes: npt.NDArray[np.intp],
+    n_units: int,
+    unit_hash: npt.NDArray[np.uint64],
+    content_hash: npt.NDArray[np.uint64],
+    max_rows: int,
+    secret: bytes,
+) -> npt.NDArray[np.bool_]:
+    """Keep at most ``max_rows`` rows of each unit, chosen by a keyed hash.
+
+    Args:
+        unit_codes: every row's unit (``-1``: no unit; such a row is never kept).
+        n_units: the number of units.
+        unit_hash: per row, a keyed hash of its unit's id (:func:`keyed_hashes`).
+        content_hash: per row, a keyed hash of its content (:func:`keyed_hashes`
+            or :func:`row_hashes`).
+        max_rows: the cap ``k >= 1``.
+        secret: the key (at least 32 bytes; :func:`dpalg.noise.prf_secret`).
+
+    Returns:
+        The mask of kept rows. A row's priority is ``PRF(secret, unit, content,
+        occurrence)``; each unit keeps its ``k`` lowest priorities (ties broken by
+        content, then occurrence). The kept multiset of a unit is a function of the
+        secret and that unit's multiset of rows only.
+
+    Examples:
+        >>> codes = np.array([0, 0, 0, 1, -1])
+        >>> h = keyed_hashes(np.array(["a", "a", "a", "b", "c"], dtype=object), bytes(32))
+        >>> c = keyed_hashes(np.array([1.0, 2.0, 3.0, 4.0, 5.0]), bytes(32))
+        >>> select_rows(codes, 2, h, c, 2, bytes(32)).astype(int).tolist().count(1)
+        3
+    """
+    _check_codes("select_rows", unit_codes, n_units, unit_hash, content_hash)
+    words = _words(secret)
+    out = np.zeros(unit_codes.size, dtype=np.bool_)
+    rows = np.flatnonzero(unit_codes >= 0)
+    if rows.size == 0:
+        return out
+    units = unit_codes[rows]
+    content = content_hash[rows]
+    occ = _occurrence(units, content)
+    priority = _mix(_mix(unit_hash[rows], content, words[0]), occ.astype(np.uint64), words[1])
+    order, rank = _group_rank([occ, content, priority, units], 1)
+    out[rows[order[rank < max_rows]]] = True
+    return out
+
+
+def select_keys(
+    unit_codes: npt.NDArray[np.intp],
+    n_units: int,
+    unit_hash: npt.NDArray[np.uint64],
+    key_codes: npt.NDArray[np.intp],
+    key_hash: npt.NDArray[np.uint64],
+    max_keys: int,
+    rows_per_key: int,
+    secret: bytes,
+) -> npt.NDArray[np.bool_]:
+    """Keep at most ``max_keys`` keys per unit and ``rows_per_key`` rows in each.
+
+    A unit's keys are ranked by ``PRF(secret, unit, key)`` (ties by key hash, then
+    key); the lowest ``max_keys`` are kept, with their first ``rows_per_key`` rows
+    (the rows of one unit and key are identical in the key, so any of them will
+    do). Rows with a missing unit or key (code ``-1``) are never kept.
+
+    Examples:
+        >>> units = np.array([0, 0, 0, 0])
+        >>> keys = np.array([0, 1, 1, 2])
+        >>> uh = keyed_hashes(np.array(["u"] * 4, dtype=object), bytes(32))
+        >>> kh = keyed_hashes(keys, bytes(32))
+        >>> int(select_keys(units, 1, uh, keys, kh, 2, 1, bytes(32)).sum())
+        2
+    """
+    _check_codes("select_keys", unit_codes, n_units, unit_hash, key_codes, key_hash)
+    words = _words(secret)
+    out = np.zeros(unit_codes.size, dtype=np.bool_)
+    rows = np.flatnonzero((unit_codes >= 0) & (key_codes >= 0))
+    if rows.size == 0:
+        return out
+    units, keys, khash = unit_codes[rows], key_codes[rows], key_hash[rows]
+    priority = _mix(unit_hash[rows], khash, words[2])
+    order, occ = _group_rank([keys, khash, priority, units], 4)  # rank among the rows of one (unit, key)
+    first = np.zeros(rows.size, dtype=np.bool_)
+    first[order[occ == 0]] = True
+    # rank the unit's distinct keys: first rows of each (unit, key), in priority order
+    heads = np.flatnonzero(first)
+    horder, krank = _group_rank([keys[heads], khash[heads], priority[heads], units[heads]], 1)
+    pair_rank = np.empty(heads.size, dtype=np.intp)
+    pair_rank[horder] = krank
+    head_rank = np.empty(rows.size, dtype=np.intp)
+    head_rank[heads] = pair_rank
+    # every row inherits the rank of its (unit, key): runs are contiguous in the sorted order
+    run_id = np.cumsum(first[order]) - 1
+    sorted_heads = order[first[order]]
+    key_rank = np.empty(rows.size, dtype=np.intp)
+    key_rank[order] = head_rank[sorted_heads[run_id]]
+    occ_row = np.empty(rows.size, dtype=np.intp)
+    occ_row[order] = occ
+    keep = (occ_row < rows_per_key) & (key_rank < max_keys)
+    out[rows[keep]] = True
+    return out
