@@ -9,6 +9,8 @@ raises because of a value, and nothing prints one.
 
 from __future__ import annotations
 
+import sys
+
 import numbers
 from collections.abc import Sequence
 from decimal import Decimal
@@ -174,9 +176,13 @@ def key_index(values: npt.ArrayLike, *, owner: str = "key_index") -> tuple[tuple
         keys = tuple(k for k in (normalise_key(v) for v in uniq.tolist()) if k is not None)
         codes[present] = inverse.reshape(-1)
         return keys, codes
+    items = arr.tolist()
+    kinds = set(map(type, items))
+    if kinds == {str} or kinds == {bytes}:  # one kind, its own key: factorise at C speed, then sort the distinct keys
+        return _factorise_one_kind(arr, items)
     seen: dict[tuple[int, Key], int] = {}
     raw = np.fromiter(
-        (-1 if (k := normalise_key(v)) is None else seen.setdefault((_tag(k), k), len(seen)) for v in arr.tolist()),
+        (-1 if (k := normalise_key(v)) is None else seen.setdefault((_tag(k), k), len(seen)) for v in items),
         dtype=np.intp,
         count=n,
     )
@@ -186,6 +192,25 @@ def key_index(values: npt.ArrayLike, *, owner: str = "key_index") -> tuple[tuple
     for rank, tagged in enumerate(ordered):
         remap[seen[tagged]] = rank
     return tuple(k for _, k in ordered), remap[raw]
+
+
+def _factorise_one_kind(arr: npt.NDArray[np.generic], items: list[Key]) -> tuple[tuple[Key, ...], npt.NDArray[np.intp]]:
+    """Distinct keys (sorted) and codes of a column whose values are all str (or all bytes).
+
+    With pandas already imported (the data came from a DataFrame), its hash-based
+    ``factorize`` is used; otherwise a dict. Both give the same result: the keys
+    in sorted order and each row's index among them.
+    """
+    pd = sys.modules.get("pandas")
+    if pd is not None:
+        first_codes, first_keys = pd.factorize(arr, sort=False)
+        distinct = sorted(first_keys.tolist())
+        rank = {k: i for i, k in enumerate(distinct)}
+        remap = np.fromiter((rank[k] for k in first_keys.tolist()), dtype=np.intp, count=len(distinct))
+        return tuple(distinct), remap[np.asarray(first_codes, dtype=np.intp)]
+    distinct = sorted(dict.fromkeys(items))  # one kind: str or bytes, totally ordered
+    rank = {k: i for i, k in enumerate(distinct)}
+    return tuple(distinct), np.fromiter(map(rank.__getitem__, items), dtype=np.intp, count=len(items))
 
 
 def key_codes(values: npt.ArrayLike, keys: Sequence[Key], *, owner: str = "key_codes") -> npt.NDArray[np.intp]:

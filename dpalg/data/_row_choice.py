@@ -33,6 +33,7 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg.data._dataset import Dataset
 from dpalg.data._keys import Key, key_index
+from dpalg.data._numeric import as_column
 
 __all__ = ["keyed_hashes", "row_hashes", "select_keys", "select_rows"]
 
@@ -109,7 +110,16 @@ def keyed_hashes(column: npt.ArrayLike, secret: bytes) -> npt.NDArray[np.uint64]
         (True, False, False)
     """
     words = _words(secret)
-    keys, codes = key_index(column, owner="keyed_hashes")
+    arr = as_column(column)
+    if arr.ndim == 1 and arr.dtype.kind in "iuf":  # numbers: hashed directly, vectorised (no sort)
+        with np.errstate(all="ignore"):
+            vals = arr.astype(np.float64) + 0.0  # ints as floats (1 == 1.0, as the key policy); -0.0 -> 0.0
+        h = _mix(vals.view(np.uint64), np.uint64(_TAGS[int]), words[0])
+        missing = np.isnan(vals)
+        if np.any(missing):
+            h[missing] = _fmix(words[3:4] ^ _GOLD)[0]
+        return h
+    keys, codes = key_index(arr, owner="keyed_hashes")
     table = np.append(_hash_keys(keys, words), _fmix(words[3:4] ^ _GOLD))  # index -1: missing
     return table[codes]
 
@@ -156,9 +166,28 @@ def _group_rank(keys: Sequence[npt.NDArray[np.generic]], groups: int) -> tuple[n
     return order, np.arange(n, dtype=np.intp) - run_start
 
 
-def _occurrence(unit_codes: npt.NDArray[np.intp], content: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
-    """Each row's rank among the rows of its unit with the same content (0, 1, 2, …)."""
-    order, rank = _group_rank([content, unit_codes], 2)
+def _runs_homogeneous(order: npt.NDArray[np.intp], key: npt.NDArray[np.uint64], *parts: npt.NDArray[np.generic]) -> bool:
+    """Whether rows adjacent in ``order`` with equal ``key`` also agree on every one of ``parts``."""
+    same = key[order][1:] == key[order][:-1]
+    return all(bool(np.all(p[order][1:][same] == p[order][:-1][same])) for p in parts)
+
+
+def _occurrence(unit_codes: npt.NDArray[np.intp], content: npt.NDArray[np.uint64], salt: np.uint64) -> npt.NDArray[np.int64]:
+    """Each row's rank among the rows of its unit with the same content (0, 1, 2, …).
+
+    Fast path: one sort of a 64-bit hash of (unit, content). Rows with equal hash
+    are identical unless two (unit, content) pairs collide; that is checked, and a
+    collision (probability about n²/2**65 under the keyed hash, whatever the data)
+    falls back to the exact two-key sort.
+    """
+    pair = _mix(unit_codes.astype(np.uint64), content, salt)
+    order = np.argsort(pair, kind="stable")
+    if _runs_homogeneous(order, pair, unit_codes, content):
+        new = np.ones(order.size, dtype=np.bool_)
+        new[1:] = pair[order][1:] != pair[order][:-1]
+        rank = np.arange(order.size, dtype=np.intp) - np.flatnonzero(new)[np.cumsum(new) - 1]
+    else:
+        order, rank = _group_rank([content, unit_codes], 2)
     occ = np.empty(unit_codes.size, dtype=np.int64)
     occ[order] = rank
     return occ
@@ -204,9 +233,17 @@ def select_rows(
         return out
     units = unit_codes[rows]
     content = content_hash[rows]
-    occ = _occurrence(units, content)
+    occ = _occurrence(units, content, words[3])
     priority = _mix(_mix(unit_hash[rows], content, words[0]), occ.astype(np.uint64), words[1])
-    order, rank = _group_rank([occ, content, priority, units], 1)
+    # sort by (unit, priority): priority first, then a stable sort by unit
+    by_priority = np.argsort(priority)
+    order = by_priority[np.argsort(units[by_priority], kind="stable")]
+    starts = np.ones(order.size, dtype=np.bool_)
+    starts[1:] = units[order][1:] != units[order][:-1]
+    rank = np.arange(order.size, dtype=np.intp) - np.flatnonzero(starts)[np.cumsum(starts) - 1]
+    tie = (~starts[1:]) & (priority[order][1:] == priority[order][:-1])
+    if np.any(tie):  # two rows of one unit with equal 64-bit priority: break ties by content, then occurrence
+        order, rank = _group_rank([occ, content, priority, units], 1)
     out[rows[order[rank < max_rows]]] = True
     return out
 
