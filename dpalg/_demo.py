@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from dpalg import ApproxDP, Clip, Compose, PureDP, PureToApprox, Query, ZCDPToApprox
+from dpalg import ApproxDP, Clip, ClipPerUser, Compose, MaxRowsPerUser, PureDP, PureToApprox, Query, ZCDPToApprox
 from dpalg.graph._node import AbstractMeasurement
 from dpalg.measures import ApproxDP as _ApproxDP
 from dpalg.measures._display import short_measure
@@ -73,9 +73,11 @@ def user_plan() -> AbstractMeasurement[PureDP]:
     composed with the row-level plan (dpalg refuses), so it has its own budget."""
     pages = Query.user_sum("pages", user="uid")
     return Compose(
-        Laplace(Query.user_count(user="uid"), epsilon="0.2"),
-        ShiftedInverse(pages, domain=(0, 2**32 - 1), epsilon="0.4"),
-        ShiftedInverseSearch(pages, domain=(0, 2**32 - 1), epsilon="0.4"),
+        Laplace(Query.count_users(user="uid"), epsilon="0.1"),
+        Laplace(Query.count(user="uid") | MaxRowsPerUser(10), epsilon="0.1"),
+        Laplace(Query.sum("pages", user="uid") | ClipPerUser(0, 100), epsilon="0.3"),
+        ShiftedInverse(pages, domain=(0, 2**32 - 1), epsilon="0.25"),
+        ShiftedInverseSearch(pages, domain=(0, 2**32 - 1), epsilon="0.25"),
     )
 
 
@@ -142,9 +144,15 @@ def run_demo(seed: int | None = None, rows: int = 100_000, out: Path | str = "."
     print(f"\n== user-level plan (unit: one user with all rows) ==\n{uplan.check(USER_BUDGET).render()}")
     user_values = uplan.run(data, rng=seed).value
     assert isinstance(user_values, tuple)
-    user_truths = [float(np.unique(data["uid"]).size), float(np.sum(data["pages"])), float(np.sum(data["pages"]))]
-    for name, truth, value in zip(("users", "pages (shifted inverse, EM)", "pages (binary search)"), user_truths, user_values):
-        print(f"  {name:28s} released {_fmt(value):>20s}   true {_fmt(truth)}")
+    totals = np.bincount(np.unique(data["uid"], return_inverse=True)[1], weights=data["pages"].astype(np.float64))
+    rows_per_user = np.bincount(np.unique(data["uid"], return_inverse=True)[1])
+    user_truths = [
+        float(totals.size), float(np.minimum(rows_per_user, 10).sum()), float(np.minimum(totals, 100).sum()),
+        float(np.sum(data["pages"])), float(np.sum(data["pages"])),
+    ]
+    names = ("users", "rows (<= 10 per user)", "pages (each user clipped at 100)", "pages (shifted inverse, EM)", "pages (binary search)")
+    for name, truth, value in zip(names, user_truths, user_values):
+        print(f"  {name:34s} released {_fmt(value):>20s}   true {_fmt(truth)}")
 
     path = directory / CERTIFICATE_NAME
     try:

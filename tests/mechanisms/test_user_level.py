@@ -236,3 +236,27 @@ def test_a_user_level_ptr_release_is_the_row_level_release_over_the_totals() -> 
 def test_local_sensitivity_nodes_refuse_what_their_profiles_do_not_cover(build: object) -> None:
     with pytest.raises(InvalidArgument):
         build()  # type: ignore[operator]
+
+
+def test_a_user_level_certificate_is_re_derived_by_the_audit() -> None:
+    import json
+
+    from dpalg import Compose
+    from dpalg.release import audit_certificate
+
+    plan = Compose(
+        Laplace(Query.count_users(user="uid"), epsilon="0.1"),
+        Laplace(Query.sum("x", user="uid") | Clip(0, 9) | MaxRowsPerUser(3) | ClipPerUser(0, 20), epsilon="0.2"),
+        NoisyMax(Query.histogram("k", keys=KEYS, user="uid") | MaxKeysPerUser(2, rows_per_key=2), epsilon="0.2"),
+        ExponentialQuantile(Query.median("x", user="uid") | ClipPerUser(0, 100), epsilon="0.2"),
+    )
+    plan.check(PureDP(1))
+    data = _dataset([("u1", 1.0, "a"), ("u1", 2.0, "b"), ("u2", 3.0, "c"), (3, 4.0, "a")])
+    cert = json.loads(plan.run({c: data.column(c) for c in data.names}, rng=4).certificate_json())
+    assert "ClipPerUser(0, 20)" in json.dumps(cert) or "user_upper" in json.dumps(cert)
+    report = audit_certificate(cert)
+    assert report.exit_code == 0 and report.status == "cost_confirmed", report.findings
+    # a certificate whose cap was edited no longer matches its plan digest
+    tampered = json.loads(json.dumps(cert).replace('"max_rows": 3', '"max_rows": 300'))
+    assert tampered != cert
+    assert audit_certificate(tampered).exit_code != 0
