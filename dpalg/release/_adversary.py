@@ -115,11 +115,27 @@ def _user_pairs(query: Query, domain_hi: int | None) -> list[NeighbourPair]:
     ids = np.arange(8, dtype=np.int64)
     if query.kind in ("user_count",) or (query.kind == "count" and query.column is None):
         data = {user: np.repeat(ids, 1)}
-        return [NeighbourPair("8 users with 1 row; add a user with 5 rows", data, {user: np.concatenate([data[user], np.full(5, 99)])})]
+        extra = max(5, (query.max_rows or 0) + 3)
+        return [NeighbourPair(f"8 users with 1 row; add a user with {extra} rows", data, {user: np.concatenate([data[user], np.full(extra, 99)])})]
     column = query.column
     assert column is not None
-    cap = _num(query.upper) if query.upper is not None else float(domain_hi if domain_hi is not None else 100)
+    # the added user is extreme: more rows than any cap, each at the top of the range
     rows = 4 if query.kind == "user_sum" else 1
+    if query.user_bounded:
+        rows = max(rows, (query.max_rows or 0) + 3, (query.max_keys or 0) * (query.rows_per_key or 0) + 3)
+    if query.kind == "histogram":
+        keys = list(query.keys) if query.keys is not None else [0, 1]
+        dtype = object if any(isinstance(k, str) for k in keys) else np.float64
+        small = {user: ids, column: np.array([keys[i % len(keys)] for i in range(ids.size)], dtype=dtype)}
+        extra = [keys[i % len(keys)] for i in range(rows)]
+        heavy_h = {user: np.concatenate([ids, np.full(rows, 99)]), column: np.array(small[column].tolist() + extra, dtype=dtype)}
+        return [NeighbourPair(f"8 users with 1 row; add a user with {rows} rows over the keys", small, heavy_h, keys[0])]
+    if query.upper is not None:
+        cap = _num(query.upper)
+    elif query.user_upper is not None:
+        cap = _num(query.user_upper) + 1.0  # one row beyond the per-user clip
+    else:
+        cap = float(domain_hi if domain_hi is not None else 100)
     base = {user: ids, column: _f([1.0] * ids.size)}
     heavy = {user: np.concatenate([ids, np.full(rows, 99)]), column: _f([1.0] * ids.size + [cap] * rows)}
     empty = {user: np.array([], dtype=np.int64), column: _f([])}
