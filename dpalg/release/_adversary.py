@@ -127,8 +127,8 @@ def _user_pairs(query: Query, domain_hi: int | None) -> list[NeighbourPair]:
         keys = list(query.keys) if query.keys is not None else [0, 1]
         dtype = object if any(isinstance(k, str) for k in keys) else np.float64
         small = {user: ids, column: np.array([keys[i % len(keys)] for i in range(ids.size)], dtype=dtype)}
-        extra = [keys[i % len(keys)] for i in range(rows)]
-        heavy_h = {user: np.concatenate([ids, np.full(rows, 99)]), column: np.array(small[column].tolist() + extra, dtype=dtype)}
+        added_keys = [keys[i % len(keys)] for i in range(rows)]
+        heavy_h = {user: np.concatenate([ids, np.full(rows, 99)]), column: np.array(small[column].tolist() + added_keys, dtype=dtype)}
         return [NeighbourPair(f"8 users with 1 row; add a user with {rows} rows over the keys", small, heavy_h, keys[0])]
     if query.upper is not None:
         cap = _num(query.upper)
