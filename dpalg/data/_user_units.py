@@ -20,12 +20,12 @@ Data policy (in addition to the one of :mod:`dpalg.data._dataset`):
   data-dependent error is itself a leak;
 * a ``NaN``/``None`` value means "no value": the row is dropped, but its user
   still exists (a user whose rows are all missing contributes 0, or no value);
-* :func:`per_unit_sums` clamps each *user's total* to ``[0, +max float]``:
-  ``max(sum, 0)`` makes the user sum monotone (removing a user removes a
-  non-negative term; seed 004, Eq. 3), and an overflowing or ``+inf`` total
-  becomes the largest finite float64. The clamp acts on one user's total only,
-  so it is unit-local and costs no privacy; raising an error instead would
-  reveal that some user's total is negative;
+* :func:`per_unit_sums` sums each user's rows exactly on a public lattice
+  ``2**k`` (rows clamped to ``±2**62·2**k``) and clamps the *user's total* to
+  ``[0, 2**62·2**k]``: ``max(sum, 0)`` makes the user sum monotone (removing a
+  user removes a non-negative term; seed 004, Eq. 3). The clamps act on one
+  user's rows and total only, so they are unit-local and cost no privacy;
+  raising an error instead would reveal that some user's total is negative;
 * :func:`per_unit_max` maps ``+inf`` to the largest finite float64 (``-inf``
   means "below everything", like a user without values), so every entry is
   finite or ``-inf`` and no release path can fail because one user holds
@@ -41,6 +41,7 @@ References:
 
 from __future__ import annotations
 
+import math
 from typing import Final
 
 import numpy as np
@@ -48,6 +49,7 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg.data._keys import key_index, normalise_key
+from dpalg.data._lattice_sums import TERM_LIMIT, per_unit_lattice_sums
 from dpalg.data._numeric import as_column, to_float
 
 __all__ = [
@@ -130,41 +132,51 @@ def unit_count(ids: npt.ArrayLike) -> int:
     return unit_index(ids, owner="unit_count")[0]
 
 
-def per_unit_sums(ids: npt.ArrayLike, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """Each user's total contribution, clamped to ``[0, max float64]``.
+def per_unit_sums(ids: npt.ArrayLike, values: npt.ArrayLike, *, k: int = -20) -> npt.NDArray[np.float64]:
+    """Each user's total contribution, exact on the lattice ``2**k``, clamped to ``[0, 2**62·2**k]``.
 
-    Missing values are dropped. The total of one user is summed in row order by
-    ``np.bincount``; it depends only on that user's rows, so adding or removing
-    one user with all their rows leaves every other total unchanged. A negative
-    total becomes 0 (the monotone envelope of the signed sum, see the module
-    docstring); ``+inf`` or an overflowing total becomes the largest float64.
+    Missing values are dropped. Each row is clamped to ``±2**62·2**k`` (``±inf``
+    included) and rounded half-even to a multiple of ``2**k``; each user's total is
+    the *exact* sum of their rounded rows (:func:`per_unit_lattice_sums`), so it
+    depends only on that user's multiset of rows: never on the row order, the
+    partitioning or other users (a float sum in row order does: ``1e16 + 1 − 1e16``
+    is 0 or 1 depending on the order). A negative total becomes 0 (the monotone
+    envelope of the signed sum, see the module docstring). The total is converted
+    to float64 at the end (rounded to nearest; a per-user map).
 
     Args:
         ids: the id column.
         values: the numeric column, same length.
+        k: the lattice exponent, an int in [-1000, 900] (public; the default 2**-20
+            clamps rows and totals at 2**42, about 4.4e12).
 
     Returns:
         One non-negative finite float64 per user, in sorted id order.
 
     Raises:
-        InvalidArgument: on shape mismatch or a non-numeric dtype (never for a value).
+        InvalidArgument: on shape mismatch, a non-numeric dtype or a bad ``k``
+            (never for a value).
 
     Examples:
         >>> per_unit_sums(["u", "v", "u", "w"], [2.0, -5.0, 1.5, float("nan")]).tolist()
         [3.5, 0.0, 0.0]
+        >>> per_unit_sums([1, 1, 1], [1e16, 1.0, -1e16], k=0).tolist() == per_unit_sums([1, 1, 1], [1e16, -1e16, 1.0], k=0).tolist() == [1.0]
+        True
 
     References:
         Fang, Dong, Yi, CCS 2022 (user sums with unbounded contributions).
     """
+    if isinstance(k, bool) or not isinstance(k, int) or not -1000 <= k <= 900:
+        raise InvalidArgument("per_unit_sums", "k", k, "must be an int in [-1000, 900]")
     n_units, inv = unit_index(ids, owner="per_unit_sums")
     vals = _numeric(values, "per_unit_sums")
     _check_lengths(inv.shape[0], vals.shape[0], "per_unit_sums")
     keep = ~np.isnan(vals) & (inv >= 0)
-    # finite rows cannot sum to NaN (+inf only arises by overflow and then stays +inf)
-    rows = np.clip(vals[keep], -_FMAX, _FMAX)
-    with np.errstate(over="ignore", invalid="ignore"):
-        totals = np.bincount(inv[keep], weights=rows, minlength=n_units).astype(np.float64)
-    return np.clip(totals, 0.0, _FMAX)
+    limit = math.ldexp(1.0, 62 + k)
+    with np.errstate(all="ignore"):
+        terms = np.rint(np.ldexp(np.clip(vals[keep], -limit, limit), -k)).astype(np.int64)  # exact scaling, half-even
+    totals = per_unit_lattice_sums(inv[keep], n_units, np.clip(terms, -TERM_LIMIT, TERM_LIMIT), 0, TERM_LIMIT)
+    return np.ldexp(totals.astype(np.float64), k)
 
 
 def per_unit_max(ids: npt.ArrayLike, values: npt.ArrayLike) -> npt.NDArray[np.float64]:

@@ -56,6 +56,12 @@ SHIFTED_KINDS = ("user_sum", "user_count", "user_max", "count")
 def _si_query(owner: str, value: Query) -> Query:
     if not isinstance(value, Query) or value.kind not in SHIFTED_KINDS or value.user is None:
         raise InvalidArgument(owner, "query", value, f"must be a user-level monotone query: {SHIFTED_KINDS} with user=...")
+    if value.user_bounded:
+        raise InvalidArgument(
+            owner, "query", value,
+            "needs no contribution bound (the shifted inverse handles unbounded contributions): drop ClipPerUser/MaxRowsPerUser, "
+            "or release the bounded query with Laplace",
+        )
     if value.kind == "user_sum" and value.lower is not None and value.lower < 0:
         raise InvalidArgument(owner, "query", value, "user sums need non-negative contributions (lower bound >= 0)")
     return value
@@ -74,12 +80,24 @@ def _beta(owner: str, value: ExactLike) -> Fraction:
     return unit_interval_param(owner, "beta", value)
 
 
-def user_loss(query: Query, data: Dataset, floor: int) -> UserLoss:
+def sum_lattice_k(top: int | None) -> int:
+    """The public lattice ``2**k`` of user totals: ``k = max(−40, bits(top) − 60)``.
+
+    Rows are clamped to ±2**62 lattice steps before the exact per-user sum
+    (:func:`dpalg.data.per_unit_sums`); with this k that clamp is
+    ``2**(bits(top) + 2) ≥ 4·top``, so it never moves ⌊f⌋ inside the domain, and
+    the step is as fine as that allows (2**-20 for a domain of 2**40).
+    """
+    return -20 if top is None else max(-40, top.bit_length() - 60)
+
+
+def user_loss(query: Query, data: Dataset, floor: int, top: int | None = None) -> UserLoss:
     """The loss of ``⌊f⌋`` that every shifted-inverse form uses, read through the per-unit reductions.
 
     Args:
         query: a validated user-level query (see :data:`SHIFTED_KINDS`).
         data: the dataset.
+        top: ``y_hi`` of the output domain (sets the lattice of user totals; ``None``: 2**-20).
         floor: ``y_lo`` of the output domain; for ``user_max`` it is ``f(∅)``
             (``f = max(y_lo, largest value)``), for the other kinds ``f(∅) = 0``.
 
@@ -99,7 +117,7 @@ def user_loss(query: Query, data: Dataset, floor: int) -> UserLoss:
             values = data.numeric(query.column)
             if query.lower is not None and query.upper is not None:  # lower >= 0 checked at construction
                 values = np.clip(values, float(query.lower), float(query.upper))
-            loss = UserLoss.user_sum(per_unit_sums(ids, values))
+            loss = UserLoss.user_sum(per_unit_sums(ids, values, k=sum_lattice_k(top)))  # exact, order independent
         case "user_count":
             loss = UserLoss.row_count(np.ones(unit_count(ids), dtype=np.int64))
         case "count":
@@ -195,13 +213,13 @@ class ShiftedInverse(AbstractPrimitive[PureDP]):
 
     def distribution(self, data: Dataset) -> tuple[list[int], list[int], list[float]]:
         """Runs and their unnormalised log-weights −ε·ℓ*/2 (for exact tests; not private)."""
-        loss = user_loss(self.query, data, self.domain[0])
+        loss = user_loss(self.query, data, self.domain[0], self.domain[1])
         starts, lengths, losses = shifted_loss_runs(loss, self.domain[0], self.domain[1], self.tau())
         return starts, lengths, [-float(self.epsilon) * int(v) / 2 for v in losses.tolist()]
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """An integer in the domain."""
-        loss = user_loss(self.query, data, self.domain[0])
+        loss = user_loss(self.query, data, self.domain[0], self.domain[1])
         starts, lengths, losses = shifted_loss_runs(loss, self.domain[0], self.domain[1], self.tau())
         scores = losses - int(losses.min())
         run = sample_exp_runs(scores, self.epsilon / 2, lengths, rng=rng)
@@ -299,7 +317,7 @@ class ShiftedInverseSearch(AbstractPrimitive[PureDP]):
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """An integer in the domain."""
-        loss = user_loss(self.query, data, self.domain[0])
+        loss = user_loss(self.query, data, self.domain[0], self.domain[1])
         noise = _Noise("laplace", self.sigma(), rng, search_steps(self.domain) + 1)
         return _binary_search(loss, self.domain, self.tau(), noise)
 
@@ -366,6 +384,6 @@ class ShiftedInverseSearchZCDP(AbstractPrimitive[ZCDP]):
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """An integer in the domain."""
-        loss = user_loss(self.query, data, self.domain[0])
+        loss = user_loss(self.query, data, self.domain[0], self.domain[1])
         noise = _Noise("gaussian", self.sigma2(), rng, search_steps(self.domain) + 1)
         return _binary_search(loss, self.domain, self.tau(), noise)

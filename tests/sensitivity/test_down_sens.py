@@ -199,7 +199,7 @@ def test_reductions() -> None:
     vals = np.array([1.0, np.inf, -3.0, np.nan, 1.0])
     assert unit_count(ids) == 3
     assert unit_index(ids)[1].tolist() == [1, 1, 2, 0, 2]
-    assert per_unit_sums(ids, vals).tolist() == [0.0, float(np.finfo(np.float64).max), 0.0]
+    assert per_unit_sums(ids, vals).tolist() == [0.0, 2.0**42, 0.0]  # +inf clamps at 2**62 lattice steps of 2**-20
     assert per_unit_max(ids, vals).tolist() == [-np.inf, float(np.finfo(np.float64).max), 1.0]
     assert per_unit_row_counts(ids, vals).tolist() == [0, 2, 2]
     assert per_unit_sums([], []).size == 0
@@ -482,7 +482,8 @@ def test_reductions_are_unit_local() -> None:
 
 def test_overflowing_total_and_infinite_max_are_clamped() -> None:
     fmax = float(np.finfo(np.float64).max)
-    assert per_unit_sums([1, 1], [fmax, fmax]).tolist() == [fmax]
+    assert per_unit_sums([1, 1], [fmax, fmax]).tolist() == [2.0**42]  # rows and totals clamp at 2**62 steps of 2**-20
+    assert per_unit_sums([1, 1], [fmax, fmax], k=900).tolist() == [2.0**962]
     assert per_unit_max([1, 2, 2], [np.inf, -np.inf, np.nan]).tolist() == [fmax, -np.inf]
     UserLoss.user_max(per_unit_max([1, 2], [np.inf, 3.0]), floor=0)  # accepted: no data-dependent error
 
