@@ -17,6 +17,7 @@ from dpalg.graph import (
     AbstractPrimitive,
     Compose,
     Derivation,
+    GroupPrivacy,
     Parallel,
     PrivacyClaim,
     PureToApprox,
@@ -33,7 +34,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BOTTOM", "AbstractMeasurement", "AbstractPrimitive", "ApproxDP", "Bottom", "BudgetExceeded", "Clip", "ClipPerUser", "MaxKeysPerUser", "MaxRowsPerUser",
-    "Compose", "DPAlgError", "Derivation", "InvalidArgument", "Neighbouring", "Parallel", "PrivacyClaim",
+    "Compose", "DPAlgError", "Derivation", "GroupPrivacy", "InvalidArgument", "Neighbouring", "Parallel", "PrivacyClaim",
     "PureDP", "PureToApprox", "PureToZCDP", "Query", "Release", "Session", "UncheckedPlan", "Unsupported",
     "ZCDP", "ZCDPToApprox", "compose",
 ]  # fmt: skip

@@ -17,6 +17,7 @@ from typing import Union, assert_never, cast
 from dpalg._errors import BudgetExceeded, InvalidArgument, Unsupported
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._derivation import Derivation
+from dpalg.graph._group import GroupPrivacy, group_cost
 from dpalg.graph._node import AbstractMeasurement, AbstractPrimitive, M
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import short_measure
@@ -27,10 +28,11 @@ KnownNode = Union[
     Compose[PureDP], Compose[ApproxDP], Compose[ZCDP],
     Parallel[PureDP], Parallel[ApproxDP], Parallel[ZCDP],
     PureToApprox, PureToZCDP, ZCDPToApprox,
+    GroupPrivacy[PureDP], GroupPrivacy[ApproxDP], GroupPrivacy[ZCDP],
     AbstractPrimitive[PureDP], AbstractPrimitive[ApproxDP], AbstractPrimitive[ZCDP],
 ]  # fmt: skip
 
-_KNOWN = (Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox, AbstractPrimitive)
+_KNOWN = (Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox, GroupPrivacy, AbstractPrimitive)
 
 
 _KNOWN_TYPES: dict[type, bool] = {}
@@ -191,6 +193,16 @@ def _walk(node: object, path: str, dry: bool) -> Derivation | None:
             return Derivation(
                 here, known, "tight zCDP -> (eps, delta) conversion, rounded up (Canonne-Kamath-Steinke 2020 Cor 13)",
                 (("delta", str(known.delta)),), sub.cost.to_approx(known.delta), (sub,), combine="convert",
+            )
+        case GroupPrivacy():
+            here = _child_path(path, f"GroupPrivacy(unit={known.unit!r}, max_rows={known.max_rows})")
+            sub = _walk(known.plan, here, dry)
+            if sub is None:
+                return None
+            return Derivation(
+                here, known, "group privacy over k rows per user: k*eps; (k*eps, k*e^((k-1)eps)*delta) rounded up; k^2*rho "
+                "(Dwork-Roth Thm 2.2; chained (eps, delta); Bun-Steinke Prop 1.9)",
+                (("unit", known.unit), ("max_rows", str(known.max_rows))), group_cost(sub.cost, known.max_rows), (sub,), combine="convert",
             )
         case AbstractPrimitive():
             here = _child_path(path, type(known).__name__)

@@ -47,6 +47,10 @@ def measure_type(node: object) -> type | None:
         return ApproxDP
     if isinstance(node, PureToZCDP):
         return ZCDP
+    from dpalg.graph._group import GroupPrivacy
+
+    if isinstance(node, GroupPrivacy):
+        return measure_type(node.plan)
     if isinstance(node, AbstractPrimitive):
         return type(node.privacy().cost)
     return None

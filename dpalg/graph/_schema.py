@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from dpalg.data import ColumnUse, Dataset, check_columns
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
+from dpalg.graph._group import GroupPrivacy
 from dpalg.graph._node import AbstractPrimitive
 
 __all__ = ["plan_columns", "validate_schema"]
@@ -38,6 +39,10 @@ def plan_columns(plan: object, path: str = "") -> Iterator[tuple[str, ColumnUse]
             yield from plan_columns(child, _join(here, repr(key)))
     elif isinstance(plan, (PureToApprox, PureToZCDP, ZCDPToApprox)):
         yield from plan_columns(plan.child, _join(path, type(plan).__name__))
+    elif isinstance(plan, GroupPrivacy):
+        here = _join(path, "GroupPrivacy")
+        yield here, ColumnUse(plan.unit, "id")
+        yield from plan_columns(plan.plan, here)
     elif isinstance(plan, AbstractPrimitive):
         here = _join(path, type(plan).__name__)
         for use in plan.columns():

@@ -15,6 +15,7 @@ from dpalg._errors import UncheckedPlan
 from dpalg.data import Dataset, as_dataset, key_codes, key_order, unit_index
 from dpalg.graph._accountant import KnownNode, _classify, check
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
+from dpalg.graph._group import GroupPrivacy, bounded_rows
 from dpalg.graph._derivation import Derivation
 from dpalg.graph._node import AbstractMeasurement, AbstractPrimitive, take_checked_run
 from dpalg.graph._schema import validate_schema
@@ -143,6 +144,8 @@ def _exec(node: object, data: Dataset, rng: AbstractRandomness, path: str) -> ob
             return {key: _exec(child, sub, rng, f"{path}/{key!r}") for (key, child), sub in zip(known.parts, _split(known, data))}
         case PureToApprox() | PureToZCDP() | ZCDPToApprox():
             return _exec(known.child, data, rng, path)
+        case GroupPrivacy():
+            return _exec(known.plan, data.take(bounded_rows(known, data, rng)), rng, path)
         case AbstractPrimitive():
             return known.release(data, rng)
         case _:
