@@ -1,5 +1,6 @@
 """Mechanism nodes. Each cites its theorem and states its neighbouring relation."""
 
+from dpalg.mechanisms._auto_clip import AutoClipSum
 from dpalg.mechanisms._bounded_ls import BoundedLS, NoisyCount
 from dpalg.mechanisms._exponential import ExponentialQuantile, NoisyMax
 from dpalg.mechanisms._global import Gaussian, Laplace
@@ -13,7 +14,7 @@ from dpalg.mechanisms._stable_histogram import StableHistogram
 
 __all__ = [
     "LocalSensAtDistance", "ProposeTest", "PTRMode", "StableHistogram",
-    "BoundedLS", "BoundedLSRatio", "CalibratedGaussianSum", "CalibratedLaplaceSum",
+    "AutoClipSum", "BoundedLS", "BoundedLSRatio", "CalibratedGaussianSum", "CalibratedLaplaceSum",
     "ExponentialQuantile", "Gaussian", "KSWRatio", "Laplace", "NaiveRatio", "NoisyCount", "NoisyMax",
     "PrivateRatio", "ShiftedInverse",
     "ShiftedInverseSearch", "ShiftedInverseSearchZCDP",

@@ -1,0 +1,114 @@
+"""AutoClipSum: exact privacy of both steps on small domains, order independence, validation.
+
+Step 1 (choice of the clip): for every multiset D of user totals over a small
+domain and every D' = D + one user, the exact selection probabilities
+(∝ exp(−ε₁/2 · score)) differ by at most a factor e^{ε₁}; the same check with
+the /2 dropped (a broken variant) finds a violating pair.
+Step 2 (the clipped sum, for each candidate C): one user moves the rounded sum by
+at most its stated sensitivity, so the discrete Laplace release is ε₂-DP.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from dpalg import Clip, ClipPerUser, InvalidArgument, PureDP, Query
+from dpalg.data import as_dataset
+from dpalg.mechanisms import AutoClipSum
+from dpalg.noise import SeededRandomness
+
+NODE = AutoClipSum(Query.sum("x", user="uid"), epsilon=1, upper_limit=64, grid_steps=5, clip_share="1/2")
+STEP = Fraction(2) ** NODE.lattice_k()
+DOMAIN = [0, 1, 3, 8, 20, 64, 500]  # real totals; 500 is beyond upper_limit (clamped)
+
+
+def _lattice(totals: tuple[int, ...]) -> npt.NDArray[np.int64]:
+    top = int(NODE.upper_limit / STEP)
+    return np.array([min(int(Fraction(t) / STEP), top) for t in totals], dtype=np.int64)
+
+
+def _probabilities(scores: list[Fraction], gamma: Fraction) -> list[float]:
+    weights = [math.exp(-float(gamma * s)) for s in scores]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+def _worst_ratio(gamma: Fraction) -> float:
+    worst = 0.0
+    for n in range(0, 4):
+        for base in itertools.combinations_with_replacement(DOMAIN, n):
+            p = _probabilities(NODE.clip_scores(_lattice(base)), gamma)
+            for extra in DOMAIN:
+                q = _probabilities(NODE.clip_scores(_lattice(base + (extra,))), gamma)
+                worst = max(worst, max(abs(math.log(a / b)) for a, b in zip(p, q)))
+    return worst
+
+
+def test_the_clip_choice_is_epsilon1_dp_and_a_broken_rate_is_caught() -> None:
+    eps1 = NODE.epsilon_clip
+    assert _worst_ratio(eps1 / 2) <= float(eps1) + 1e-12
+    assert _worst_ratio(eps1) > float(eps1) * 1.5  # sampling ∝ exp(−ε₁·score): twice the loss
+
+
+@pytest.mark.parametrize("clip", NODE.candidates())
+def test_the_clipped_sum_moves_within_its_sensitivity(clip: Fraction) -> None:
+    for n in range(0, 4):
+        for base in itertools.combinations_with_replacement(DOMAIN, n):
+            a, sens_a, k_a = NODE.clipped_sum(_lattice(base), clip)
+            for extra in DOMAIN:
+                b, sens_b, k_b = NODE.clipped_sum(_lattice(base + (extra,)), clip)
+                assert sens_a == sens_b and k_a == k_b  # public: a function of C only
+                assert abs(b - a) <= sens_a
+
+
+def test_a_huge_epsilon_makes_the_rounding_slack_visible() -> None:
+    # with a coarse noise lattice (d > 0) the stated sensitivity includes the +1 of re-rounding
+    node = AutoClipSum(Query.sum("x", user="uid"), epsilon="1/1024", upper_limit=2**20, grid_steps=2)
+    totals = np.array([0], dtype=np.int64)
+    _, sens, k2 = node.clipped_sum(totals, node.candidates()[0])
+    assert k2 > node.lattice_k() and sens == -(-int(node.candidates()[0] / Fraction(2) ** node.lattice_k()) // 2 ** (k2 - node.lattice_k())) + 1
+
+
+def test_release_is_order_independent_and_reports_the_clip() -> None:
+    gen = np.random.default_rng(0)
+    uid = np.repeat(np.arange(300), 3)
+    x = np.floor(gen.pareto(1.2, size=uid.size) * 10)
+    node = AutoClipSum(Query.sum("x", user="uid") | Clip(0, 10**6), epsilon=1, upper_limit=2**20)
+    first = node.release(as_dataset({"uid": uid, "x": x}), SeededRandomness(9))
+    perm = gen.permutation(uid.size)
+    second = node.release(as_dataset({"uid": uid[perm], "x": x[perm]}), SeededRandomness(9))
+    assert first == second
+    assert isinstance(first, dict) and set(first) == {"sum", "clip"} and first["clip"] in [float(c) for c in node.candidates()]
+
+
+def test_cost_and_certificate() -> None:
+    assert NODE.cost() == PureDP(1)
+    inputs = dict(NODE.privacy().inputs)
+    assert inputs["epsilon_clip"] == "1/2" and inputs["users_above"] == "2"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"query": Query.sum("x")}, "user"),
+        ({"query": Query.sum("x", user="uid") | ClipPerUser(0, 1)}, "ClipPerUser"),
+        ({"query": Query.sum("x", user="uid") | Clip(-1, 1)}, "l >= 0"),
+        ({"epsilon": 0}, "epsilon"),
+        ({"upper_limit": -1}, "upper_limit"),
+        ({"clip_share": 1}, "clip_share"),
+        ({"grid_steps": 41}, "grid_steps"),
+        ({"users_above": -1}, "users_above"),
+    ],
+)
+def test_invalid_parameters_fail_at_construction(kwargs: dict[str, object], needle: str) -> None:
+    args: dict[str, object] = {"query": Query.sum("x", user="uid"), "epsilon": 1, "upper_limit": 100}
+    args.update(kwargs)
+    with pytest.raises(InvalidArgument) as info:
+        AutoClipSum(**args)  # type: ignore[arg-type]
+    assert needle in str(info.value)
