@@ -24,6 +24,7 @@ occurrence number does not matter: the kept *multiset* is order independent.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Final
 
@@ -65,6 +66,14 @@ def _mix(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64] | np.uint64, key: 
     return _fmix(_fmix(a ^ key) * _GOLD ^ b)
 
 
+def _float(key: Key) -> float:
+    """A number key as a float; an int beyond the float range saturates to ±inf (a collision costs utility only)."""
+    try:
+        return float(key)
+    except OverflowError:
+        return math.copysign(math.inf, float(key > 0) - 0.5)  # type: ignore[operator]
+
+
 def _hash_keys(keys: Sequence[Key], words: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """One keyed hash per distinct normalised key, type-tagged (1 and "1" and True differ)."""
     out = np.zeros(len(keys), dtype=np.uint64)
@@ -74,7 +83,7 @@ def _hash_keys(keys: Sequence[Key], words: npt.NDArray[np.uint64]) -> npt.NDArra
     numeric = np.flatnonzero(tags == 2)
     if numeric.size:
         # ints beyond 2**53 share a float with a neighbour: a collision costs utility only
-        vals = np.array([float(keys[i]) for i in numeric.tolist()], dtype=np.float64)
+        vals = np.array([_float(keys[i]) for i in numeric.tolist()], dtype=np.float64)
         vals = vals + 0.0  # -0.0 -> 0.0
         out[numeric] = vals.view(np.uint64)
     others = np.flatnonzero((tags != 2) & (tags != 1))

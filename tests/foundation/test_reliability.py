@@ -29,6 +29,9 @@ from dpalg import (
     ZCDP,
     ApproxDP,
     Clip,
+    ClipPerUser,
+    MaxKeysPerUser,
+    MaxRowsPerUser,
     Compose,
     InvalidArgument,
     Parallel,
@@ -44,6 +47,7 @@ from dpalg.cli import main
 from dpalg.data import Dataset, as_dataset
 from dpalg.graph._node import AbstractPrimitive
 from dpalg.mechanisms import (
+    AutoClipSum,
     BoundedLS,
     BoundedLSRatio,
     CalibratedGaussianSum,
@@ -419,6 +423,12 @@ CATALOG: dict[str, AbstractPrimitive[PureDP] | AbstractPrimitive[ApproxDP] | Abs
     "SampleAggregateMean": SampleAggregateMean(_block_mean, blocks=4, lower=0, upper=10, epsilon=1),
     "SampleAggregateMedian": SampleAggregateMedian(_block_mean, blocks=8, lower=0, upper=10, epsilon=1, delta="0.01"),
     "SampleAggregateMode": SampleAggregateMode(_block_round, blocks=8, epsilon=1, delta="0.01"),
+    # user level (issue 15)
+    "AutoClipSum": AutoClipSum(Query.sum("v", user="u"), epsilon=1, upper_limit=1024),
+    "Laplace-user-sum": Laplace(Query.sum("v", user="u") | ClipPerUser(0, 8), epsilon=1),
+    "Laplace-user-rows": Laplace(Query.count(user="u") | MaxRowsPerUser(3), epsilon=1),
+    "NoisyMax-user": NoisyMax(Query.histogram("k", keys=("a", "b"), user="u") | MaxKeysPerUser(1, rows_per_key=2), epsilon=1),
+    "ExponentialQuantile-user": ExponentialQuantile(Query.median("v", user="u") | ClipPerUser(0, 10), epsilon=1, grid_bits=8),
 }  # fmt: skip
 
 # user functions cannot be inspected: these nodes get explicit neighbours (one row at an extreme)

@@ -175,3 +175,9 @@ def test_per_unit_sums_do_not_depend_on_row_order() -> None:
     a = np.bincount([0, 0, 0], weights=[1e16, 1.0, -1e16])[0]
     b = np.bincount([0, 0, 0], weights=[-1e16, 1e16, 1.0])[0]
     assert a != b
+
+
+def test_keyed_hashes_never_fail_on_a_value() -> None:
+    hostile = np.array([10**400, -(10**400), 1, float("inf"), "x" * 1000, b"\x00", (1, 2), object()], dtype=object)
+    h = keyed_hashes(hostile, SECRET)
+    assert h.shape == (8,) and h[0] != h[1]

@@ -24,10 +24,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dpalg.mechanisms as mechanisms
-from dpalg import BOTTOM, ZCDP, ApproxDP, Clip, InvalidArgument, PureDP, Query
+from dpalg import BOTTOM, ZCDP, ApproxDP, Clip, ClipPerUser, InvalidArgument, MaxKeysPerUser, MaxRowsPerUser, PureDP, Query
 from dpalg.data import Dataset, as_dataset
 from dpalg.graph._node import AbstractMeasurement, AbstractPrimitive
 from dpalg.mechanisms import (
+    AutoClipSum,
     BoundedLS,
     BoundedLSRatio,
     CalibratedGaussianSum,
@@ -147,6 +148,16 @@ PLANS: dict[str, Callable[[], Node]] = {
                                                                   delta="0.01", column="x"),
     "SampleAggregateMode-users": lambda: SampleAggregateMode(_rounded_median, blocks=8, epsilon=1, delta="0.01", unit="u",
                                                              column="x"),
+    # user level (issue 15): hostile ids and values go through the row choice and the exact per-user totals
+    "AutoClipSum-user-sum": lambda: AutoClipSum(Query.sum("x", user="u"), epsilon=1, upper_limit=2**20),
+    "Laplace-user-sum-clip": lambda: Laplace(Query.sum("x", user="u") | ClipPerUser(0, 100), epsilon=1),
+    "Laplace-user-mean-rows": lambda: Laplace(Query.mean("x", user="u") | Clip(0, 10) | MaxRowsPerUser(3), epsilon=1),
+    "Gaussian-user-histogram": lambda: Gaussian(Query.histogram("k", keys=("a", "b", 1), user="u") | MaxKeysPerUser(2), rho="0.5"),
+    "NoisyMax-user-histogram": lambda: NoisyMax(Query.histogram("k", keys=("a", "b", 1), user="u") | MaxRowsPerUser(2), epsilon=1),
+    "StableHistogram-user": lambda: StableHistogram(Query.histogram("k", user="u") | MaxKeysPerUser(2), epsilon=1, delta="0.05"),
+    "ExponentialQuantile-user-totals": lambda: ExponentialQuantile(Query.median("x", user="u") | ClipPerUser(0, 100), epsilon=1, grid_bits=8),
+    "ProposeTest-user-totals": lambda: ProposeTest(Query.median("x", user="u") | ClipPerUser(0, 100), bound=1, epsilon=1, delta="0.01"),
+    "SmoothBound-user-totals": lambda: SmoothBound(Query.median("x", user="u") | MaxRowsPerUser(2) | ClipPerUser(-1e200, 1e200), epsilon=1, delta="0.01"),
 }  # fmt: skip
 
 # exported names that are not mechanisms themselves, and the plans that exercise them
