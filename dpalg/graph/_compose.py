@@ -11,6 +11,7 @@ import attrs
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import Neighbouring
+from dpalg.graph._group import GroupPrivacy
 from dpalg.graph._node import AbstractMeasurement, M
 from dpalg.measures import ZCDP, ApproxDP, PureDP
 
@@ -47,8 +48,6 @@ def measure_type(node: object) -> type | None:
         return ApproxDP
     if isinstance(node, PureToZCDP):
         return ZCDP
-    from dpalg.graph._group import GroupPrivacy
-
     if isinstance(node, GroupPrivacy):
         return measure_type(node.plan)
     if isinstance(node, AbstractPrimitive):

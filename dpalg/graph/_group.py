@@ -11,6 +11,7 @@ With it, row-level and user-level nodes compose in one :class:`~dpalg.Compose`.
 from __future__ import annotations
 
 from fractions import Fraction
+from collections.abc import Sequence
 from typing import Final, final
 
 import attrs
@@ -169,15 +170,23 @@ def _contains_group(node: object) -> bool:
     return isinstance(parts, tuple) and any(_contains_group(c) for _, c in parts)
 
 
-def bounded_rows(node: GroupPrivacy[PureDP] | GroupPrivacy[ApproxDP] | GroupPrivacy[ZCDP], data: Dataset, rng: AbstractRandomness) -> npt.NDArray[np.bool_]:
-    """The rows the plan of ``node`` sees: present ids, at most ``max_rows`` per user."""
-    from dpalg.graph._schema import plan_columns
+def bounded_rows(
+    node: GroupPrivacy[PureDP] | GroupPrivacy[ApproxDP] | GroupPrivacy[ZCDP],
+    data: Dataset,
+    rng: AbstractRandomness,
+    columns: Sequence[str],
+) -> npt.NDArray[np.bool_]:
+    """The rows the plan of ``node`` sees: present ids, at most ``max_rows`` per user.
 
+    Args:
+        node: the group-privacy node.
+        data: the dataset.
+        rng: the noise layer's randomness (the key of the row choice).
+        columns: the columns the plan reads (its public schema); a row's content
+            is hashed over them, in sorted order, without the id column.
+    """
     ids = data.column(node.unit)
     n_units, codes = unit_index(ids, owner="GroupPrivacy")
     secret = prf_secret(rng)
-    content_columns = sorted({use.name for _, use in plan_columns(node.plan)} - {node.unit})
-    content = row_hashes(data, content_columns, secret)
+    content = row_hashes(data, sorted(set(columns) - {node.unit}), secret)
     return select_rows(codes, n_units, keyed_hashes(ids, secret), content, node.max_rows, secret)
-
-

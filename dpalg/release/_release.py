@@ -18,7 +18,7 @@ from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZC
 from dpalg.graph._group import GroupPrivacy, bounded_rows
 from dpalg.graph._derivation import Derivation
 from dpalg.graph._node import AbstractMeasurement, AbstractPrimitive, take_checked_run
-from dpalg.graph._schema import validate_schema
+from dpalg.graph._schema import plan_columns, validate_schema
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.noise._random import AbstractRandomness, RngLike, resolve_rng
 from dpalg.release._certificate import build_certificate, sign_certificate
@@ -145,7 +145,8 @@ def _exec(node: object, data: Dataset, rng: AbstractRandomness, path: str) -> ob
         case PureToApprox() | PureToZCDP() | ZCDPToApprox():
             return _exec(known.child, data, rng, path)
         case GroupPrivacy():
-            return _exec(known.plan, data.take(bounded_rows(known, data, rng)), rng, path)
+            columns = [use.name for _, use in plan_columns(known.plan)]
+            return _exec(known.plan, data.take(bounded_rows(known, data, rng, columns)), rng, path)
         case AbstractPrimitive():
             return known.release(data, rng)
         case _:

@@ -65,8 +65,8 @@ def test_adding_one_user_moves_the_bounded_count_by_at_most_k(rows: list[tuple[o
     node = GroupPrivacy(Laplace(Query.count(), epsilon=eps), unit="uid", max_rows=k)
     ids: list[object] = [r[0] for r in rows]
     xs = [r[1] for r in rows]
-    a = int(bounded_rows(node, as_dataset(_rows(ids, xs)), SeededRandomness(seed)).sum())
-    b = int(bounded_rows(node, as_dataset(_rows(ids + ["new-user"] * extra, xs + [1.0] * extra)), SeededRandomness(seed)).sum())
+    a = int(bounded_rows(node, as_dataset(_rows(ids, xs)), SeededRandomness(seed), ["x"]).sum())
+    b = int(bounded_rows(node, as_dataset(_rows(ids + ["new-user"] * extra, xs + [1.0] * extra)), SeededRandomness(seed), ["x"]).sum())
     # the release is count + DLap(1/eps): its worst log-ratio is |b - a|·eps, exactly
     cost = node.cost()
     assert isinstance(cost, PureDP) and abs(b - a) * eps <= cost.epsilon
@@ -79,7 +79,7 @@ def test_missing_ids_are_dropped_and_row_order_does_not_matter() -> None:
     node = GroupPrivacy(Laplace(Query.sum("x") | Clip(0, 10), epsilon=1, granularity=0), unit="uid", max_rows=2)
     uid = np.array(["a"] * 5 + ["b"] * 3 + [None, float("nan")], dtype=object)
     x = np.arange(10, dtype=np.float64)
-    keep = bounded_rows(node, as_dataset({"uid": uid, "x": x}), SeededRandomness(0))
+    keep = bounded_rows(node, as_dataset({"uid": uid, "x": x}), SeededRandomness(0), ["x"])
     assert keep.tolist()[-2:] == [False, False] and int(keep.sum()) == 4
     perm = np.random.default_rng(1).permutation(10)
     values = []
