@@ -24,6 +24,7 @@ occurrence number does not matter: the kept *multiset* is order independent.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from typing import Final
@@ -44,6 +45,7 @@ _C2: Final = _U64(0xC4CEB9FE1A85EC53)
 _GOLD: Final = _U64(0x9E3779B97F4A7C15)
 _S33: Final = _U64(33)
 _TAGS: Final = {bool: 1, int: 2, float: 2, str: 3, bytes: 4}
+_SHORT: Final = 32  # longer keys get a keyed digest each, so no array is ever wider than 32 characters
 
 
 def _fmix(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
@@ -74,6 +76,21 @@ def _float(key: Key) -> float:
         return math.copysign(math.inf, float(key > 0) - 0.5)  # type: ignore[operator]
 
 
+def _hash_short(text: list[str], lengths: npt.NDArray[np.int64], key: np.uint64) -> npt.NDArray[np.uint64]:
+    """Keyed hashes of strings of at most ``_SHORT`` characters, one vectorised step per position."""
+    if not text:
+        return np.zeros(0, dtype=np.uint64)
+    arr = np.array(text, dtype=np.str_)
+    width = max(arr.dtype.itemsize // 4, 1)
+    codes = arr.view(np.uint32).reshape(len(text), width).astype(np.uint64) if arr.dtype.itemsize else np.zeros((len(text), 1), dtype=np.uint64)
+    h = lengths.astype(np.uint64)
+    for col in range(codes.shape[1]):
+        # positions past a key's own length are padding: they must not touch its hash, or a
+        # longer key elsewhere in the column would change it
+        h = np.where(col < lengths, _fmix(h ^ key) ^ codes[:, col], h)
+    return h
+
+
 def _hash_keys(keys: Sequence[Key], words: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """One keyed hash per distinct normalised key, type-tagged (1 and "1" and True differ)."""
     out = np.zeros(len(keys), dtype=np.uint64)
@@ -89,16 +106,12 @@ def _hash_keys(keys: Sequence[Key], words: npt.NDArray[np.uint64]) -> npt.NDArra
     others = np.flatnonzero((tags != 2) & (tags != 1))
     if others.size:
         text: list[str] = [k if isinstance(k, str) else repr(k) for k in (keys[i] for i in others.tolist())]
-        arr = np.array(text, dtype=np.str_)
-        width = max(arr.dtype.itemsize // 4, 1)
-        codes = arr.view(np.uint32).reshape(len(text), width).astype(np.uint64) if arr.dtype.itemsize else np.zeros((len(text), 1), dtype=np.uint64)
         lengths = np.array([len(t) for t in text], dtype=np.int64)
-        h = lengths.astype(np.uint64)
-        for col in range(codes.shape[1]):  # one vectorised step per character position, never per row
-            # positions past a key's own length are padding: they must not touch its hash, or a
-            # longer key elsewhere in the column would change it
-            h = np.where(col < lengths, _fmix(h ^ words[2]) ^ codes[:, col], h)
-        out[others] = h
+        short = np.flatnonzero(lengths <= _SHORT)
+        out[others[short]] = _hash_short([text[i] for i in short.tolist()], lengths[short], words[2])
+        for i in np.flatnonzero(lengths > _SHORT).tolist():  # long keys: one keyed digest each (never a wide array)
+            digest = hashlib.blake2b(text[i].encode("utf-8", "surrogatepass"), key=words.tobytes(), digest_size=8).digest()
+            out[others[i]] = np.frombuffer(digest, dtype=np.uint64)[0]
     bools = np.flatnonzero(tags == 1)
     if bools.size:
         out[bools] = np.array([int(bool(keys[i])) for i in bools.tolist()], dtype=np.uint64)

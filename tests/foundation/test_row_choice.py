@@ -181,3 +181,12 @@ def test_keyed_hashes_never_fail_on_a_value() -> None:
     hostile = np.array([10**400, -(10**400), 1, float("inf"), "x" * 1000, b"\x00", (1, 2), object()], dtype=object)
     h = keyed_hashes(hostile, SECRET)
     assert h.shape == (8,) and h[0] != h[1]
+
+
+def test_a_long_id_neither_changes_other_hashes_nor_widens_the_work() -> None:
+    """One 200,000-character id among 20,000: with a full-width array this would allocate 16 GB."""
+    ids = np.array([f"u{i}" for i in range(20_000)], dtype=object)
+    base = keyed_hashes(ids, SECRET)
+    with_long = keyed_hashes(np.concatenate([ids, np.array(["x" * 200_000], dtype=object)]), SECRET)
+    assert np.array_equal(with_long[:-1], base)
+    assert with_long[-1] != keyed_hashes(np.array(["x" * 200_001], dtype=object), SECRET)[0]
