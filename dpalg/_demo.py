@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from dpalg import ApproxDP, Clip, ClipPerUser, Compose, MaxRowsPerUser, PureDP, PureToApprox, Query, ZCDPToApprox
+from dpalg import ApproxDP, Clip, ClipPerUser, Compose, GroupPrivacy, MaxRowsPerUser, PureDP, PureToApprox, Query, ZCDPToApprox
 from dpalg.graph._node import AbstractMeasurement
 from dpalg.measures import ApproxDP as _ApproxDP
 from dpalg.measures._display import short_measure
@@ -75,7 +75,8 @@ def user_plan() -> AbstractMeasurement[PureDP]:
     return Compose(
         Laplace(Query.count_users(user="uid"), epsilon="0.1"),
         Laplace(Query.count(user="uid") | MaxRowsPerUser(10), epsilon="0.1"),
-        Laplace(Query.sum("pages", user="uid") | ClipPerUser(0, 100), epsilon="0.3"),
+        Laplace(Query.sum("pages", user="uid") | ClipPerUser(0, 100), epsilon="0.2"),
+        GroupPrivacy(Laplace(Query.mean("age") | Clip(0, 100), epsilon="0.01"), unit="uid", max_rows=10),
         ShiftedInverse(pages, domain=(0, 2**32 - 1), epsilon="0.25"),
         ShiftedInverseSearch(pages, domain=(0, 2**32 - 1), epsilon="0.25"),
     )
@@ -148,9 +149,12 @@ def run_demo(seed: int | None = None, rows: int = 100_000, out: Path | str = "."
     rows_per_user = np.bincount(np.unique(data["uid"], return_inverse=True)[1])
     user_truths = [
         float(totals.size), float(np.minimum(rows_per_user, 10).sum()), float(np.minimum(totals, 100).sum()),
-        float(np.sum(data["pages"])), float(np.sum(data["pages"])),
+        float(np.mean(data["age"].astype(np.float64))), float(np.sum(data["pages"])), float(np.sum(data["pages"])),
     ]
-    names = ("users", "rows (<= 10 per user)", "pages (each user clipped at 100)", "pages (shifted inverse, EM)", "pages (binary search)")
+    names = (
+        "users", "rows (<= 10 per user)", "pages (each user clipped at 100)", "mean age (group privacy, 10 rows)",
+        "pages (shifted inverse, EM)", "pages (binary search)",
+    )
     for name, truth, value in zip(names, user_truths, user_values):
         print(f"  {name:34s} released {_fmt(value):>20s}   true {_fmt(truth)}")
 
