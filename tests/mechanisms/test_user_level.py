@@ -260,3 +260,41 @@ def test_a_user_level_certificate_is_re_derived_by_the_audit() -> None:
     tampered = json.loads(json.dumps(cert).replace('"max_rows": 3', '"max_rows": 300'))
     assert tampered != cert
     assert audit_certificate(tampered).exit_code != 0
+
+
+def _small_worlds() -> list[UserRows]:
+    """Every dataset of at most two users with at most two rows over a tiny domain (ids of two types)."""
+    import itertools
+
+    items = ((0.0, "a"), (7.0, "b"), (7.0, "a"))
+    per_user = [()] + [tuple(c) for n in (1, 2) for c in itertools.combinations_with_replacement(items, n)]
+    worlds: list[UserRows] = []
+    for first, second in itertools.product(per_user, repeat=2):
+        worlds.append([("u1", v, k) for v, k in first] + [(2, v, k) for v, k in second])
+    return worlds
+
+
+def _newcomers() -> list[UserRows]:
+    import itertools
+
+    out: list[UserRows] = []
+    for n in (1, 3, 6):
+        for v, k in itertools.product((0.0, 7.0, float("inf"), 1e300), ("a", "b")):
+            out.append([("new", v, k)] * n)
+    out.append([("new", 1e300, "a"), ("new", -1e300, "b"), ("new", float("nan"), "a"), ("new", 7.0, "b")] * 2)
+    return out
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=repr)
+def test_brute_force_every_small_world_and_every_extreme_newcomer(query: Query) -> None:
+    """Exhaustive over a small domain: D ranges over every world, D' = D + each extreme user."""
+    lap = Laplace(query, epsilon=1)
+    for rows in _small_worlds():
+        for extra in _newcomers():
+            moves = _moves(lap, _dataset(rows), _dataset(rows + extra))
+            if query.kind == "histogram":
+                l1, l2sq, linf = histogram_sensitivity(query)
+                diffs = [abs(b - a) for a, b, _ in moves]
+                assert sum(diffs) <= l1 and sum(d * d for d in diffs) <= l2sq and max(diffs) <= linf
+            else:
+                assert all(abs(b - a) <= s for a, b, s in moves), (query, rows, extra)
