@@ -287,8 +287,7 @@ def row_view(owner: str, query: Query) -> Query:
             f"a user-level query needs | ClipPerUser(lower, upper) and a kind in {PER_USER_STATS}: "
             "the local-sensitivity profiles are exact over one value (the clipped total) per user",
         )
-    assert query.user_lower is not None and query.user_upper is not None
-    return Query(query.kind, query.column, query.user_lower, query.user_upper, q=query.q, trim=query.trim)
+    return query.totals_view()
 
 
 def unit_values(query: Query, data: Dataset, rng: AbstractRandomness) -> npt.NDArray[np.float64]:

@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
-from dpalg.data import ColumnUse, Dataset, Key, Neighbouring, unit_count
+from dpalg.data import ColumnUse, Dataset, Key, Neighbouring, unit_count, unit_index
 from dpalg.queries._bounding import ClipPerUser, MaxKeysPerUser, MaxRowsPerUser, cap_param
 
 __all__ = ["BOUNDED_KINDS", "Clip", "Query", "QueryKind", "clip_inside"]
@@ -353,7 +353,21 @@ class Query:
         Histograms return ``{key: count}`` (over ``keys`` when public, else the
         keys present, in key order); keys and missing values follow the data
         policy (:mod:`dpalg.data._dataset`). Every other query returns a float.
+
+        With ``| ClipPerUser(l, u)`` the statistic is taken over the users'
+        clipped totals (what the release estimates). Row caps
+        (``MaxRowsPerUser``, ``MaxKeysPerUser``) are *not* applied: the rows they
+        keep are chosen afresh on every run, so the value here is the uncapped
+        statistic and the difference is the cap's bias.
+
+        Examples:
+            >>> from dpalg.data import as_dataset
+            >>> d = as_dataset({"uid": ["a", "a", "b"], "x": [3.0, 4.0, 50.0]})
+            >>> (Query.sum("x", user="uid") | ClipPerUser(0, 10)).evaluate(d)
+            17.0
         """
+        if self.per_user_totals and self.user is not None:
+            return evaluate_values(self.totals_view(), self._user_totals(data))
         match self.kind:
             case "histogram":
                 assert self.column is not None
@@ -380,6 +394,35 @@ class Query:
                 return float(np.max(vals)) if vals.size else 0.0
             case _:
                 return evaluate_values(self, self.values(data))
+
+    def totals_view(self) -> Query:
+        """The row-level query whose rows are the users' clipped totals (``| ClipPerUser`` queries).
+
+        Adding or removing one user adds or removes one value in the per-user
+        range, so every row-level profile of this query applies to the totals.
+
+        Examples:
+            >>> (Query.median("x", user="uid") | ClipPerUser(0, 50)).totals_view()
+            Query.median('x') | Clip(0, 50)
+        """
+        return Query(self.kind, self.column, self.user_lower, self.user_upper, q=self.q, trim=self.trim)
+
+    def _user_totals(self, data: Dataset) -> npt.NDArray[np.float64]:
+        """Each user's total (rows clipped first; a count counts rows), clipped to the per-user range (float; not private)."""
+        assert self.user is not None and self.user_lower is not None and self.user_upper is not None
+        n_units, codes = unit_index(data.column(self.user), owner="Query.evaluate")
+        if self.column is None:
+            keep = codes >= 0
+            weights = np.ones(int(np.count_nonzero(keep)), dtype=np.float64)
+        else:
+            raw = data.numeric(self.column)
+            keep = (codes >= 0) & ~np.isnan(raw)
+            weights = raw[keep] if self.kind != "count" else np.ones(int(np.count_nonzero(keep)), dtype=np.float64)
+            if self.lower is not None and self.upper is not None and self.kind != "count":
+                weights = clip_inside(np.clip(weights, float(self.lower), float(self.upper)), self.lower, self.upper)
+        with np.errstate(all="ignore"):
+            totals = np.bincount(codes[keep], weights=weights, minlength=n_units).astype(np.float64)
+        return clip_inside(np.nan_to_num(totals, nan=0.0), self.user_lower, self.user_upper)
 
     def __repr__(self) -> str:
         args: list[str] = []
