@@ -30,3 +30,16 @@ def test_fast_path_matches_the_general_path(with_pandas: bool, values: list[obje
         import pandas  # noqa: F401
     keys, codes = key_index(np.array(values, dtype=object))
     assert (keys, codes.tolist()) == _general(values)
+
+
+@pytest.mark.parametrize("with_pandas", [True, False])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # the patch is the same for every input
+@given(values=st.lists(st.integers(-(2**63), 2**63 - 1), max_size=30), unsigned=st.booleans())
+def test_integer_columns_match_the_general_path(with_pandas: bool, values: list[int], unsigned: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not with_pandas:
+        monkeypatch.delitem(sys.modules, "pandas", raising=False)
+    else:
+        import pandas  # noqa: F401
+    arr = np.array([abs(v) for v in values], dtype=np.uint64) if unsigned else np.array(values, dtype=np.int64)
+    keys, codes = key_index(arr)
+    assert (keys, codes.tolist()) == _general([int(v) for v in arr.tolist()])
