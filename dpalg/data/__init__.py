@@ -1,12 +1,15 @@
 """The data layer: dataset adapter, privacy unit, neighbouring relation, the
-data policy (numbers, keys, ids) and the per-unit reductions every user-level
-mechanism reads data through."""
+data policy (numbers, keys, ids), the reductions seam every mechanism reads data
+through (:class:`Reductions`, :class:`NumpyReductions`) and the per-unit reductions
+of the user-level mechanisms."""
 
 from dpalg.data._dataset import ROW, Dataset, DataLike, Neighbouring, Relation, as_dataset
 from dpalg.data._keys import Key, key_codes, key_counts, key_index, key_order, normalise_key
 from dpalg.data._lattice_sums import exact_int_total, per_unit_lattice_sums
 from dpalg.data._row_choice import keyed_hashes, row_hashes, select_keys, select_rows
 from dpalg.data._numeric import to_float
+from dpalg.data._reductions import LatticeSum, OrderWindow, Reductions, SumSpec
+from dpalg.data._numpy_reductions import NumpyReductions, as_reductions
 from dpalg.data._schema import ColumnRole, ColumnUse, check_columns
 from dpalg.data._user_units import (
     per_unit_max,
@@ -18,7 +21,7 @@ from dpalg.data._user_units import (
 )
 
 __all__ = [
-    "ROW", "ColumnRole", "ColumnUse", "DataLike", "Dataset", "Key", "Neighbouring", "Relation", "as_dataset",
+    "ROW", "ColumnRole", "LatticeSum", "NumpyReductions", "OrderWindow", "Reductions", "SumSpec", "as_reductions", "ColumnUse", "DataLike", "Dataset", "Key", "Neighbouring", "Relation", "as_dataset",
     "check_columns", "exact_int_total", "key_codes", "key_counts", "key_index", "key_order", "keyed_hashes",
     "normalise_key", "per_unit_lattice_sums", "per_unit_max", "per_unit_row_counts", "per_unit_sums",
     "per_unit_value_sets", "row_hashes", "select_keys", "select_rows", "to_float", "unit_count", "unit_index",

@@ -1,0 +1,134 @@
+"""The reductions seam (DESIGN §5): the small, exact questions a mechanism asks of the data.
+
+A mechanism's ``release`` never needs a whole column: it needs a count, an exact
+fixed-point sum, the counts of a grid or of public keys, or a few order
+statistics around a rank. :class:`Reductions` names those questions; every answer
+is exact (an ``int``, or a small array whose size depends only on public
+parameters and, for the order window, on the requested ranks). A backend
+implements the protocol once: :class:`~dpalg.data.NumpyReductions` answers in one
+block-wise pass with memory O(block) for sums and grid counts; the Spark and
+Polars backends of issue 17 answer the same questions on executors.
+
+Windows and caps are **public**: a caller asks for the ranks it needs, computed
+from public quantities (ε, δ, the clip, the lattice step), never from the data.
+
+Semantics shared by every backend (the data policy, ``docs/data_policy.md``):
+
+* a numeric column's missing values (None, NaN, anything that does not fit a
+  float) are dropped before clipping; ``±inf`` are clipped like any value;
+* clipping to ``[lower, upper]`` uses the floats nearest the exact bounds *from
+  inside* (:func:`dpalg.queries.clip_inside`), so no clipped value leaves the exact
+  range;
+* a lattice term is ``round_half_even(clip(x) / 2**k)``, clamped to
+  ``[floor(lower/2**k), ceil(upper/2**k)]``; sums of terms are exact Python ints,
+  whatever the order or the partitioning of the rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Protocol, runtime_checkable
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from dpalg.data._keys import Key
+
+__all__ = ["LatticeSum", "OrderWindow", "Reductions", "SumSpec"]
+
+
+@attrs.frozen
+class SumSpec:
+    """One fixed-point sum to compute: ``column`` clipped to ``[lower, upper]`` on the lattice ``2**k``."""
+
+    column: str
+    lower: Fraction
+    upper: Fraction
+    k: int
+
+
+@attrs.frozen
+class LatticeSum:
+    """The exact answer to a :class:`SumSpec`.
+
+    Attributes:
+        total: the exact sum of the lattice terms, in units of ``2**k``.
+        count: how many values were present (not missing).
+        k: the lattice exponent.
+    """
+
+    total: int
+    count: int
+    k: int
+
+
+@attrs.frozen
+class OrderWindow:
+    """The sorted, clipped values at ranks ``first..first + len(values) - 1`` of ``n`` present values.
+
+    ``first`` and the window's end are the requested ranks clamped to ``[0, n)``;
+    ``values`` is empty when ``n == 0``.
+    """
+
+    n: int
+    first: int
+    values: npt.NDArray[np.float64] = attrs.field(eq=False)
+
+    def at(self, rank: int) -> float:
+        """The value at ``rank`` (which must lie inside the window)."""
+        i = rank - self.first
+        if not 0 <= i < self.values.size:
+            raise IndexError(f"rank {rank} is outside the window [{self.first}, {self.first + self.values.size})")
+        return float(self.values[i])
+
+
+@runtime_checkable
+class Reductions(Protocol):
+    """What a mechanism may ask of the data. Every answer is exact and small.
+
+    Implementations: :class:`~dpalg.data.NumpyReductions` (in memory); the
+    Spark and Polars backends follow the same contract (DESIGN §5).
+    """
+
+    @property
+    def n_rows(self) -> int:
+        """The number of rows (missing values included)."""
+        ...
+
+    def count(self, column: str) -> int:
+        """How many values of a numeric column are present (not missing)."""
+        ...
+
+    def count_distinct(self, column: str) -> int:
+        """How many distinct present values a numeric column holds."""
+        ...
+
+    def clipped_sums(self, specs: Sequence[SumSpec]) -> list[LatticeSum]:
+        """Exact fixed-point sums, one per spec, with the count of present values."""
+        ...
+
+    def key_counts(self, column: str, keys: Sequence[Key]) -> npt.NDArray[np.int64]:
+        """How many rows hold each public key (missing or unlisted keys count nowhere)."""
+        ...
+
+    def grid_counts(self, column: str, lower: Fraction, upper: Fraction, bits: int) -> npt.NDArray[np.int64]:
+        """Counts of the present values on the grid ``lower + (upper - lower)·j/2**bits``, ``j = 0..2**bits``.
+
+        A value goes to the grid point nearest its clipped value (the rounding of
+        :class:`~dpalg.mechanisms.ExponentialQuantile`).
+        """
+        ...
+
+    def order_window(self, column: str, lower: Fraction, upper: Fraction, first: int, last: int) -> OrderWindow:
+        """The sorted clipped values at ranks ``first..last`` (0-based, clamped to the present values)."""
+        ...
+
+    def extremes(self, column: str, lower: Fraction, upper: Fraction, k: int) -> tuple[int, npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """``(n, smallest, largest)``: the ``min(k, n)`` smallest and largest clipped values, ascending."""
+        ...
+
+    def unit_count(self, unit: str) -> int:
+        """How many distinct units (users) the id column holds (missing ids are no unit)."""
+        ...
