@@ -77,8 +77,9 @@ def inside_bounds(lower: Fraction, upper: Fraction) -> tuple[float, float]:
     return lo, hi
 
 
-def _blocks(x: npt.NDArray[np.float64], size: int = BLOCK) -> list[npt.NDArray[np.float64]]:
-    return [x[i : i + size] for i in range(0, x.size, size)]
+def _blocks(x: npt.NDArray[np.float64], size: int | None = None) -> list[npt.NDArray[np.float64]]:
+    step = BLOCK if size is None else size
+    return [x[i : i + step] for i in range(0, x.size, step)]
 
 
 def lattice_sum(x: npt.NDArray[np.float64], lower: Fraction, upper: Fraction, k: int) -> LatticeSum:

@@ -16,7 +16,7 @@ import numpy as np
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
-from dpalg.data import Dataset, Neighbouring, Relation, unit_count
+from dpalg.data import Dataset, LatticeSum, Neighbouring, Reductions, Relation, SumSpec, as_reductions
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ZCDP, PureDP
 from dpalg.mechanisms._common import floor_log2, granularity_param, positive_param, relation_param
@@ -31,7 +31,6 @@ from dpalg.noise import (
     prf_secret,
     discrete_gaussian,
     discrete_laplace,
-    exact_clipped_sum,
 )
 from dpalg.queries import Query
 
@@ -66,29 +65,28 @@ def _integer_sensitivity(query: Query, relation: Relation) -> tuple[Fraction, Fr
     return Fraction(1), Fraction(1)
 
 
-def _integer_value(query: Query, data: Dataset) -> int | dict[str | int, int]:
+def _integer_value(query: Query, data: Reductions) -> int | dict[str | int, int]:
     match query.kind:
         case "count":
-            return int(query.values(data).size) if query.column is not None else data.n_rows
+            return data.count(query.column) if query.column is not None else data.n_rows
         case "count_distinct":
-            return int(np.unique(query.values(data)).size)
+            assert query.column is not None
+            return data.count_distinct(query.column)
         case "user_count":
             assert query.user is not None
-            return unit_count(data.column(query.user))  # missing ids are no user (the data policy)
+            return data.unit_count(query.user)  # missing ids are no user (the data policy)
         case "histogram":
             assert query.column is not None and query.keys is not None
-            codes = data.key_codes(query.column, query.keys)  # missing or unlisted keys count nowhere
-            counts = np.bincount(codes[codes >= 0], minlength=len(query.keys)).tolist()
+            counts = data.key_counts(query.column, query.keys).tolist()  # missing or unlisted keys count nowhere
             return {k: int(c) for k, c in zip(query.keys, counts)}
         case _:
             raise AssertionError(query.kind)
 
 
-
-
-def _lattice_sum(query: Query, data: Dataset, k: int) -> int:
+def _lattice_sum(query: Query, data: Reductions, k: int) -> LatticeSum:
     lower, upper = query.require_bounds("sum")
-    return exact_clipped_sum(query.values(data), lower, upper, k)
+    assert query.column is not None
+    return data.clipped_sums([SumSpec(query.column, lower, upper, k)])[0]
 
 
 def _sum_sensitivity(query: Query, relation: Relation, k: int) -> Fraction:
@@ -126,6 +124,7 @@ def noise_terms(node: Laplace | Gaussian, data: Dataset, secret: bytes = bytes(3
     if query.user is not None and query.kind != "user_count":
         laplace_node = isinstance(node, Laplace)
         return user_noise_terms(query, laplace_node, node.epsilon if isinstance(node, Laplace) else node.rho, node.granularity, data, secret)
+    reductions = as_reductions(data)  # row level: one exact pass through the reductions seam
     laplace = isinstance(node, Laplace)
     budget = node.epsilon if isinstance(node, Laplace) else node.rho
 
@@ -138,7 +137,7 @@ def noise_terms(node: Laplace | Gaussian, data: Dataset, secret: bytes = bytes(3
 
     if query.kind in ("count", "count_distinct", "user_count", "histogram"):
         l1, l2sq = _integer_sensitivity(query, relation)
-        value = _integer_value(query, data)
+        value = _integer_value(query, reductions)
         p = param_for(l1, l2sq, Fraction(1))
         sens = l1 if laplace else l2sq
         if isinstance(value, dict):
@@ -150,16 +149,17 @@ def noise_terms(node: Laplace | Gaussian, data: Dataset, secret: bytes = bytes(3
     k = node.granularity if node.granularity is not None else _auto_k(max(real, Fraction(1, 2**60)) / (budget * share))
     if query.kind == "sum":
         lat = _sum_sensitivity(query, relation, k)
-        return [NoiseTerm("sum", _lattice_sum(query, data, k), param_for(lat, lat * lat, share), k, lat if laplace else lat * lat)]
+        return [NoiseTerm("sum", _lattice_sum(query, reductions, k).total, param_for(lat, lat * lat, share), k, lat if laplace else lat * lat)]
     # mean: the sum of the terms centred on the lattice midpoint c of [L, U]. Each
     # centred term lies in [L - c, U - c]: adding or removing a row (or a value
     # becoming missing) moves the sum by at most max(c - L, U - c) ≈ (U - L)/2,
     # a value-to-value substitution by at most U - L. The count is private too
     # (an added row or a NaN changes it), each half of the budget.
     lo_u, hi_u, centre = lattice_centre(*query.require_bounds("mean"), k)
-    n = int(query.values(data).size)
+    total = _lattice_sum(query, reductions, k)  # the sum and the count in one pass
+    n = total.count
     lat = Fraction(hi_u - lo_u) if relation == "substitution" else Fraction(max(centre - lo_u, hi_u - centre))
-    centred = _lattice_sum(query, data, k) - n * centre
+    centred = total.total - n * centre
     return [
         NoiseTerm("centred_sum", centred, param_for(lat, lat * lat, share), k, lat if laplace else lat * lat),
         NoiseTerm("count", n, param_for(Fraction(1), Fraction(1), share), 0, Fraction(1)),

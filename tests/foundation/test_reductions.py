@@ -1,0 +1,136 @@
+"""Conformance: the reductions seam answers exactly what the old full-array computations did (issue 16).
+
+Each reduction of :class:`~dpalg.data.NumpyReductions` is compared with the
+computation the mechanisms ran on the whole column before the seam
+(``Query.values`` then ``exact_clipped_sum``, ``np.unique``, ``np.sort``), on
+hypothesis columns with NaN, ±inf, huge values, ties and empty data, and with
+blocks small enough that every column spans several of them.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpalg.data import LatticeSum, NumpyReductions, Reductions, SumSpec, as_dataset, as_reductions
+from dpalg.data import _numpy_reductions as nr
+from dpalg.noise import exact_clipped_sum
+from dpalg.queries import Clip, Query
+
+_values = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, 0.1, 0.5, 1.0, 2.5, -3.0, 1e308, -1e308, 5e-324, float("nan"), float("inf")]),
+    st.integers(-50, 50).map(float),
+)
+_columns = st.lists(_values, max_size=60).map(lambda v: np.array(v, dtype=np.float64))
+_bounds = st.tuples(
+    st.sampled_from(["-1e308", "-1000", "-3", "0", "1/10", "1/3", "2", "10", "1e300"]),
+    st.sampled_from(["-2", "0", "1/10", "1/3", "1", "7/2", "100", "1e308", "2e308"]),
+).map(lambda t: (Fraction(t[0]), Fraction(t[1]))).filter(lambda t: t[0] <= t[1])
+
+
+@pytest.fixture(autouse=True)
+def _small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nr, "BLOCK", 7)  # several blocks per column: block boundaries are exercised
+
+
+def _old_values(x: npt.NDArray[np.float64], lower: Fraction, upper: Fraction) -> npt.NDArray[np.float64]:
+    return Query.sum("x").__or__(Clip(lower, upper)).values(as_dataset({"x": x}))
+
+
+def _finite_bounds(lower: Fraction, upper: Fraction) -> bool:
+    return abs(lower) < Fraction(10) ** 308 and abs(upper) < Fraction(10) ** 308
+
+
+@settings(max_examples=300, deadline=None)
+@given(x=_columns, bounds=_bounds, k=st.integers(-80, 40))
+def test_clipped_sums_equal_the_full_array_sum(x: npt.NDArray[np.float64], bounds: tuple[Fraction, Fraction], k: int) -> None:
+    lower, upper = bounds
+    if not _finite_bounds(lower, upper):
+        return
+    old = _old_values(x, lower, upper)
+    expected = LatticeSum(exact_clipped_sum(old, lower, upper, k), int(old.size), k)
+    r = as_reductions(as_dataset({"x": x}))
+    assert r.clipped_sums([SumSpec("x", lower, upper, k)]) == [expected]
+    assert r.count("x") == old.size
+
+
+@settings(max_examples=200, deadline=None)
+@given(x=_columns, bounds=_bounds, bits=st.integers(1, 6))
+def test_grid_counts_equal_the_old_grid_index(x: npt.NDArray[np.float64], bounds: tuple[Fraction, Fraction], bits: int) -> None:
+    lower, upper = bounds
+    if lower >= upper or not _finite_bounds(lower, upper):
+        return
+    old = _old_values(x, lower, upper)
+    size = 1 << bits
+    with np.errstate(all="ignore"):
+        pos = (old * 0.5 - float(lower) * 0.5) * float(Fraction(2 * size) / (upper - lower))
+    idx = np.clip(np.rint(pos), 0, size).astype(np.int64)
+    expected = np.bincount(idx, minlength=size + 1)
+    got = NumpyReductions(as_dataset({"x": x})).grid_counts("x", lower, upper, bits)
+    assert got.tolist() == expected.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(x=_columns, bounds=_bounds, first=st.integers(-3, 70), width=st.integers(-2, 20), k=st.integers(0, 12))
+def test_order_window_and_extremes_equal_the_sorted_column(
+    x: npt.NDArray[np.float64], bounds: tuple[Fraction, Fraction], first: int, width: int, k: int
+) -> None:
+    lower, upper = bounds
+    if not _finite_bounds(lower, upper):
+        return
+    full = np.sort(_old_values(x, lower, upper))
+    r = NumpyReductions(as_dataset({"x": x}))
+    w = r.order_window("x", lower, upper, first, first + width)
+    lo, hi = max(first, 0), min(first + width, full.size - 1)
+    assert w.n == full.size
+    assert w.values.tolist() == (full[lo : hi + 1].tolist() if lo <= hi else [])
+    n, small, large = r.extremes("x", lower, upper, k)
+    m = min(k, n)
+    assert n == full.size
+    assert small.tolist() == full[:m].tolist()
+    assert large.tolist() == (full[full.size - m :].tolist() if m else [])
+
+
+def test_counts_distinct_and_units() -> None:
+    r = as_reductions(as_dataset({"x": [1.0, 1.0, None, 2.0, float("nan")], "u": ["a", "b", None, "a", "c"]}))
+    assert isinstance(r, Reductions)
+    assert (r.n_rows, r.count("x"), r.count_distinct("x"), r.unit_count("u")) == (5, 3, 2, 3)
+    assert r.key_counts("u", ["a", "c", "z"]).tolist() == [2, 1, 0]
+
+
+def test_empty_column_answers() -> None:
+    r = NumpyReductions(as_dataset({"x": np.zeros(0)}))
+    assert r.clipped_sums([SumSpec("x", Fraction(0), Fraction(1), -3)]) == [LatticeSum(0, 0, -3)]
+    assert r.grid_counts("x", Fraction(0), Fraction(1), 2).tolist() == [0, 0, 0, 0, 0]
+    assert r.order_window("x", Fraction(0), Fraction(1), 0, 5).values.size == 0
+    assert r.extremes("x", Fraction(0), Fraction(1), 3)[0] == 0
+
+
+def test_fast_sum_path_is_taken_and_wide_bounds_fall_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real = nr._lattice_sum_exact
+
+    def spy(*args: object) -> LatticeSum:
+        calls.append(1)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(nr, "_lattice_sum_exact", spy)
+    x = np.array([1.0, 2.0, np.nan])
+    nr.lattice_sum(x, Fraction(0), Fraction(10), -20)
+    assert calls == []  # ordinary bounds: the block-wise float path
+    nr.lattice_sum(x, Fraction(0), Fraction(10) ** 300, -20)
+    assert calls == [1]  # terms beyond 2**52: the exact path
+
+
+def test_a_wrong_fold_of_the_integer_clamp_is_caught() -> None:
+    """The broken variant (clamp to the outward lattice bounds instead of the clip) differs."""
+    x = np.array([5.0])
+    lower, upper, k = Fraction(0), Fraction(2, 5), 0  # ceil(0.4) = 1, but clip(5, 0, 0.4) rounds to 0
+    assert nr.lattice_sum(x, lower, upper, k).total == exact_clipped_sum(np.clip(x, 0, 0.4), lower, upper, k) == 0
+    assert int(np.rint(np.clip(x, 0, 1))[0]) == 1  # what clamping to [L, U] = [0, 1] would have given
