@@ -11,7 +11,8 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
-from dpalg.data import Dataset, Neighbouring, Relation
+from dpalg.data import Dataset, Neighbouring, Relation, as_reductions
+from dpalg.data._numpy_reductions import MAX_COUNTED_GRID_BITS
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import PureDP
 from dpalg.mechanisms._common import floor_log2, positive_param, relation_param
@@ -19,7 +20,7 @@ from dpalg.mechanisms._user_level import check_user_level, histogram_sensitivity
 from dpalg.noise import AbstractRandomness, prf_secret, sample_exp_runs, sample_exp_weights
 from dpalg.queries import Query
 
-__all__ = ["ExponentialQuantile", "NoisyMax", "quantile_runs"]
+__all__ = ["ExponentialQuantile", "NoisyMax", "quantile_runs", "quantile_runs_from_counts"]
 
 
 def _quantile_query(value: Query) -> Query:
@@ -82,12 +83,25 @@ def quantile_runs(
     Returns:
         ``(starts, lengths, scores)`` as int64 arrays.
     """
+    if grid_index.size == 0:  # every candidate scores 0
+        return quantile_runs_from_counts(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), grid_size, q)
+    uniq, counts = np.unique(grid_index, return_counts=True)
+    return quantile_runs_from_counts(uniq.astype(np.int64), counts.astype(np.int64), grid_size, q)
+
+
+def quantile_runs_from_counts(
+    uniq: npt.NDArray[np.int64], counts: npt.NDArray[np.int64], grid_size: int, q: Fraction
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """:func:`quantile_runs` from the occupied grid indices (ascending) and their counts.
+
+    This is all the data the quantile's utility reads: a backend answers it with
+    grid counts (:meth:`~dpalg.data.Reductions.grid_counts`) instead of a sort.
+    """
     a = q.denominator - q.numerator  # (1 - q) * den
     b = q.numerator  # q * den
-    n = int(grid_index.size)
+    n = int(counts.sum())
     if n == 0:  # every candidate scores 0
         return np.array([0], dtype=np.int64), np.array([grid_size + 1], dtype=np.int64), np.array([0], dtype=np.int64)
-    uniq, counts = np.unique(grid_index, return_counts=True)
     below = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)  # records strictly below each index
     prev_end = np.concatenate(([0], uniq[:-1] + 1)).astype(np.int64)
     gap_len = uniq - prev_end
@@ -97,7 +111,7 @@ def quantile_runs(
     starts = np.stack([prev_end, uniq], axis=1).reshape(-1)
     lengths = np.stack([gap_len, np.ones_like(uniq)], axis=1).reshape(-1)
     scores = np.stack([gap_score, at_score], axis=1).reshape(-1)
-    last = int(uniq[-1]) + 1 if uniq.size else 0
+    last = int(uniq[-1]) + 1
     if last <= grid_size:
         starts = np.append(starts, last)
         lengths = np.append(lengths, grid_size + 1 - last)
@@ -170,13 +184,20 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
         """A grid point as a float."""
         lower, upper = grid_bounds(self.query)
         size = 1 << self.grid_bits
-        x = _quantile_values(self.query, data, rng)
-        # halves keep x - lower finite for clips near the float maximum; the grid index is a
-        # per-row function of the value either way, so the sensitivity argument is unchanged
-        with np.errstate(all="ignore"):
-            pos = (x * 0.5 - float(lower) * 0.5) * float(Fraction(2 * size) / (upper - lower))
-        idx = np.clip(np.rint(pos), 0, size).astype(np.int64)
-        starts, lengths, scores = quantile_runs(idx, size, self.q)
+        if self.query.user is None and self.grid_bits <= MAX_COUNTED_GRID_BITS:
+            # row level: the utility reads only how many values fall on each grid point
+            assert self.query.column is not None
+            cells = as_reductions(data).grid_counts(self.query.column, lower, upper, self.grid_bits)
+            occupied = np.flatnonzero(cells).astype(np.int64)
+            starts, lengths, scores = quantile_runs_from_counts(occupied, cells[occupied], size, self.q)
+        else:
+            x = _quantile_values(self.query, data, rng)
+            # halves keep x - lower finite for clips near the float maximum; the grid index is a
+            # per-row function of the value either way, so the sensitivity argument is unchanged
+            with np.errstate(all="ignore"):
+                pos = (x * 0.5 - float(lower) * 0.5) * float(Fraction(2 * size) / (upper - lower))
+            idx = np.clip(np.rint(pos), 0, size).astype(np.int64)
+            starts, lengths, scores = quantile_runs(idx, size, self.q)
         # scores are integers = den(q)·|…|; exp(-ε·score/(den·2Δ))
         gamma = self.epsilon / (2 * self.sensitivity() * self.q.denominator)
         run = sample_exp_runs(scores, gamma, lengths, rng=rng)
