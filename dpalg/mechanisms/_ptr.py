@@ -41,6 +41,7 @@ from dpalg.mechanisms._common import (
     require_fixed_n,
     unit_interval_param,
 )
+from dpalg.mechanisms._ptr_summary import mean_distance_and_value
 from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
 from dpalg.mechanisms._user_level import row_view, unit_values
 from dpalg.noise import AbstractRandomness, discrete_laplace, round_to_lattice
@@ -497,6 +498,13 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """⊥ or the noisy value (a multiple of 2^k)."""
+        if self.query.user is None and self.query.kind == "mean" and not isinstance(self.target, LocalSensAtDistance):
+            # a row-level mean: the profile and the value from the exact total and the extremes
+            cap = ptr_cap(self.epsilon, self.delta)
+            gamma, value = mean_distance_and_value(self.query, self.relation, data, _float_at_most(self.bound), cap)
+            if not ptr_test_passes(gamma, self.epsilon, self.delta, rng):
+                return BOTTOM
+            return _laplace_on_lattice(value, self.lattice_k(), self.release_scale(), rng)
         values = unit_values(self.query, data, rng)
         if not ptr_test_passes(self.distance(values), self.epsilon, self.delta, rng):
             return BOTTOM

@@ -11,12 +11,13 @@ bit-identically (tested).
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
 from dpalg.sensitivity._ls_common import FloatArray
 
-__all__ = ["_mean_ls", "_mean_ls_profile", "_mean_prefixes"]
+__all__ = ["_mean_ls", "_mean_ls_profile", "_mean_prefixes", "mean_ls_profile_from_extremes"]
 
 
 def _phi_best(hv: FloatArray, pv: FloatArray, ulo: FloatArray, uhi: FloatArray) -> FloatArray:
@@ -61,20 +62,29 @@ _MEAN_GRID_CELLS = 1 << 20  # (k, r) cells per vectorised block: bounded memory 
 
 
 def _mean_one_side_profile(xs: FloatArray, a: float, b: float, kmax: int, prefix: FloatArray) -> FloatArray:
+    """:func:`_mean_one_side` for every k in 0..kmax at once (see :func:`_mean_one_side_tail`)."""
+    n = xs.size
+    j = np.minimum(np.arange(0, min(kmax, n) + 2, dtype=np.int64), n)
+    return _mean_one_side_tail(n, float(xs[-1]) if n else 0.0, prefix[n - j], a, b, kmax)
+
+
+def _mean_one_side_tail(n: int, x_max: float, tail: FloatArray, a: float, b: float, kmax: int) -> FloatArray:
     """:func:`_mean_one_side` for every k in 0..kmax at once, on a (k, r) grid in blocks of k.
 
+    Reads the data only through ``tail[j] = Σ (x − a)`` over all but the j largest
+    values (``j = 0..min(kmax, n) + 1``, clamped to n) and the largest value: the
+    profile needs the sum and the ``kmax + 1`` largest values, never the column.
     Cell (k, r) is valid when r <= min(k, n); an invalid cell gets an empty u-range,
     so :func:`_phi_best` scores it -inf, exactly as the per-k function never visits it.
     """
-    n = xs.size
     bp = b - a
     r = np.arange(0, min(kmax, n) + 1, dtype=np.int64)[None, :]
     nn = (n - r).astype(np.float64)
-    pn = prefix[n - r]
+    pn = tail[r]
     have_max = n >= 1
     if have_max:
-        pn1 = prefix[np.clip(n - 1 - r, 0, n)]
-        h_max = float(xs[-1]) - a
+        pn1 = tail[np.minimum(r + 1, n)]
+        h_max = x_max - a
     out = np.empty(kmax + 1, dtype=np.float64)
     step = max(1, _MEAN_GRID_CELLS // r.shape[1])
     for k0 in range(0, kmax + 1, step):
@@ -96,21 +106,70 @@ def _mean_one_side_profile(xs: FloatArray, a: float, b: float, kmax: int, prefix
     return out
 
 
+def mean_ls_profile_from_extremes(
+    n: int, total: Fraction, smallest: FloatArray, largest: FloatArray, a: float, b: float, kmax: int
+) -> FloatArray:
+    """The add/remove ``LS_0..LS_kmax`` of the clipped mean from a summary of the data.
+
+    ``total`` is the exact sum of the ``n`` clipped values, ``smallest`` and
+    ``largest`` their ``min(kmax + 1, n)`` smallest and largest values (ascending);
+    that is all the profile reads (:func:`_mean_one_side_tail`). The prefix sums of
+    the full-array version become the total minus the sum of the extreme values;
+    the computation is on data scaled by an exact power of two, as in
+    :func:`~dpalg.sensitivity.ls_profile`, and the result is non-decreasing, NaN
+    read as +inf.
+    """
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return np.full(kmax + 1, np.inf)
+    top = max(abs(a), abs(b))
+    e = math.frexp(top)[1] if top > 0 else 0
+    sa, sb = math.ldexp(a, -e), math.ldexp(b, -e)
+    lo = np.ldexp(smallest, -e)
+    hi = np.ldexp(largest, -e)
+    scaled_total = total / Fraction(2) ** e if e >= 0 else total * Fraction(2) ** -e
+    m = min(kmax, n) + 2
+    with np.errstate(all="ignore"):
+        up_total = float(scaled_total - n * Fraction(sa))
+        down_total = float(n * Fraction(sb) - scaled_total)
+        up_tail = _tail(up_total, hi[::-1] - sa, m, n)
+        down_tail = _tail(down_total, sb - lo, m, n)
+        best = np.maximum(
+            _mean_one_side_tail(n, float(hi[-1]) if n else 0.0, up_tail, sa, sb, kmax),
+            _mean_one_side_tail(n, (sa + sb) - float(lo[0]) if n else 0.0, down_tail, sa, sb, kmax),
+        )
+        best = _mean_ends(best, n, sa, sb, float(lo[0]) if n else 0.0, float(hi[-1]) if n else 0.0, kmax)
+        out = np.ldexp(np.maximum.accumulate(best), e)
+    out = np.where(np.isnan(out), np.inf, out)
+    return np.maximum.accumulate(out) if out.size else out
+
+
+def _tail(total: float, extreme_terms: FloatArray, length: int, n: int) -> FloatArray:
+    """``[total − (sum of the first j terms)]`` for j = 0..length − 1, j clamped to n."""
+    j = np.minimum(np.arange(length), n)
+    partial = np.concatenate(([0.0], np.cumsum(extreme_terms)))
+    return total - partial[np.minimum(j, partial.size - 1)]
+
+
+def _mean_ends(best: FloatArray, n: int, a: float, b: float, x_min: float, x_max: float, kmax: int) -> FloatArray:
+    """The empty-dataset and one-value neighbourhoods (k ≥ n − 1, k ≥ n), as in :func:`_mean_ls`."""
+    mid = (a + b) / 2
+    ks = np.arange(kmax + 1)
+    best = np.where(ks >= n, np.maximum(best, (b - a) / 2), best)  # the empty dataset
+    if n >= 1:
+        ends = max(max(abs(y0 - mid), max(y0 - a, b - y0) / 2) for y0 in (x_min, x_max))
+        best = np.where(ks >= n - 1, np.maximum(best, ends), best)
+    best = np.where(np.isnan(best), np.inf, best)  # conservative (cannot happen on scaled data)
+    return np.maximum(best, 0.0)
+
+
 def _mean_ls_profile(xs: FloatArray, a: float, b: float, kmax: int) -> FloatArray:
     """``[_mean_ls(xs, a, b, k) for k in 0..kmax]``, vectorised (one grid pass per side)."""
     n = xs.size
-    mid = (a + b) / 2
     up, down = _mean_prefixes(xs, a, b)
     with np.errstate(all="ignore"):
         best = np.maximum(_mean_one_side_profile(xs, a, b, kmax, up),
                           _mean_one_side_profile((a + b) - xs[::-1], a, b, kmax, down))
-    ks = np.arange(kmax + 1)
-    best = np.where(ks >= n, np.maximum(best, (b - a) / 2), best)  # the empty dataset
-    if n >= 1:
-        ends = max(max(abs(y0 - mid), max(y0 - a, b - y0) / 2) for y0 in (float(xs[0]), float(xs[-1])))
-        best = np.where(ks >= n - 1, np.maximum(best, ends), best)
-    best = np.where(np.isnan(best), np.inf, best)  # conservative (cannot happen on scaled data)
-    return np.maximum(best, 0.0)
+    return _mean_ends(best, n, a, b, float(xs[0]) if n else 0.0, float(xs[-1]) if n else 0.0, kmax)
 
 
 def _mean_prefixes(xs: FloatArray, a: float, b: float) -> tuple[FloatArray, FloatArray]:

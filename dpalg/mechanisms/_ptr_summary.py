@@ -1,0 +1,73 @@
+"""PTR on a mean from a summary of the data: the exact lattice total and the extreme values (issue 16).
+
+The add/remove local-sensitivity profile of a clipped mean up to the public cap
+reads only the number of values, their sum, and the ``cap + 1`` smallest and
+largest values (:func:`~dpalg.sensitivity._ls_mean.mean_ls_profile_from_extremes`);
+under substitution only n and the two extremes. So a row-level
+:class:`~dpalg.mechanisms.ProposeTest` on a mean asks the reductions seam for one
+exact fixed-point sum and one extremes pass, O(n + cap²) and memory O(block),
+instead of sorting the column.
+
+The released statistic is the mean of the clipped values computed from the exact
+lattice total ``T`` on the lattice ``2**k_s`` with ``k_s = e − 52`` (``2**e`` bounds
+the clip): each value moves by at most ``2**(k_s − 1) ≤ top·2**-52`` when rounded
+to the lattice and the final division rounds once (``≤ top·2**-53``), so the
+error is below ``top·2**-49``, the float error the release scale already covers
+(``_float_error``: the noise scale adds twice that bound, as for the old
+``fsum``-based mean). Nothing about the privacy argument changes.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from dpalg.data import Dataset, Relation, SumSpec, as_reductions
+from dpalg.queries import Query
+from dpalg.sensitivity._catalog import _bounds, _constant_profile, _sanitize, _scale_exponent
+from dpalg.sensitivity._ls_mean import mean_ls_profile_from_extremes
+
+__all__ = ["mean_distance_and_value", "summary_lattice_k"]
+
+
+def summary_lattice_k(lower: Fraction, upper: Fraction) -> int:
+    """The public lattice exponent ``e − 52`` of the mean's exact total (``2**e`` > every |bound|)."""
+    top = max(abs(lower), abs(upper))
+    e = math.frexp(float(top))[1] if top > 0 else 0
+    return e - 52
+
+
+def mean_distance_and_value(query: Query, relation: Relation, data: Dataset, beta: float, cap: int) -> tuple[int, float]:
+    """``(min(γ, n + 2, cap), mean)`` of a row-level clipped mean, from a data summary.
+
+    γ is ``min{k : LS_k > beta}`` over the profile to the public ``cap`` (computed to
+    the cap on every call, as :func:`~dpalg.sensitivity.distance_to_instability`
+    does with a cap); the mean is the midpoint on empty data, as
+    :func:`~dpalg.queries.evaluate_values` returns.
+    """
+    assert query.column is not None and query.kind == "mean" and query.user is None
+    lower, upper = query.require_bounds("ProposeTest")
+    reductions = as_reductions(data)
+    k = summary_lattice_k(lower, upper)
+    total = reductions.clipped_sums([SumSpec(query.column, lower, upper, k)])[0]
+    n, smallest, largest = reductions.extremes(query.column, lower, upper, cap + 2)
+    exact_total = Fraction(total.total) * Fraction(2) ** k
+    a, b = _bounds("ProposeTest", query)
+    if relation == "add_remove":
+        profile = mean_ls_profile_from_extremes(n, exact_total, smallest, largest, a, b, cap)
+    elif not (math.isfinite(a) and math.isfinite(b)):
+        profile = np.full(cap + 1, np.inf)
+    else:  # LS_k reads n and the two extremes; on data scaled by 2**-e, as ls_profile does
+        e = _scale_exponent(a, b)
+        ends = np.ldexp(np.array([smallest[0], largest[-1]]), -e) if n else np.zeros(0)
+        with np.errstate(all="ignore"):
+            profile = np.ldexp(_constant_profile("mean", n, cap, relation, math.ldexp(a, -e), math.ldexp(b, -e), ends), e)
+        profile = _sanitize(profile)
+    above = np.flatnonzero(~(profile[: cap + 1] <= beta))
+    gamma = min(int(above[0]) if above.size else cap, n + 2)
+    if n == 0:
+        return gamma, float((lower + upper) / 2)
+    mean = exact_total / n
+    return gamma, float(min(max(mean, lower), upper))
