@@ -144,10 +144,19 @@ def mean_ls_profile_from_extremes(
 
 
 def _tail(total: float, extreme_terms: FloatArray, length: int, n: int) -> FloatArray:
-    """``[total − (sum of the first j terms)]`` for j = 0..length − 1, j clamped to n."""
+    """``[total − (sum of the first j terms)]`` for j = 0..length − 1, j clamped to n.
+
+    ``extreme_terms`` are the terms ``x − a ≥ 0`` of the extreme values, most extreme
+    first. When they are all n values, the prefix sums are taken from the other end,
+    exactly as the full-array profile does (so the empty remainder is exactly 0);
+    otherwise each entry is clamped at 0 (a sum of non-negative terms).
+    """
     j = np.minimum(np.arange(length), n)
+    if extreme_terms.size >= n:
+        prefix = np.concatenate(([0.0], np.cumsum(extreme_terms[:n][::-1])))
+        return prefix[n - j]
     partial = np.concatenate(([0.0], np.cumsum(extreme_terms)))
-    return total - partial[np.minimum(j, partial.size - 1)]
+    return np.maximum(total - partial[np.minimum(j, partial.size - 1)], 0.0)
 
 
 def _mean_ends(best: FloatArray, n: int, a: float, b: float, x_min: float, x_max: float, kmax: int) -> FloatArray:

@@ -134,3 +134,52 @@ def test_a_wrong_fold_of_the_integer_clamp_is_caught() -> None:
     lower, upper, k = Fraction(0), Fraction(2, 5), 0  # ceil(0.4) = 1, but clip(5, 0, 0.4) rounds to 0
     assert nr.lattice_sum(x, lower, upper, k).total == exact_clipped_sum(np.clip(x, 0, 0.4), lower, upper, k) == 0
     assert int(np.rint(np.clip(x, 0, 1))[0]) == 1  # what clamping to [L, U] = [0, 1] would have given
+
+
+# --- mechanisms' summaries against their full-array computations --------------------------
+
+_moderate = st.lists(
+    st.one_of(st.floats(-200, 200), st.sampled_from([0.0, 10.0, -10.0, 3.5, float("nan"), float("inf"), -float("inf")])),
+    max_size=40,
+).map(lambda v: np.array(v, dtype=np.float64))
+
+
+@settings(max_examples=200, deadline=None)
+@given(x=_moderate, bounds=st.sampled_from([(-10, 10), (0, 1), (0, 100), ("-1/3", "7/3"), (5, 6)]),
+       relation=st.sampled_from(["add_remove", "substitution"]), cap=st.integers(0, 12), beta=st.sampled_from([0.0, 0.01, 0.3, 2.0]))
+def test_ptr_mean_summary_equals_the_full_array_profile(
+    x: npt.NDArray[np.float64], bounds: tuple[object, object], relation: str, cap: int, beta: float
+) -> None:
+    from dpalg.mechanisms._ptr import exact_value
+    from dpalg.mechanisms._ptr_summary import mean_distance_and_value
+    from dpalg.sensitivity import distance_to_instability, ls_profile
+    from dpalg.sensitivity._ls_mean import mean_ls_profile_from_extremes
+
+    lower, upper = Fraction(str(bounds[0])), Fraction(str(bounds[1]))
+    query = Query.mean("x") | Clip(lower, upper)
+    values = query.values(as_dataset({"x": x}))
+    rel = "add_remove" if relation == "add_remove" else "substitution"
+    gamma, value = mean_distance_and_value(query, rel, as_dataset({"x": x}), beta, cap)
+    assert gamma == distance_to_instability(query, values, beta, rel, cap=cap)
+    old = exact_value(query, values)
+    assert abs(value - old) <= float(max(abs(lower), abs(upper))) * 2.0**-49  # within the release's float-error slack
+    if rel == "add_remove":
+        xs = np.sort(values)
+        m = min(cap + 1, xs.size)
+        summary = mean_ls_profile_from_extremes(
+            xs.size, sum((Fraction(v) for v in xs.tolist()), Fraction(0)), xs[:m], xs[xs.size - m :], float(lower), float(upper), cap
+        )
+        np.testing.assert_allclose(summary, ls_profile(query, values, cap, rel), rtol=1e-12, atol=1e-15)
+
+
+@settings(max_examples=200, deadline=None)
+@given(idx=st.lists(st.integers(0, 16), max_size=30), q=st.sampled_from(["1/2", "1/4", "9/10", "0", "1"]))
+def test_quantile_runs_from_counts_equal_the_sorted_runs(idx: list[int], q: str) -> None:
+    from dpalg.mechanisms._exponential import quantile_runs, quantile_runs_from_counts
+
+    arr = np.array(idx, dtype=np.int64)
+    counts = np.bincount(arr, minlength=17)
+    occupied = np.flatnonzero(counts).astype(np.int64)
+    got = quantile_runs_from_counts(occupied, counts[occupied], 16, Fraction(q))
+    want = quantile_runs(arr, 16, Fraction(q))
+    assert all(g.tolist() == w.tolist() for g, w in zip(got, want))
