@@ -26,6 +26,7 @@ full-array computation bit for bit (tested on hypothesis data).
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Final, final
@@ -53,10 +54,11 @@ MAX_COUNTED_GRID_BITS: Final = 24
 
 
 def _float_or_huge(x: Fraction) -> float:
-    """``float(x)``, or ±1.7e308 beyond the float range (a clip that wide clips nothing finite)."""
-    if abs(x) < Fraction(10) ** 308:
+    """``float(x)``, or the largest float of x's sign beyond the float range (a clip that wide clips nothing finite)."""
+    try:
         return float(x)
-    return -1.7e308 if x < 0 else 1.7e308
+    except OverflowError:
+        return -sys.float_info.max if x < 0 else sys.float_info.max
 
 
 def inside_bounds(lower: Fraction, upper: Fraction) -> tuple[float, float]:
@@ -188,29 +190,66 @@ def present_clipped(x: npt.NDArray[np.float64], lower: Fraction, upper: Fraction
     return kept
 
 
+#: buckets of the order window's first pass
+_WINDOW_BUCKETS: Final = 1 << 16
+
+
+def _bucket_of(
+    block: npt.NDArray[np.float64], lo_in: float, hi_in: float, scale: float, out: npt.NDArray[np.float64]
+) -> npt.NDArray[np.int64]:
+    """Each value's bucket in ``[0, B)`` (monotone in the value), ``B`` for a missing value."""
+    buckets = _WINDOW_BUCKETS
+    np.clip(block, lo_in, hi_in, out=out)  # halves: y/2 - l/2 stays finite even for a clip of +-1.7e308
+    np.multiply(out, 0.5, out=out)
+    np.subtract(out, lo_in * 0.5, out=out)
+    np.multiply(out, scale, out=out)
+    np.floor(out, out=out)
+    np.clip(out, 0, buckets - 1, out=out)
+    np.nan_to_num(out, copy=False, nan=float(buckets))
+    return out.astype(np.int64)
+
+
 def order_window(x: npt.NDArray[np.float64], lower: Fraction, upper: Fraction, first: int, last: int) -> OrderWindow:
     """The sorted clipped present values at ranks ``first..last`` (clamped to ``[0, n)``).
 
-    One copy of the present values, sorted in place (clipping is monotone, so the
-    ranks of the clipped values are those of the raw ones); only the window is
-    kept. Memory: the copy, freed on return.
+    Two block-wise passes, no copy of the column: the first counts the values in
+    ``2**16`` buckets of ``[lower, upper]`` (the bucket is monotone in the value, so
+    ranks are preserved), the second collects the values of the buckets that hold
+    the requested ranks, which are sorted and clipped (clipping is monotone). When
+    ties or a narrow distribution put most values in those buckets the second
+    pass collects them all: the memory is then one copy of the column, never more.
 
     Examples:
         >>> w = order_window(np.array([5.0, np.nan, 1.0, 9.0, 3.0]), Fraction(0), Fraction(8), 1, 2)
         >>> (w.n, w.first, w.values.tolist())
         (4, 1, [3.0, 5.0])
     """
-    kept = present_clipped(x, lower, upper)
-    n = int(kept.size)
+    lo_in, hi_in = inside_bounds(lower, upper)
+    half_width = hi_in * 0.5 - lo_in * 0.5
+    scale = _WINDOW_BUCKETS / half_width if half_width > 0 else 0.0
+    counts = np.zeros(_WINDOW_BUCKETS + 1, dtype=np.int64)
+    buf = np.empty(min(BLOCK, max(x.size, 1)), dtype=np.float64)
+    with np.errstate(all="ignore"):
+        for block in _blocks(x):
+            counts += np.bincount(_bucket_of(block, lo_in, hi_in, scale, buf[: block.size]), minlength=_WINDOW_BUCKETS + 1)
+    cum = np.cumsum(counts[:_WINDOW_BUCKETS])
+    n = int(cum[-1])
     lo = min(max(first, 0), n)
     hi = min(max(last, -1), n - 1)
     if hi < lo:
         return OrderWindow(n, lo, np.zeros(0, dtype=np.float64))
-    if lo == 0 and hi == n - 1:
-        kept.sort()
-        return OrderWindow(n, 0, kept)
-    kept.sort()
-    return OrderWindow(n, lo, kept[lo : hi + 1].copy())
+    b0 = int(np.searchsorted(cum, lo, side="right"))  # the bucket holding rank lo
+    b1 = int(np.searchsorted(cum, hi, side="right"))
+    below = int(cum[b0 - 1]) if b0 > 0 else 0
+    parts: list[npt.NDArray[np.float64]] = []
+    with np.errstate(all="ignore"):
+        for block in _blocks(x):
+            bucket = _bucket_of(block, lo_in, hi_in, scale, buf[: block.size])
+            parts.append(block[(bucket >= b0) & (bucket <= b1)])
+    chosen = np.concatenate(parts) if parts else np.zeros(0, dtype=np.float64)
+    chosen.sort()
+    window = chosen[lo - below : hi - below + 1].copy()
+    return OrderWindow(n, lo, np.clip(window, lo_in, hi_in, out=window))
 
 
 def extremes(x: npt.NDArray[np.float64], lower: Fraction, upper: Fraction, k: int) -> tuple[int, npt.NDArray[np.float64], npt.NDArray[np.float64]]:

@@ -43,15 +43,16 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
-from dpalg.data import Dataset, Neighbouring, Relation
+from dpalg.data import Dataset, Neighbouring, Relation, as_reductions
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP, PureDP
 from dpalg.mechanisms._common import floor_log2, granularity_param, positive_param, relation_param, require_fixed_n
 from dpalg.mechanisms._user_level import row_view, unit_values
 from dpalg.noise import AbstractRandomness, round_to_lattice
 from dpalg.noise._admissible import AbstractAdmissibleNoise, Admissibility, CauchyNoise, LaplaceNoise
-from dpalg.queries import Query
+from dpalg.queries import Query, quantile_index
 from dpalg.sensitivity._smooth import ORDER_KINDS, order_statistic, smooth_sensitivity_quantile
+from dpalg.sensitivity._smooth_window import smooth_from_window, window_levels, window_ranks
 
 __all__ = ["SmoothBound", "SmoothBoundCauchy", "auto_granularity", "center_and_scale", "check_range", "smooth_release"]
 
@@ -157,8 +158,44 @@ def _query(owner: str, value: Query) -> Query:
     return value
 
 
+def _windowed_center_and_scale(node: SmoothBound | SmoothBoundCauchy, data: Dataset) -> tuple[int, Fraction]:
+    """:func:`center_and_scale` of a row-level query from an order window of public width.
+
+    Asks the reductions seam for the present count and the sorted values within
+    ``2K + 3`` ranks of the quantile (``K`` from :func:`window_levels`: public), and
+    takes the truncated bound ``Ŝ_K`` (proof in :mod:`dpalg.sensitivity._smooth_window`).
+    """
+    q, lower, upper, negate = order_statistic(node.stat_query, type(node).__name__)
+    col_lower, col_upper = node.stat_query.require_bounds(type(node).__name__)
+    assert node.query.column is not None
+    reductions = as_reductions(data)
+    n = reductions.count(node.query.column)
+    constants, k = node.constants(), node.lattice_k()
+    beta = _float_floor(constants.beta)
+    levels = window_levels(beta, lower, upper, k)
+    first, last = window_ranks(n, q, levels)
+    if negate:  # min = -max(-x): ranks of -x are the reversed ranks of x
+        w = reductions.order_window(node.query.column, col_lower, col_upper, n - 1 - last, n - 1 - first)
+        values = -w.values[::-1]
+        start = n - w.first - values.size
+    else:
+        w = reductions.order_window(node.query.column, col_lower, col_upper, first, last)
+        values, start = w.values, w.first
+    s_hat = smooth_from_window(n, start, values, q, lower, upper, beta, node.relation, levels)
+    s_prime = Fraction(s_hat) + Fraction(2) ** k  # exact: every float is a rational
+    value = float(values[quantile_index(q, n) - start]) if n else float(lower)
+    return int(round_to_lattice(np.array([value]), k)[0]), s_prime / constants.alpha
+
+
 def _release_query(node: SmoothBound | SmoothBoundCauchy, data: Dataset, rng: AbstractRandomness) -> object:
     q, lower, upper, negate = order_statistic(node.stat_query, type(node).__name__)
+    if node.query.user is None:
+        a, scale = _windowed_center_and_scale(node, data)
+        noise_units = int(node.noise().sample_lattice(1, node.lattice_k(), rng, scale=scale)[0])
+        out = Fraction(a + noise_units) * Fraction(2) ** node.lattice_k()
+        if node.clamp:
+            out = min(max(out, lower), upper)
+        return float(-out if negate else out)
     values = unit_values(node.query, data, rng)
     x = np.sort(-values if negate else values)
     out = smooth_release(x, q, lower, upper, node.relation, node.constants(), node.noise(), node.lattice_k(), rng, clamp=node.clamp)

@@ -154,7 +154,8 @@ def _tail(total: float, extreme_terms: FloatArray, length: int, n: int) -> Float
     j = np.minimum(np.arange(length), n)
     if extreme_terms.size >= n:
         prefix = np.concatenate(([0.0], np.cumsum(extreme_terms[:n][::-1])))
-        return prefix[n - j]
+        out: FloatArray = prefix[n - j]
+        return out
     partial = np.concatenate(([0.0], np.cumsum(extreme_terms)))
     return np.maximum(total - partial[np.minimum(j, partial.size - 1)], 0.0)
 

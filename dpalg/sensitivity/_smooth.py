@@ -320,8 +320,16 @@ def _ar_interval(q: Fraction, n: int, r: IntArray, k: IntArray) -> tuple[IntArra
     """
     a = k - r
     big_n = n - r + a
-    m = _m(q, big_n)
-    gmin, gmax = _allowed_gaps(q, big_n)
+    if big_n.size > 64:  # m(N) and the gaps depend on N only: tabulate the few distinct N once
+        base = int(big_n.min())
+        grid = np.arange(base, int(big_n.max()) + 1, dtype=np.int64)
+        at = big_n - base
+        m = _m(q, grid)[at]
+        gmin_t, gmax_t = _allowed_gaps(q, grid)
+        gmin, gmax = gmin_t[at], gmax_t[at]
+    else:
+        m = _m(q, big_n)
+        gmin, gmax = _allowed_gaps(q, big_n)
     lo = np.maximum(0, m - 1 + gmin - a)
     hi = np.minimum(n - r, m - 1 + gmax)
     return lo, hi
@@ -674,7 +682,7 @@ def _add_remove_fast(xp: FloatArray, n: int, q: Fraction, beta: float, cap: floa
         if math.exp(-b0 * float(k_end)) * cap * (1 - _EXP_REL) <= best:
             break
         k = k_end + 1
-        chunk *= 2
+        chunk = max(16, k // 8)  # geometric growth of 1/8: the stop overshoots by at most ~1/8 of the levels
     return _finish(best, 0.0)
 
 
