@@ -147,17 +147,22 @@ def _lattice_sum_exact(x: npt.NDArray[np.float64], lower: Fraction, upper: Fract
     return LatticeSum(total, count, k)
 
 
-def grid_counts(x: npt.NDArray[np.float64], lower: Fraction, upper: Fraction, bits: int) -> npt.NDArray[np.int64]:
-    """How many present values round to each point ``j = 0..2**bits`` of the grid on ``[lower, upper]``.
+def grid_counts(
+    x: npt.NDArray[np.float64], lower: Fraction, upper: Fraction, bits: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The occupied points of the grid ``j = 0..2**bits`` on ``[lower, upper]`` (ascending) and their counts.
 
     The grid index of a value is ``clip(rint((y/2 − l/2)·2^(bits+1)/(u − l)), 0, 2**bits)``
     with ``y`` the value clipped inside ``[lower, upper]`` (the halves keep ``y − l``
     finite near the float maximum), as :class:`~dpalg.mechanisms.ExponentialQuantile`
-    has always computed it. Memory: the ``2**bits + 1`` counts plus one block.
+    has always computed it. Block-wise: a column much shorter than the grid is
+    counted by sorting its indices, a longer one with ``bincount`` over the grid;
+    memory is O(block + min(n, grid)).
 
     Examples:
-        >>> grid_counts(np.array([0.0, 0.4, 1.0, np.nan, 9.0]), Fraction(0), Fraction(1), 1).tolist()
-        [1, 1, 2]
+        >>> cells, counts = grid_counts(np.array([0.0, 0.4, 1.0, np.nan, 9.0]), Fraction(0), Fraction(1), 1)
+        >>> (cells.tolist(), counts.tolist())
+        ([0, 1, 2], [1, 1, 2])
     """
     if not 1 <= bits <= MAX_COUNTED_GRID_BITS or lower >= upper:
         raise InvalidArgument("grid_counts", "bits", bits, f"must be in [1, {MAX_COUNTED_GRID_BITS}] with lower < upper")
@@ -165,8 +170,10 @@ def grid_counts(x: npt.NDArray[np.float64], lower: Fraction, upper: Fraction, bi
     lo_in, hi_in = inside_bounds(lower, upper)
     half_l = float(lower) * 0.5
     scale = float(Fraction(2 * size) / (upper - lower))
-    counts = np.zeros(size + 2, dtype=np.int64)
-    block_size = max(BLOCK, min(1 << 20, size // 4))  # amortise bincount's O(size) per block
+    dense = x.size * 8 >= size  # public shape only: the column's length against the grid's
+    counts = np.zeros(size + 2, dtype=np.int64) if dense else None
+    parts: list[npt.NDArray[np.int64]] = []
+    block_size = max(BLOCK, min(1 << 20, size // 4)) if dense else BLOCK  # amortise bincount's O(size) per block
     buf = np.empty(min(block_size, max(x.size, 1)), dtype=np.float64)
     with np.errstate(all="ignore"):
         for block in _blocks(x, block_size):
@@ -178,16 +185,16 @@ def grid_counts(x: npt.NDArray[np.float64], lower: Fraction, upper: Fraction, bi
             np.rint(out, out=out)
             np.clip(out, 0, size, out=out)
             np.nan_to_num(out, copy=False, nan=float(size + 1))  # missing: the sentinel cell, dropped
-            counts += np.bincount(out.astype(np.int64), minlength=size + 2)
-    return counts[: size + 1]
-
-
-def present_clipped(x: npt.NDArray[np.float64], lower: Fraction, upper: Fraction) -> npt.NDArray[np.float64]:
-    """A new array of the present values clipped inside ``[lower, upper]`` (one copy of the column)."""
-    lo_in, hi_in = inside_bounds(lower, upper)
-    kept = x[~np.isnan(x)]
-    np.clip(kept, lo_in, hi_in, out=kept)
-    return kept
+            if counts is not None:
+                counts += np.bincount(out.astype(np.int64), minlength=size + 2)
+            else:
+                parts.append(out.astype(np.int64))
+    if counts is not None:
+        cells = np.flatnonzero(counts[: size + 1]).astype(np.int64)
+        return cells, counts[cells]
+    idx = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    cells, found = np.unique(idx[idx <= size], return_counts=True)
+    return cells.astype(np.int64), found.astype(np.int64)
 
 
 #: buckets of the order window's first pass
@@ -225,6 +232,13 @@ def order_window(x: npt.NDArray[np.float64], lower: Fraction, upper: Fraction, f
         (4, 1, [3.0, 5.0])
     """
     lo_in, hi_in = inside_bounds(lower, upper)
+    if x.size <= _WINDOW_BUCKETS:  # a short column: one sorted copy is cheaper than two passes over buckets
+        kept = x[~np.isnan(x)]
+        kept.sort()
+        n = int(kept.size)
+        lo, hi = min(max(first, 0), n), min(max(last, -1), n - 1)
+        window = kept[lo : hi + 1].copy() if lo <= hi else np.zeros(0, dtype=np.float64)
+        return OrderWindow(n, lo, np.clip(window, lo_in, hi_in, out=window))
     half_width = hi_in * 0.5 - lo_in * 0.5
     scale = _WINDOW_BUCKETS / half_width if half_width > 0 else 0.0
     counts = np.zeros(_WINDOW_BUCKETS + 1, dtype=np.int64)
@@ -332,7 +346,9 @@ class NumpyReductions:
     def key_counts(self, column: str, keys: Sequence[Key]) -> npt.NDArray[np.int64]:
         return key_counts(self._data.column(column), keys, owner=f"Dataset column {column!r}")
 
-    def grid_counts(self, column: str, lower: Fraction, upper: Fraction, bits: int) -> npt.NDArray[np.int64]:
+    def grid_counts(
+        self, column: str, lower: Fraction, upper: Fraction, bits: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         return grid_counts(self._data.numeric(column), lower, upper, bits)
 
     def order_window(self, column: str, lower: Fraction, upper: Fraction, first: int, last: int) -> OrderWindow:

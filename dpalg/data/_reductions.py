@@ -113,11 +113,13 @@ class Reductions(Protocol):
         """How many rows hold each public key (missing or unlisted keys count nowhere)."""
         ...
 
-    def grid_counts(self, column: str, lower: Fraction, upper: Fraction, bits: int) -> npt.NDArray[np.int64]:
-        """Counts of the present values on the grid ``lower + (upper - lower)·j/2**bits``, ``j = 0..2**bits``.
+    def grid_counts(
+        self, column: str, lower: Fraction, upper: Fraction, bits: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The occupied points ``j`` of the grid ``lower + (upper - lower)·j/2**bits`` (ascending) and their counts.
 
         A value goes to the grid point nearest its clipped value (the rounding of
-        :class:`~dpalg.mechanisms.ExponentialQuantile`).
+        :class:`~dpalg.mechanisms.ExponentialQuantile`); missing values count nowhere.
         """
         ...
 

@@ -187,9 +187,8 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
         if self.query.user is None and self.grid_bits <= MAX_COUNTED_GRID_BITS:
             # row level: the utility reads only how many values fall on each grid point
             assert self.query.column is not None
-            cells = as_reductions(data).grid_counts(self.query.column, lower, upper, self.grid_bits)
-            occupied = np.flatnonzero(cells).astype(np.int64)
-            starts, lengths, scores = quantile_runs_from_counts(occupied, cells[occupied], size, self.q)
+            occupied, counts = as_reductions(data).grid_counts(self.query.column, lower, upper, self.grid_bits)
+            starts, lengths, scores = quantile_runs_from_counts(occupied, counts, size, self.q)
         else:
             x = _quantile_values(self.query, data, rng)
             # halves keep x - lower finite for clips near the float maximum; the grid index is a

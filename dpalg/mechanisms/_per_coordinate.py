@@ -34,11 +34,11 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
-from dpalg.data import Dataset, Neighbouring, Relation
+from dpalg.data import Dataset, Neighbouring, Relation, SumSpec, as_reductions
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ZCDP, PureDP
 from dpalg.mechanisms._common import floor_log2, positive_param, relation_param
-from dpalg.noise import AbstractRandomness, clipped_sum_sensitivity, discrete_gaussian, discrete_laplace, exact_clipped_sum
+from dpalg.noise import AbstractRandomness, clipped_sum_sensitivity, discrete_gaussian, discrete_laplace
 from dpalg.queries import Query
 
 __all__ = [
@@ -281,13 +281,13 @@ class _VectorSum:
     def _release(self, data: Dataset, rng: AbstractRandomness) -> tuple[float, ...]:
         ks, _, _ = self.lattice()
         noise = self._noise(1, rng)
-        out = []
-        for q, k, z in zip(self.queries, ks, noise):
+        specs = []
+        for q, k in zip(self.queries, ks):
             lower, upper = q.require_bounds(type(self).__name__)
             assert q.column is not None
-            total = exact_clipped_sum(data.numeric(q.column), lower, upper, k) + int(z[0])
-            out.append(float(total * Fraction(2) ** k))
-        return tuple(out)
+            specs.append(SumSpec(q.column, lower, upper, k))
+        sums = as_reductions(data).clipped_sums(specs)  # exact fixed-point sums through the reductions seam
+        return tuple(float((s.total + int(z[0])) * Fraction(2) ** s.k) for s, z in zip(sums, noise))
 
 
 def _g_queries(value: Sequence[Query]) -> tuple[Query, ...]:

@@ -37,6 +37,7 @@ _bounds = st.tuples(
 @pytest.fixture(autouse=True)
 def _small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(nr, "BLOCK", 7)  # several blocks per column: block boundaries are exercised
+    monkeypatch.setattr(nr, "_WINDOW_BUCKETS", 4)  # the bucketed order window, on short columns
 
 
 def _old_values(x: npt.NDArray[np.float64], lower: Fraction, upper: Fraction) -> npt.NDArray[np.float64]:
@@ -72,8 +73,14 @@ def test_grid_counts_equal_the_old_grid_index(x: npt.NDArray[np.float64], bounds
         pos = (old * 0.5 - float(lower) * 0.5) * float(Fraction(2 * size) / (upper - lower))
     idx = np.clip(np.rint(pos), 0, size).astype(np.int64)
     expected = np.bincount(idx, minlength=size + 1)
-    got = NumpyReductions(as_dataset({"x": x})).grid_counts("x", lower, upper, bits)
-    assert got.tolist() == expected.tolist()
+    cells, counts = NumpyReductions(as_dataset({"x": x})).grid_counts("x", lower, upper, bits)
+    assert cells.tolist() == np.flatnonzero(expected).tolist()
+    assert counts.tolist() == expected[cells].tolist()
+    sparse_cells, sparse_counts = nr.grid_counts(x, lower, upper, 20)  # a grid much larger than the column: the sorting path
+    with np.errstate(all="ignore"):
+        pos20 = (old * 0.5 - float(lower) * 0.5) * float(Fraction(2 << 20) / (upper - lower))
+    want20 = np.unique(np.clip(np.rint(pos20), 0, 1 << 20).astype(np.int64), return_counts=True)
+    assert sparse_cells.tolist() == want20[0].tolist() and sparse_counts.tolist() == want20[1].tolist()
 
 
 @settings(max_examples=200, deadline=None)
@@ -107,7 +114,7 @@ def test_counts_distinct_and_units() -> None:
 def test_empty_column_answers() -> None:
     r = NumpyReductions(as_dataset({"x": np.zeros(0)}))
     assert r.clipped_sums([SumSpec("x", Fraction(0), Fraction(1), -3)]) == [LatticeSum(0, 0, -3)]
-    assert r.grid_counts("x", Fraction(0), Fraction(1), 2).tolist() == [0, 0, 0, 0, 0]
+    assert [a.tolist() for a in r.grid_counts("x", Fraction(0), Fraction(1), 2)] == [[], []]
     assert r.order_window("x", Fraction(0), Fraction(1), 0, 5).values.size == 0
     assert r.extremes("x", Fraction(0), Fraction(1), 3)[0] == 0
 

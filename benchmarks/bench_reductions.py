@@ -1,0 +1,92 @@
+"""Benchmark: the reductions seam (issue 16) against numpy baselines measured in the same run.
+
+Issue 16's goals, each a ratio to a numpy call on the same column in the same process:
+
+| path | goal |
+| --- | --- |
+| Laplace mean of 10^7 rows | <= 10x ``np.sum``; peak traced memory <= 0.5x the column |
+| ExponentialQuantile median of 10^7 rows | <= 2x ``np.sort``; memory <= 1.5x the column |
+| ProposeTest mean and median, 10^6 rows | <= 3x ``np.sort`` |
+| SmoothBound median of 10^7 rows | <= 1.2x ``np.sort``; memory <= 1.5x the column |
+
+Times are the best of ``--repeat`` releases (the baseline likewise); memory is the
+peak traced by ``tracemalloc`` during one release, over the column's bytes (the
+column itself is allocated before tracing starts). The load average is printed:
+the machine is shared, so only the ratios mean anything.
+
+Run: ``python benchmarks/bench_reductions.py [--rows N] [--ptr-rows N] [--repeat R]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tracemalloc
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from benchmarks._common import best_of
+from dpalg import Clip, Query
+from dpalg.data import Dataset, as_dataset
+from dpalg.mechanisms import ExponentialQuantile, Laplace, ProposeTest, SmoothBound
+from dpalg.noise import SeededRandomness
+
+
+def _peak(fn: Callable[[], object]) -> int:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _row(name: str, run: Callable[[Dataset, SeededRandomness], object], data: Dataset, column: npt.NDArray[np.float64],
+         baseline: tuple[str, Callable[[], object]], repeat: int, goal: str) -> str:  # fmt: skip
+    rng = SeededRandomness(1)
+    release = lambda: run(data, rng)  # noqa: E731
+    release()  # warm-up (imports, caches)
+    base_name, base = baseline
+    t_base = best_of(base, repeat)
+    t_dp = best_of(release, repeat)
+    memory = _peak(release) / column.nbytes
+    return f"| {name} | {t_dp * 1e3:.1f} ms | {t_base * 1e3:.1f} ms ({base_name}) | {t_dp / t_base:.2f}x | {memory:.2f}x | {goal} |"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--ptr-rows", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    gen = np.random.default_rng(0)  # synthetic data only
+    big = gen.normal(50, 10, args.rows)
+    small = gen.normal(50, 10, args.ptr_rows)
+    big_data, small_data = as_dataset({"x": big}), as_dataset({"x": small})
+    clip = Clip(0, 100)
+    print(f"{args.rows:,} rows (PTR: {args.ptr_rows:,}); load average {os.getloadavg()[0]:.2f} at start")
+    print("| path | dpalg | baseline | ratio | peak memory / column | goal |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    np_sum = ("np.sum", lambda: np.sum(big))
+    sort_big = ("np.sort", lambda: np.sort(big))
+    sort_small = ("np.sort", lambda: np.sort(small))
+    cases = [
+        ("Laplace mean", Laplace(Query.mean("x") | clip, epsilon=1), big_data, big, np_sum, "<= 10x, <= 0.5x"),
+        ("ExponentialQuantile median", ExponentialQuantile(Query.median("x") | clip, epsilon=1), big_data, big, sort_big,
+         "<= 2x, <= 1.5x"),
+        ("ProposeTest mean", ProposeTest(Query.mean("x") | clip, bound="0.001", epsilon=1, delta="1e-7"), small_data, small,
+         sort_small, "<= 3x"),
+        ("ProposeTest median", ProposeTest(Query.median("x") | clip, bound="0.1", epsilon=1, delta="1e-7"), small_data, small,
+         sort_small, "<= 3x"),
+        ("SmoothBound median", SmoothBound(Query.median("x") | clip, epsilon=1, delta="1e-7"), big_data, big, sort_big,
+         "<= 1.2x, <= 1.5x"),
+    ]  # fmt: skip
+    for name, node, data, column, baseline, goal in cases:
+        print(_row(name, node.release, data, column, baseline, args.repeat, goal), flush=True)
+    print(f"load average {os.getloadavg()[0]:.2f} at end")
+
+
+if __name__ == "__main__":
+    main()
