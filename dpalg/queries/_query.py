@@ -30,6 +30,7 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import ColumnUse, Dataset, Key, Neighbouring, unit_count, unit_index
+from dpalg.data._numpy_reductions import inside_bounds
 from dpalg.queries._bounding import ClipPerUser, MaxKeysPerUser, MaxRowsPerUser, cap_param
 
 __all__ = ["BOUNDED_KINDS", "Clip", "Query", "QueryKind", "clip_inside"]
@@ -451,12 +452,7 @@ class Query:
 
 def clip_inside(values: npt.NDArray[np.float64], lower: Fraction, upper: Fraction) -> npt.NDArray[np.float64]:
     """Clip to the floats nearest ``[lower, upper]`` from inside: no result leaves the exact range."""
-    lo = float(lower)
-    if Fraction(lo) < lower:
-        lo = float(np.nextafter(lo, np.inf))
-    hi = float(upper)
-    if Fraction(hi) > upper:
-        hi = float(np.nextafter(hi, -np.inf))
+    lo, hi = inside_bounds(lower, upper)
     return np.clip(values, lo, hi)
 
 

@@ -16,6 +16,7 @@ from dpalg._errors import InvalidArgument
 from dpalg.queries import Clip, Query
 from dpalg.sensitivity import smooth_sensitivity
 from dpalg.sensitivity._catalog import ls_profile
+from dpalg.sensitivity._testing import value_neighbours as neighbours
 from dpalg.sensitivity._smooth import (
     FLOOR,
     Relation,
@@ -39,17 +40,6 @@ def value(y: Data, q: Fraction) -> int:
     if not y:
         return 0
     return sorted(y)[max(0, math.ceil(q * len(y)) - 1)]
-
-
-def neighbours(y: Data, relation: Relation, top: int) -> set[Data]:
-    out: set[Data] = set()
-    if relation == "add_remove":
-        out.update(tuple(sorted(y + (v,))) for v in range(top + 1))
-        out.update(y[:i] + y[i + 1 :] for i in range(len(y)))
-    else:
-        for i in range(len(y)):
-            out.update(tuple(sorted(y[:i] + (v,) + y[i + 1 :])) for v in range(top + 1))
-    return out
 
 
 @lru_cache(maxsize=None)

@@ -29,6 +29,7 @@ from dpalg.mechanisms import SmoothBound
 from dpalg.mechanisms._smooth_bound import _windowed_center_and_scale, center_and_scale
 from dpalg.queries import Clip, Query
 from dpalg.sensitivity._smooth import Relation, quantile_ls_k
+from dpalg.sensitivity._testing import value_neighbours as neighbours
 from dpalg.sensitivity._smooth_window import smooth_from_window, window_levels, window_ranks
 
 Data = tuple[int, ...]
@@ -43,17 +44,6 @@ def truncated(x: Data, q: Fraction, top: int, beta: float, levels: int, relation
 def s_k(x: Data, q: Fraction, top: int, beta: float, levels: int, relation: Relation) -> float:
     arr = np.array(x, dtype=np.float64)
     return smooth_from_window(arr.size, 0, arr, q, Fraction(0), Fraction(top), beta, relation, levels)
-
-
-def neighbours(y: Data, relation: Relation, top: int) -> set[Data]:
-    out: set[Data] = set()
-    if relation == "add_remove":
-        out.update(tuple(sorted(y + (v,))) for v in range(top + 1))
-        out.update(y[:i] + y[i + 1 :] for i in range(len(y)))
-    else:
-        for i in range(len(y)):
-            out.update(tuple(sorted(y[:i] + (v,) + y[i + 1 :])) for v in range(top + 1))
-    return out
 
 
 def domain(top: int, max_n: int) -> list[Data]:
