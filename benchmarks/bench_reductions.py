@@ -14,7 +14,7 @@ peak traced by ``tracemalloc`` during one release, over the column's bytes (the
 column itself is allocated before tracing starts). The load average is printed:
 the machine is shared, so only the ratios mean anything.
 
-Run: ``python benchmarks/bench_reductions.py [--rows N] [--ptr-rows N] [--repeat R]``
+Run: ``python -m benchmarks.bench_reductions [--rows N] [--ptr-rows N] [--repeat R]``
 """
 
 from __future__ import annotations

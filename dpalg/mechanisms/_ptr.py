@@ -41,7 +41,7 @@ from dpalg.mechanisms._common import (
     require_fixed_n,
     unit_interval_param,
 )
-from dpalg.mechanisms._ptr_summary import mean_distance_and_value
+from dpalg.mechanisms._ptr_summary import mean_distance_and_value, order_distance_and_value
 from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
 from dpalg.mechanisms._user_level import row_view, unit_values
 from dpalg.noise import AbstractRandomness, discrete_laplace, round_to_lattice
@@ -60,6 +60,16 @@ _FORMULA_SYMBOLS = ("k", "n", "lower", "upper")
 
 def _delta(owner: str, value: ExactLike) -> Fraction:
     return unit_interval_param(owner, "delta", value)
+
+
+#: the row-level kinds whose PTR profile and value come from a summary of the data (reductions seam)
+_SUMMARIES = {
+    "mean": mean_distance_and_value,
+    "median": order_distance_and_value,
+    "quantile": order_distance_and_value,
+    "max": order_distance_and_value,
+    "min": order_distance_and_value,
+}
 
 
 def ptr_cap(epsilon: Fraction, delta: Fraction) -> int:
@@ -498,10 +508,11 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """⊥ or the noisy value (a multiple of 2^k)."""
-        if self.query.user is None and self.query.kind == "mean" and not isinstance(self.target, LocalSensAtDistance):
-            # a row-level mean: the profile and the value from the exact total and the extremes
+        summary = _SUMMARIES.get(self.query.kind) if self.query.user is None else None
+        if summary is not None and not isinstance(self.target, LocalSensAtDistance):
+            # row level: the profile and the value from a data summary (exact total and extremes, or an order window)
             cap = ptr_cap(self.epsilon, self.delta)
-            gamma, value = mean_distance_and_value(self.query, self.relation, data, _float_at_most(self.bound), cap)
+            gamma, value = summary(self.query, self.relation, data, _float_at_most(self.bound), cap)
             if not ptr_test_passes(gamma, self.epsilon, self.delta, rng):
                 return BOTTOM
             return _laplace_on_lattice(value, self.lattice_k(), self.release_scale(), rng)

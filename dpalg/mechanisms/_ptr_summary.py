@@ -23,13 +23,14 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
 from dpalg.data import Dataset, Relation, SumSpec, as_reductions
-from dpalg.queries import Query
-from dpalg.sensitivity._catalog import _bounds, _constant_profile, _sanitize, _scale_exponent
+from dpalg.queries import Query, evaluate_values, quantile_index
+from dpalg.sensitivity._catalog import _bounds, _constant_profile, _sanitize, _scale_exponent, order_profile_at, order_window_ranks
 from dpalg.sensitivity._ls_mean import mean_ls_profile_from_extremes
 
-__all__ = ["mean_distance_and_value", "summary_lattice_k"]
+__all__ = ["mean_distance_and_value", "order_distance_and_value", "summary_lattice_k"]
 
 
 def summary_lattice_k(lower: Fraction, upper: Fraction) -> int:
@@ -71,3 +72,56 @@ def mean_distance_and_value(query: Query, relation: Relation, data: Dataset, bet
         return gamma, float((lower + upper) / 2)
     mean = exact_total / n
     return gamma, float(min(max(mean, lower), upper))
+
+
+def order_distance_and_value(query: Query, relation: Relation, data: Dataset, beta: float, cap: int) -> tuple[int, float]:
+    """``(min(γ, n + 2, cap), value)`` of a row-level median, quantile, max or min, from an order window.
+
+    ``LS_0..LS_cap`` of an order statistic read only the sorted values at the ranks
+    :func:`~dpalg.sensitivity._catalog.order_window_ranks` gives (n, q and the public
+    cap decide them), so the reductions seam is asked for the count and that window.
+    The profile is computed by the catalog's own code
+    (:func:`~dpalg.sensitivity._catalog.order_profile_at`) reading the window: the
+    same profile, the same γ, the same value as on the whole sorted column.
+    """
+    assert query.column is not None and query.user is None
+    lower, upper = query.require_bounds("ProposeTest")
+    q = Fraction(1) if query.kind in ("max", "min") else (query.q if query.q is not None else Fraction(1, 2))
+    reductions = as_reductions(data)
+    n = reductions.count(query.column)
+    lo_i, hi_i = order_window_ranks(n, q, cap)
+    first, last = (n - 1 - hi_i, n - 1 - lo_i) if query.kind == "min" else (lo_i, hi_i)
+    window = reductions.order_window(query.column, lower, upper, first, last)
+    a, b = _bounds("ProposeTest", query)
+    profile = _window_profile(query.kind, q, n, window.first, window.values, a, b, cap, relation)
+    above = np.flatnonzero(~(profile[: cap + 1] <= beta))
+    gamma = min(int(above[0]) if above.size else cap, n + 2)
+    if n == 0:
+        return gamma, evaluate_values(query, np.zeros(0, dtype=np.float64))
+    rank = {"max": n - 1, "min": 0}.get(query.kind, quantile_index(q, n))
+    return gamma, window.at(rank)
+
+
+def _window_profile(
+    kind: str, q: Fraction, n: int, first: int, values: npt.NDArray[np.float64], a: float, b: float, cap: int, relation: Relation
+) -> npt.NDArray[np.float64]:
+    """The catalog's order-statistic profile (scaling, ``min`` by reflection, sanitising) from a window."""
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return np.full(cap + 1, np.inf)
+    e = _scale_exponent(a, b)  # exact scaling by 2**-e, as the catalog does: no overflow in any gap
+    sa, sb = math.ldexp(a, -e), math.ldexp(b, -e)
+    window = np.ldexp(values, -e)
+    if kind == "min":  # min(x) = (a + b) − max((a + b) − x): reflect the window and its ranks
+        window = (sa + sb) - window[::-1]
+        first = n - first - window.size
+    pad = np.concatenate(([sa], window, [sb]))
+
+    def val(idx: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        c = np.clip(idx, -1, n)
+        pos = np.where(c < 0, 0, np.where(c >= n, window.size + 1, c - first + 1))
+        out: npt.NDArray[np.float64] = pad[np.clip(pos, 0, window.size + 1)]
+        return out
+
+    with np.errstate(all="ignore"):
+        profile = np.ldexp(order_profile_at(n, val, q, cap, relation), e)
+    return _sanitize(profile)

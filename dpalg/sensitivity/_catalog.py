@@ -31,6 +31,7 @@ finite domain containing them (and an upper bound for one without ``a`` or ``b``
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
@@ -215,6 +216,18 @@ def _active(q: Fraction, m: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64
 def _order_profile(xs: FloatArray, a: float, b: float, q: Fraction, kmax: int, relation: Relation) -> FloatArray:
     n = xs.size
     pad = _pad(xs, a, b)
+    return order_profile_at(n, lambda idx: _val(pad, idx, n), q, kmax, relation)
+
+
+def order_profile_at(
+    n: int, val: Callable[[npt.NDArray[np.int64]], FloatArray], q: Fraction, kmax: int, relation: Relation
+) -> FloatArray:
+    """``LS_0..LS_kmax`` of the q-quantile of n sorted values read through ``val``.
+
+    ``val(idx)`` gives ``x_idx`` (0-based) with the padding convention: ``a`` at
+    ``idx < 0``, ``b`` at ``idx ≥ n``; only the ranks of :func:`order_window_ranks`
+    are ever asked for.
+    """
     out = np.zeros(kmax + 1)
     if relation == "substitution":
         if n == 0:
@@ -222,7 +235,7 @@ def _order_profile(xs: FloatArray, a: float, b: float, q: Fraction, kmax: int, r
         i = int(_qidx(q, np.array([n], dtype=np.int64))[0])
         for k in range(kmax + 1):
             p = np.arange(i - k - 1, i + 1, dtype=np.int64)
-            out[k] = float(np.max(_val(pad, p + k + 1, n) - _val(pad, p, n)))
+            out[k] = float(np.max(val(p + k + 1) - val(p)))
         return out
     # add/remove: windows of width w starting in [L - s, L], L active at size m = n - w + 1 + s, cost k = w - 1 + s
     for w in range(1, kmax + 2):
@@ -234,7 +247,7 @@ def _order_profile(xs: FloatArray, a: float, b: float, q: Fraction, kmax: int, r
         lo = np.minimum.accumulate(lmin - s)
         hi = np.maximum.accumulate(lmax)
         p = np.arange(int(lo[-1]), int(hi[-1]) + 1, dtype=np.int64)
-        g = _val(pad, p + w, n) - _val(pad, p, n)
+        g = val(p + w) - val(p)
         c = int(lmin[0] - s0) - int(lo[-1])  # position of the first range's start
         right = np.maximum.accumulate(g[c:])
         left = np.maximum.accumulate(g[: c + 1][::-1])
@@ -242,6 +255,18 @@ def _order_profile(xs: FloatArray, a: float, b: float, q: Fraction, kmax: int, r
         ks = w - 1 + s
         np.maximum.at(out, ks, h)
     return np.maximum.accumulate(out)
+
+
+def order_window_ranks(n: int, q: Fraction, kmax: int) -> tuple[int, int]:
+    """The 0-based ranks ``[lo, hi]`` of the sorted data that ``LS_0..LS_kmax`` of the q-quantile read.
+
+    Windows of width ≤ k + 1 around the quantile index of every size within n ± k,
+    plus a margin of 4 (see :func:`_order_window`).
+    """
+    margin = 4
+    m = np.array([max(0, n - kmax - 2), n + kmax + 2], dtype=np.int64)
+    lo_i, hi_i = (int(v) for v in _qidx(q, m))
+    return max(0, lo_i - kmax - margin), min(n - 1, hi_i + kmax + margin)
 
 
 def _order_window(arr: FloatArray, q: Fraction, kmax: int) -> FloatArray:
@@ -253,11 +278,7 @@ def _order_window(arr: FloatArray, q: Fraction, kmax: int) -> FloatArray:
     suffices: O(n + kmax log kmax) instead of O(n log n).
     """
     n = int(arr.size)
-    margin = 4
-    m = np.array([max(0, n - kmax - 2), n + kmax + 2], dtype=np.int64)
-    lo_i, hi_i = (int(v) for v in _qidx(q, m))
-    lo_i = max(0, lo_i - kmax - margin)
-    hi_i = min(n - 1, hi_i + kmax + margin)
+    lo_i, hi_i = order_window_ranks(n, q, kmax)
     if n == 0 or (lo_i == 0 and hi_i == n - 1):
         return np.sort(arr)
     part = np.partition(arr, [lo_i, hi_i])

@@ -203,3 +203,40 @@ def test_order_window_with_huge_bounds_and_infinities() -> None:
     assert w.values.tolist() == full.tolist() and w.n == 6
     flat = NumpyReductions(as_dataset({"x": np.array([np.inf, 2.0, -np.inf])})).order_window("x", Fraction(2), Fraction(2), 0, 2)
     assert flat.values.tolist() == [2.0, 2.0, 2.0]  # lower == upper: one bucket, infinities clipped, never missing
+
+
+@settings(max_examples=200, deadline=None)
+@given(x=_moderate, kind=st.sampled_from(["median", "quantile", "max", "min"]), bounds=st.sampled_from([(-10, 10), (0, 1), ("-1/3", "7/3")]),
+       relation=st.sampled_from(["add_remove", "substitution"]), cap=st.integers(0, 12), beta=st.sampled_from([0.0, 0.05, 0.5, 3.0]))
+def test_ptr_order_window_equals_the_full_array_profile(
+    x: npt.NDArray[np.float64], kind: str, bounds: tuple[object, object], relation: str, cap: int, beta: float
+) -> None:
+    from dpalg.mechanisms._ptr import exact_value
+    from dpalg.mechanisms._ptr_summary import order_distance_and_value
+    from dpalg.sensitivity import distance_to_instability
+
+    base = {"median": Query.median("x"), "quantile": Query.quantile("x", "3/10"), "max": Query.max("x"), "min": Query.min("x")}[kind]
+    query = base | Clip(Fraction(str(bounds[0])), Fraction(str(bounds[1])))
+    data = as_dataset({"x": x})
+    values = query.values(data)
+    rel: Relation = "add_remove" if relation == "add_remove" else "substitution"
+    gamma, value = order_distance_and_value(query, rel, data, beta, cap)
+    assert gamma == distance_to_instability(query, values, beta, rel, cap=cap)
+    assert value == exact_value(query, values)
+
+
+@pytest.mark.parametrize("kind", ["median", "max", "min"])
+@pytest.mark.parametrize("relation", ["add_remove", "substitution"])
+def test_ptr_order_window_on_a_long_column_with_ties(kind: str, relation: Relation) -> None:
+    from dpalg.mechanisms._ptr import exact_value
+    from dpalg.mechanisms._ptr_summary import order_distance_and_value
+    from dpalg.sensitivity import distance_to_instability
+
+    gen = np.random.default_rng(7)
+    x = np.concatenate([np.round(gen.normal(5, 2, 3000), 1), [np.nan] * 5, [np.inf, -np.inf]])
+    query = {"median": Query.median("x"), "max": Query.max("x"), "min": Query.min("x")}[kind] | Clip(0, 10)
+    values = query.values(as_dataset({"x": x}))
+    for beta in (0.0, 0.1, 1.0):
+        gamma, value = order_distance_and_value(query, relation, as_dataset({"x": x}), beta, 40)
+        assert gamma == distance_to_instability(query, values, beta, relation, cap=40)
+        assert value == exact_value(query, values)
