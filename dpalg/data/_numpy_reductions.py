@@ -37,8 +37,8 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import fraction_ceil, fraction_floor
 from dpalg.data._dataset import Dataset
-from dpalg.data._keys import Key, key_counts
-from dpalg.data._reductions import LatticeSum, OrderWindow, SumSpec
+from dpalg.data._keys import Key, key_counts, key_index
+from dpalg.data._reductions import LatticeSum, OrderWindow, Reductions, SumSpec
 from dpalg.data._user_units import unit_count
 
 __all__ = [
@@ -346,6 +346,10 @@ class NumpyReductions:
     def key_counts(self, column: str, keys: Sequence[Key]) -> npt.NDArray[np.int64]:
         return key_counts(self._data.column(column), keys, owner=f"Dataset column {column!r}")
 
+    def key_histogram(self, column: str) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:
+        keys, codes = key_index(self._data.column(column), owner=f"Dataset column {column!r}")
+        return keys, np.bincount(codes[codes >= 0], minlength=len(keys)).astype(np.int64)
+
     def grid_counts(
         self, column: str, lower: Fraction, upper: Fraction, bits: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -361,14 +365,18 @@ class NumpyReductions:
         return unit_count(self._data.column(unit))
 
 
-def as_reductions(data: Dataset | NumpyReductions) -> NumpyReductions:
-    """The reductions backend for ``data``, chosen by its type (only numpy so far; DESIGN §5).
+def as_reductions(data: Dataset | Reductions) -> Reductions:
+    """The reductions backend for ``data``, chosen by its type (DESIGN §5).
+
+    A :class:`~dpalg.data.Dataset` is answered in memory by :class:`NumpyReductions`;
+    an object that already implements :class:`~dpalg.data.Reductions` (another
+    backend) is used as it is.
 
     Raises:
         InvalidArgument: a type no backend serves.
     """
-    if isinstance(data, NumpyReductions):
-        return data
     if isinstance(data, Dataset):
         return NumpyReductions(data)
-    raise InvalidArgument("as_reductions", "data", type(data).__name__, "must be a dpalg Dataset (see as_dataset)")
+    if isinstance(data, Reductions):
+        return data
+    raise InvalidArgument("as_reductions", "data", type(data).__name__, "must be a dpalg Dataset (see as_dataset) or a Reductions backend")

@@ -113,6 +113,10 @@ class Reductions(Protocol):
         """How many rows hold each public key (missing or unlisted keys count nowhere)."""
         ...
 
+    def key_histogram(self, column: str) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:
+        """The distinct present keys (normalised, in key order) and how many rows hold each."""
+        ...
+
     def grid_counts(
         self, column: str, lower: Fraction, upper: Fraction, bits: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

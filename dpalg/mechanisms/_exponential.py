@@ -263,10 +263,11 @@ class NoisyMax(AbstractPrimitive[PureDP]):
         """The chosen key."""
         assert self.query.column is not None and self.query.keys is not None
         keys = self.query.keys
-        codes = data.key_codes(self.query.column, keys)  # missing or unlisted keys count nowhere (data policy)
-        if self.query.user is not None:  # the rows each user keeps under the caps
-            codes = codes[kept_rows(self.query, data, prf_secret(rng))[2]]
-        counts = np.bincount(codes[codes >= 0], minlength=len(keys)).tolist()
+        if self.query.user is None:  # missing or unlisted keys count nowhere (data policy)
+            counts = as_reductions(data).key_counts(self.query.column, keys).tolist()
+        else:  # the rows each user keeps under the caps
+            codes = data.key_codes(self.query.column, keys)[kept_rows(self.query, data, prf_secret(rng))[2]]
+            counts = np.bincount(codes[codes >= 0], minlength=len(keys)).tolist()
         best = max(counts)
         scores = [Fraction(best - c) for c in counts]
         gamma = (self.epsilon if self.relation == "add_remove" else self.epsilon / 2) / self.linf()

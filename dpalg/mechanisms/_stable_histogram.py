@@ -10,7 +10,7 @@ import numpy as np
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
-from dpalg.data import Dataset, Key, Neighbouring
+from dpalg.data import Dataset, Key, Neighbouring, as_reductions
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP
 from dpalg.mechanisms._common import positive_param, unit_interval_param
@@ -119,14 +119,23 @@ class StableHistogram(AbstractPrimitive[ApproxDP]):
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """``{key: noisy count}`` for the keys that pass the threshold."""
         assert self.query.column is not None
-        if self.query.keys is not None:  # rows with other keys are dropped first (a per-row map)
-            keys: tuple[Key, ...] = self.query.keys
-            codes = data.key_codes(self.query.column, keys)
-        else:  # the keys present, normalised and in key order (the data policy: no comparison raises)
-            keys, codes = data.key_index(self.query.column)
-        if self.query.user is not None:  # the rows each user keeps under the caps
-            codes = codes[kept_rows(self.query, data, prf_secret(rng))[2]]
-        counts = np.bincount(codes[codes >= 0], minlength=len(keys)).tolist()
+        counts: list[int]
+        if self.query.user is None:  # row level: counts through the reductions seam
+            reductions = as_reductions(data)
+            if self.query.keys is not None:  # rows with other keys are dropped first (a per-row map)
+                keys: tuple[Key, ...] = self.query.keys
+                counts = reductions.key_counts(self.query.column, keys).tolist()
+            else:  # the keys present, normalised and in key order (the data policy: no comparison raises)
+                keys, present = reductions.key_histogram(self.query.column)
+                counts = present.tolist()
+        else:
+            if self.query.keys is not None:
+                keys = self.query.keys
+                codes = data.key_codes(self.query.column, keys)
+            else:
+                keys, codes = data.key_index(self.query.column)
+            codes = codes[kept_rows(self.query, data, prf_secret(rng))[2]]  # the rows each user keeps under the caps
+            counts = np.bincount(codes[codes >= 0], minlength=len(keys)).tolist()
         pairs = [(k, int(c)) for k, c in zip(keys, counts) if c > 0]
         if not pairs:
             return {}

@@ -240,3 +240,17 @@ def test_ptr_order_window_on_a_long_column_with_ties(kind: str, relation: Relati
         gamma, value = order_distance_and_value(query, relation, as_dataset({"x": x}), beta, 40)
         assert gamma == distance_to_instability(query, values, beta, relation, cap=40)
         assert value == exact_value(query, values)
+
+
+def test_key_histogram_is_the_present_keys_in_key_order() -> None:
+    r = NumpyReductions(as_dataset({"k": np.array(["b", None, "a", "b", 1, 1.0, float("nan")], dtype=object)}))
+    keys, counts = r.key_histogram("k")
+    assert keys == (1, "a", "b") and counts.tolist() == [2, 1, 2]
+
+
+def test_as_reductions_picks_the_backend_by_type() -> None:
+    data = as_dataset({"x": [1.0]})
+    r = as_reductions(data)
+    assert isinstance(r, NumpyReductions) and as_reductions(r) is r
+    with pytest.raises(Exception, match="Reductions backend"):
+        as_reductions({"x": [1.0]})  # type: ignore[arg-type]
