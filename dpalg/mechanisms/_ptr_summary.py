@@ -115,11 +115,13 @@ def _window_profile(
         window = (sa + sb) - window[::-1]
         first = n - first - window.size
     pad = np.concatenate(([sa], window, [sb]))
+    # index i of the sorted data is pad[i - first + 1]; the padding a (i < 0) and b (i >= n) is
+    # reachable only when the window touches that end (order_window_ranks covers every rank read)
+    lowest = 0 if first == 0 else 1
+    highest = window.size + 1 if first + window.size == n else window.size
 
     def val(idx: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
-        c = np.clip(idx, -1, n)
-        pos = np.where(c < 0, 0, np.where(c >= n, window.size + 1, c - first + 1))
-        out: npt.NDArray[np.float64] = pad[np.clip(pos, 0, window.size + 1)]
+        out: npt.NDArray[np.float64] = pad[np.minimum(np.maximum(idx - (first - 1), lowest), highest)]
         return out
 
     with np.errstate(all="ignore"):
