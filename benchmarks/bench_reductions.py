@@ -23,6 +23,7 @@ import argparse
 import os
 import tracemalloc
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -43,32 +44,36 @@ def _peak(fn: Callable[[], object]) -> int:
         tracemalloc.stop()
 
 
-def _row(name: str, run: Callable[[Dataset, SeededRandomness], object], data: Dataset, column: npt.NDArray[np.float64],
-         baseline: tuple[str, Callable[[], object]], repeat: int, goal: str) -> str:  # fmt: skip
+@dataclass(frozen=True)
+class Measured:
+    """One path: dpalg's best time, the baseline's, and the peak memory over the column."""
+
+    name: str
+    seconds: float
+    baseline_seconds: float
+    baseline: str
+    memory: float
+    goal: str
+
+
+def _measure(name: str, run: Callable[[Dataset, SeededRandomness], object], data: Dataset, column: npt.NDArray[np.float64],
+             baseline: tuple[str, Callable[[], object]], repeat: int, goal: str) -> Measured:  # fmt: skip
     rng = SeededRandomness(1)
     release = lambda: run(data, rng)  # noqa: E731
     release()  # warm-up (imports, caches)
     base_name, base = baseline
     t_base = best_of(base, repeat)
     t_dp = best_of(release, repeat)
-    memory = _peak(release) / column.nbytes
-    return f"| {name} | {t_dp * 1e3:.1f} ms | {t_base * 1e3:.1f} ms ({base_name}) | {t_dp / t_base:.2f}x | {memory:.2f}x | {goal} |"
+    return Measured(name, t_dp, t_base, base_name, _peak(release) / column.nbytes, goal)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--ptr-rows", type=int, default=1_000_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+def measure(rows: int, ptr_rows: int, repeat: int, log: Callable[[str], None] = print) -> list[Measured]:
+    """Every path of issue 16's goals, in this process."""
     gen = np.random.default_rng(0)  # synthetic data only
-    big = gen.normal(50, 10, args.rows)
-    small = gen.normal(50, 10, args.ptr_rows)
+    big = gen.normal(50, 10, rows)
+    small = gen.normal(50, 10, ptr_rows)
     big_data, small_data = as_dataset({"x": big}), as_dataset({"x": small})
     clip = Clip(0, 100)
-    print(f"{args.rows:,} rows (PTR: {args.ptr_rows:,}); load average {os.getloadavg()[0]:.2f} at start")
-    print("| path | dpalg | baseline | ratio | peak memory / column | goal |")
-    print("| --- | --- | --- | --- | --- | --- |")
     np_sum = ("np.sum", lambda: np.sum(big))
     sort_big = ("np.sort", lambda: np.sort(big))
     sort_small = ("np.sort", lambda: np.sort(small))
@@ -83,8 +88,25 @@ def main() -> None:
         ("SmoothBound median", SmoothBound(Query.median("x") | clip, epsilon=1, delta="1e-7"), big_data, big, sort_big,
          "<= 1.2x, <= 1.5x"),
     ]  # fmt: skip
+    out = []
     for name, node, data, column, baseline, goal in cases:
-        print(_row(name, node.release, data, column, baseline, args.repeat, goal), flush=True)
+        log(f"  reductions: {name}, n={column.size:,} ...")
+        out.append(_measure(name, node.release, data, column, baseline, repeat, goal))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--ptr-rows", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    print(f"{args.rows:,} rows (PTR: {args.ptr_rows:,}); load average {os.getloadavg()[0]:.2f} at start")
+    print("| path | dpalg | baseline | ratio | peak memory / column | goal |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for m in measure(args.rows, args.ptr_rows, args.repeat, log=lambda _: None):
+        print(f"| {m.name} | {m.seconds * 1e3:.1f} ms | {m.baseline_seconds * 1e3:.1f} ms ({m.baseline}) | "
+              f"{m.seconds / m.baseline_seconds:.2f}x | {m.memory:.2f}x | {m.goal} |", flush=True)  # fmt: skip
     print(f"load average {os.getloadavg()[0]:.2f} at end")
 
 

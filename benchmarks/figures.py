@@ -138,12 +138,26 @@ def shifted(full: bool = False, log: Callable[[str], None] = print) -> list[Row]
     ]
 
 
+def reductions(full: bool = False, log: Callable[[str], None] = print) -> list[Row]:
+    """Issue 16's one-pass paths (Laplace mean, ExponentialQuantile, PTR, SmoothBound) vs np.sum / np.sort."""
+    from benchmarks.bench_reductions import measure
+
+    rows, ptr_rows = (10**7, 10**6) if full else (10**6, 10**5)
+    out = []
+    for m in measure(rows, ptr_rows, repeat=3 if full else 2, log=log):
+        note = f"peak memory {m.memory:.2f}x the column; goal {m.goal}"
+        out.append(Row("reductions", f"{m.name}, n={rows if 'ProposeTest' not in m.name else ptr_rows:,}", m.seconds,
+                       m.baseline_seconds, f"{m.baseline} of the same column", unit="s", note=note))  # fmt: skip
+    return out
+
+
 GROUPS: dict[str, Callable[..., list[Row]]] = {
     "accountant": accountant,
     "noise": noise,
     "ls": local_sensitivity,
     "smooth": smooth,
     "shifted": shifted,
+    "reductions": reductions,
 }
 
 
