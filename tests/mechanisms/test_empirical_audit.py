@@ -259,6 +259,7 @@ def test_cli_empirical_usage_errors(tmp_path: Path) -> None:
     assert main(["audit", "--empirical", f"{HERE}:correct_sum", "--neighbours", f"{HERE}:X"]) == 2
 
 
+@pytest.mark.slow  # the heaviest fast tests (10-40 s each): still run by .ci/run
 def test_cli_demo_table(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     code = main(["audit", "--empirical", "--demo", "--trials", "200", "--seed", "3", "--no-progress", "--plot", str(tmp_path)])

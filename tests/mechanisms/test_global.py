@@ -182,6 +182,7 @@ def test_exponential_quantile_wrong_sensitivity_is_caught() -> None:
     assert worst > float(node.epsilon) + 0.05
 
 
+@pytest.mark.slow  # the heaviest fast tests (10-40 s each): still run by .ci/run
 def test_exponential_quantile_samples_its_exact_distribution() -> None:
     node = ExponentialQuantile(Query.median("x") | Clip(0, 2), epsilon=2, grid_bits=3)
     x = (0.0, 0.5, 0.5, 1.0, 2.0)

@@ -96,6 +96,7 @@ def test_ptr_threshold_against_sympy() -> None:
         assert ceil_log_inv_delta_over_eps(e, d) == int(exact)
 
 
+@pytest.mark.slow  # the heaviest fast tests (10-40 s each): still run by .ci/run
 def test_ptr_release_distribution_matches_model() -> None:
     """The implementation releases ⊥ with the model's probability (links code and proof)."""
     node = ProposeTest(Query.median("v") | Clip(0, 3), bound="0.5", epsilon=1, delta="0.2", granularity=-2)
