@@ -26,7 +26,9 @@ Which ranks are read: under substitution ``LS_k`` reads ranks ``m ± (k + 1)``
 ``lo ≥ m(N) − 1 − a`` and ``lo + r + 1 ≤ m(N) + r + 1`` for ``N = n − r + a``,
 ``r + a = k``, and ``|m(N) − m(n)| ≤ k + 1``, so ranks ``m ± (2k + 2)``. The
 computation runs the existing exact algorithms on a *virtual* sorted array equal
-to the data inside the window and to ``l`` below it and ``u`` above it: its
+to the data inside the window and to ``l`` below it and ``u`` above it (under
+add/remove it is never allocated: the levels only gather entries, which
+``_VirtualPadded`` maps into the window): its
 ``LS_k`` equals the data's for ``k ≤ K`` and is at most ``u − l`` beyond, so the
 maximum of its smooth bound and the constant term is exactly ``S_K(x)``. The
 rounding argument of :mod:`dpalg.sensitivity._smooth` carries over: the constant
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -86,6 +89,25 @@ def _virtual(n: int, first: int, values: npt.NDArray[np.float64], lo_b: float, h
     return xp
 
 
+class _VirtualPadded:
+    """The array of :func:`_virtual` without allocating it: ``xp[i] = pad[clip(i − first, 0, len + 1)]``.
+
+    ``pad = [l, window, u]``; an index at or below ``first`` reads ``l`` and one past
+    the window reads ``u``, exactly the entries of the virtual array. Supports the
+    integer-array reads of the add/remove levels (``_ar_levels``), nothing else.
+    """
+
+    __slots__ = ("_first", "_pad")
+
+    def __init__(self, first: int, values: npt.NDArray[np.float64], lo_b: float, hi_b: float) -> None:
+        self._first = first
+        self._pad = np.concatenate(([lo_b], values, [hi_b]))
+
+    def __getitem__(self, idx: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        out: npt.NDArray[np.float64] = self._pad[np.minimum(np.maximum(idx - self._first, 0), self._pad.size - 1)]
+        return out
+
+
 def smooth_from_window(
     n: int, first: int, values: npt.NDArray[np.float64], q: Fraction, lower: Fraction, upper: Fraction,
     beta: float, relation: Relation, levels: int,
@@ -113,14 +135,14 @@ def smooth_from_window(
         return 0.0
     if beta < _MIN_BETA:
         return _finish(cap, 0.0)
-    xp = _virtual(n, first, values, lo_b, hi_b)
-    if relation == "substitution":
+    if relation == "substitution":  # the divide and conquer also searches the array: build it
+        xp = _virtual(n, first, values, lo_b, hi_b)
         eta, depth = _dc_error(beta, n)
         b0 = _beta0(beta, _BASE_SLACK + 2 * (2 * depth + 1) * eta + 2 * _EXP_REL)
         fast = _substitution_fast(xp, n, int(_m(q, np.array([n]))[0]), beta, cap)
-    else:
+    else:  # the add/remove levels only gather entries: read the window in place of the n + 2 array
         b0 = _beta0(beta, _BASE_SLACK)
-        fast = _add_remove_fast(xp, n, q, beta, cap)
+        fast = _add_remove_fast(cast(npt.NDArray[np.float64], _VirtualPadded(first, values, lo_b, hi_b)), n, q, beta, cap)
     if b0 <= 0:
         return fast
     constant = _finish(math.exp(-b0 * float(levels + 1)) * cap, 0.0)
