@@ -3,8 +3,8 @@
 Every function here takes a float64 column (missing values as NaN, see the data
 policy) and answers one question of :class:`~dpalg.data.Reductions` exactly. The
 array forms (:func:`lattice_sum`, :func:`grid_counts`, :func:`order_window`,
-:func:`extremes`) also serve the user-level paths, which reduce users' totals
-rather than a column.
+:func:`extremes`) take any float64 array, so a later ``per_unit`` reduction can
+apply them to users' totals; the user-level paths do not use them yet.
 
 **Fixed-point sums in blocks.** The chain clip → scale by ``2**-k`` → round half
 to even → exact sum runs on blocks of ``2**16`` values in preallocated buffers.
@@ -347,7 +347,7 @@ class NumpyReductions:
         return key_counts(self._data.column(column), keys, owner=f"Dataset column {column!r}")
 
     def key_histogram(self, column: str) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:
-        keys, codes = key_index(self._data.column(column), owner=f"Dataset column {column!r}")
+        keys, codes = key_index(self._data.column(column), owner=f"Dataset column {column!r}")  # one pass
         return keys, np.bincount(codes[codes >= 0], minlength=len(keys)).astype(np.int64)
 
     def grid_counts(
