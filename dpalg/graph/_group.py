@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from typing import Final, final
 
 import attrs
-import mpmath
 import numpy as np
 import numpy.typing as npt
 
@@ -48,6 +47,8 @@ def exp_upper(x: Fraction) -> Fraction:
         raise InvalidArgument("exp_upper", "x", x, "must be >= 0")
     if x == 0:
         return Fraction(1)
+    import mpmath
+
     with mpmath.workprec(220):
         value = mpmath.exp(mpmath.mpf(x.numerator) / x.denominator) * (1 + mpmath.ldexp(1, -_MARGIN_BITS))
         _, e = mpmath.frexp(value)

@@ -25,8 +25,11 @@ If the optimiser fails (it never has in tests) we fall back to the simple bound
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-import mpmath
+if TYPE_CHECKING:  # mpmath is imported where a conversion is computed (cold start)
+    import mpmath
+
 
 __all__ = ["zcdp_to_approx_epsilon"]
 
@@ -35,6 +38,8 @@ _PREC_EVAL = 200
 
 
 def _eps_of_alpha(alpha: mpmath.mpf, rho: mpmath.mpf, log_inv_delta: mpmath.mpf) -> mpmath.mpf:
+    import mpmath
+
     am1 = alpha - 1
     value: mpmath.mpf = alpha * rho + (log_inv_delta + am1 * mpmath.log1p(-1 / alpha) - mpmath.log(alpha)) / am1
     return value
@@ -42,6 +47,8 @@ def _eps_of_alpha(alpha: mpmath.mpf, rho: mpmath.mpf, log_inv_delta: mpmath.mpf)
 
 def _round_up(x: mpmath.mpf, bits: int = 64) -> Fraction:
     """The smallest multiple of 2^(e-bits) >= x, where 2^e > |x| (an upper bound)."""
+    import mpmath
+
     if x <= 0:
         return Fraction(0)
     _, e = mpmath.frexp(x)
@@ -52,6 +59,8 @@ def _round_up(x: mpmath.mpf, bits: int = 64) -> Fraction:
 
 def _golden_min(rho: mpmath.mpf, lid: mpmath.mpf) -> mpmath.mpf:
     # The minimiser satisfies roughly α ≈ 1 + sqrt(ln(1/δ)/ρ); bracket generously.
+    import mpmath
+
     lo = mpmath.mpf(1) + mpmath.mpf(10) ** -12
     hi = mpmath.mpf(2) + 4 * mpmath.sqrt(lid / rho) + lid / rho
     invphi = (mpmath.sqrt(5) - 1) / 2
@@ -97,6 +106,8 @@ def zcdp_to_approx_epsilon(rho: Fraction, delta: Fraction) -> Fraction:
         return Fraction(0)
     if not 0 < delta < 1:
         raise InvalidArgument("zcdp_to_approx_epsilon", "delta", delta, "must be in (0, 1) when rho > 0")
+    import mpmath
+
     with mpmath.workprec(_PREC_SEARCH):
         r = mpmath.mpf(rho.numerator) / rho.denominator
         lid = mpmath.log(mpmath.mpf(delta.denominator) / delta.numerator)

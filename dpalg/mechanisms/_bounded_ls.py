@@ -32,11 +32,10 @@ import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
-from typing import final
+from typing import TYPE_CHECKING, final
 
 import attrs
 import numpy as np
-import sympy
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
@@ -58,6 +57,7 @@ from dpalg.mechanisms._bounded_ls_monotone import (
     _check_expr,
     _evaluate,
     check_monotone,
+    is_expression,
     parse_expression,
 )
 from dpalg.mechanisms._common import positive_param, relation_param, unit_interval_param
@@ -72,6 +72,10 @@ from dpalg.mechanisms._user_function import (
     refuse_result,
 )
 from dpalg.noise import AbstractRandomness, discrete_laplace
+
+
+if TYPE_CHECKING:  # sympy is imported only where a string expression is parsed (cold start)
+    import sympy
 
 __all__ = [
     "BoundFunction",
@@ -386,7 +390,7 @@ class BoundedLS(AbstractPrimitive[ApproxDP]):
         """The bound symbols ĝ depends on (all of them for a Python function)."""
         expr = self._bound_expr()
         if isinstance(self.bound, str):
-            assert isinstance(expr, sympy.Expr)
+            assert is_expression(expr)
             return tuple(sorted(str(sym) for sym in expr.free_symbols))
         return tuple(f"{c.name}_{side}" for c in self.counts for side in ("lo", "hi"))
 
@@ -450,6 +454,8 @@ class BoundedLS(AbstractPrimitive[ApproxDP]):
         """f(x), total: where f is undefined or fails, the public value 0 (the documented convention)."""
         expr = self._value_expr()
         if expr is not None:
+            import sympy
+
             try:
                 value = expr.subs({sympy.Symbol(k): sympy.Integer(v) for k, v in counts.items()})
                 if not value.is_finite or not value.is_real:

@@ -11,23 +11,33 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
-from typing import Literal, final
+from typing import TYPE_CHECKING, Literal, final
 
 import attrs
-import sympy
 
 from dpalg._errors import InvalidArgument
 from dpalg.mechanisms._user_function import FAILED, as_exact, call_quietly, quiet
-from dpalg.sensitivity._sympy_check import safe_parse
 
-__all__ = ["BoundFunction", "MonotoneCheck", "Status", "check_monotone", "parse_expression"]
+if TYPE_CHECKING:  # sympy is imported where an expression is parsed or proven (cold start)
+    from typing_extensions import TypeIs
+
+    import sympy
+
+__all__ = ["BoundFunction", "MonotoneCheck", "Status", "check_monotone", "is_expression", "parse_expression"]
 
 BoundFunction = Callable[[Mapping[str, Fraction]], Fraction]
 Status = Literal["proven", "unproven", "refuted"]
 
 _VALUE_SLACK = Fraction(1, 10**60)  # absolute error of an irrational f(x), evaluated numerically
+
+
+def is_expression(bound: object) -> TypeIs[sympy.Expr]:
+    """Whether ``bound`` is a sympy expression (without importing sympy: none exists before it is imported)."""
+    module = sys.modules.get("sympy")
+    return module is not None and isinstance(bound, module.Expr)
 
 
 def parse_expression(text: str, names: Sequence[str], owner: str, field: str) -> sympy.Expr:
@@ -36,6 +46,10 @@ def parse_expression(text: str, names: Sequence[str], owner: str, field: str) ->
     Every name is bound to a plain sympy ``Symbol`` (so ``E``, ``N``, ``S`` or
     ``I`` never mean sympy constants when they are count names).
     """
+    import sympy
+
+    from dpalg.sensitivity._sympy_check import safe_parse
+
     expr = safe_parse(text, {n: sympy.Symbol(n) for n in names}, owner, field)
     unknown = sorted({str(sym) for sym in expr.free_symbols} - set(names))
     if unknown:
@@ -77,6 +91,8 @@ def _sign_proof(expr: sympy.Expr, symbol: sympy.Symbol, direction: Literal["up",
     direction). Otherwise the partial derivative, with every symbol shifted to
     ``lower + u`` (``u >= 0``), must have a proven sign.
     """
+    import sympy
+
     if not expr.has(symbol):
         return True
     if isinstance(expr, (sympy.Max, sympy.Min, sympy.Add)):
@@ -117,6 +133,8 @@ def _rational_eval(expr: sympy.Expr, point: Mapping[str, Fraction]) -> Fraction:
     Raises ZeroDivisionError where the expression is undefined and _NotRational
     for any other operation.
     """
+    import sympy
+
     if isinstance(expr, sympy.Symbol):
         return point[expr.name]
     if isinstance(expr, sympy.Rational):
@@ -147,7 +165,9 @@ def _evaluate(bound: sympy.Expr | BoundFunction, point: Mapping[str, Fraction]) 
     check; at release ĝ falls back to GS or BOTTOM, post-processing of the
     noisy counts).
     """
-    if isinstance(bound, sympy.Expr):
+    if is_expression(bound):
+        import sympy
+
         try:
             return _rational_eval(bound, point)
         except ZeroDivisionError:
@@ -174,6 +194,8 @@ def _approximate(value: sympy.Expr) -> Fraction:
     asking for 80 digits beyond the integer part leaves a margin of 20 digits
     over the promised absolute error ``10**-60``.
     """
+    import sympy
+
     if value.is_Rational:
         return Fraction(int(value.p), int(value.q))
     magnitude = abs(float(sympy.N(value, 15)))
@@ -252,9 +274,11 @@ def _check_expr(bound: sympy.Expr | BoundFunction, symbols: Sequence[str], low: 
                 shown = ", ".join(f"{k}: {v}" for k, v in point.items())
                 shown_after = ", ".join(f"{k}: {v}" for k, v in moved.items())
                 return MonotoneCheck("refuted", (f"{s} must not decrease the bound",), f"{s}: bound({{{shown}}}) = {base} > bound({{{shown_after}}}) = {after}")
-    if not isinstance(bound, sympy.Expr):
+    if not is_expression(bound):
         return MonotoneCheck("unproven", ("a Python function cannot be checked symbolically; no counterexample on the grid",))
     # 2. symbolic proof
+    import sympy
+
     shifts: dict[sympy.Symbol, sympy.Expr] = {}
     for s in symbols:
         shifts[sympy.Symbol(s)] = low.get(s, 0) + sympy.Symbol(f"u_{s}", nonnegative=True)

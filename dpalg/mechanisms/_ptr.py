@@ -18,7 +18,6 @@ state the cost (2ε, δ). ``tests/mechanisms/test_ptr.py`` catches the seed vari
 
 from __future__ import annotations
 
-import functools
 import math
 from fractions import Fraction
 from typing import final
@@ -26,10 +25,9 @@ from typing import final
 import attrs
 import numpy as np
 import numpy.typing as npt
-import sympy
 
 from dpalg._errors import InvalidArgument
-from dpalg._numbers import ExactLike, to_fraction
+from dpalg._numbers import ExactLike
 from dpalg.data import Dataset, Neighbouring, Relation
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP
@@ -48,14 +46,12 @@ from dpalg.noise import AbstractRandomness, discrete_laplace, round_to_lattice
 from dpalg.noise._laplace import laplace_int
 from dpalg.queries import Query
 from dpalg._bottom import BOTTOM
-from dpalg.sensitivity._catalog import CATALOG_KINDS, distance_to_instability, mode_gap_distance, overflow_safe_mean
-from dpalg.sensitivity._ptr_condition import NeighbourCheck, evaluate_formula, formula_values, require_neighbour_condition
-from dpalg.sensitivity._sympy_check import MonotoneCheck, require_monotone, safe_parse
+from dpalg.sensitivity._catalog import distance_to_instability, mode_gap_distance, overflow_safe_mean
+from dpalg.mechanisms._ls_at_distance import LocalSensAtDistance, float_at_most
 
 __all__ = ["LocalSensAtDistance", "ProposeTest", "PTRMode", "ptr_test_passes", "ptr_cap"]
 
 PTR_KINDS = ("mean", "trimmed_mean", "median", "quantile", "max", "min", "count")
-_FORMULA_SYMBOLS = ("k", "n", "lower", "upper")
 
 
 def _delta(owner: str, value: ExactLike) -> Fraction:
@@ -93,223 +89,6 @@ def ptr_test_passes(gamma: int, epsilon: Fraction, delta: Fraction, rng: Abstrac
     threshold = ceil_log_inv_delta_over_eps(epsilon, delta) - 1
     z = int(discrete_laplace(1 / epsilon, size=1, rng=rng)[0])
     return gamma + z > threshold
-
-
-# --- user formulas for LS_k -------------------------------------------------------
-
-
-def _formula(value: object) -> str:
-    if isinstance(value, sympy.Basic):
-        return str(sympy.sstr(value))
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidArgument("LocalSensAtDistance", "formula", value, "must be a sympy expression or a non-empty string")
-    return value.strip()
-
-
-def _params(value: object) -> tuple[tuple[str, Fraction], ...]:
-    if isinstance(value, tuple):
-        items = list(value)
-    elif isinstance(value, dict):
-        items = list(value.items())
-    else:
-        raise InvalidArgument("LocalSensAtDistance", "params", type(value).__name__, "must be a dict name -> number")
-    out: list[tuple[str, Fraction]] = []
-    for name, number in items:
-        if not isinstance(name, str) or not name.isidentifier() or name in _FORMULA_SYMBOLS:
-            raise InvalidArgument("LocalSensAtDistance", "params", name, f"must be identifiers other than {_FORMULA_SYMBOLS}")
-        out.append((name, to_fraction(number, owner="LocalSensAtDistance", field=f"params[{name!r}]")))
-    return tuple(sorted(out))
-
-
-def _ls_query(value: Query) -> Query:
-    if not isinstance(value, Query):
-        raise InvalidArgument("LocalSensAtDistance", "query", type(value).__name__, "must be a dpalg Query")
-    return value
-
-
-@final
-@attrs.frozen
-class _Verdict:
-    """What construction established about a formula (cached per formula, params and bounds)."""
-
-    monotone: MonotoneCheck
-    neighbour: NeighbourCheck
-    expr: sympy.Expr  # bounds and params substituted: a function of k and n only
-
-
-def _public_probe(expr: sympy.Expr) -> None:
-    """Evaluate F once on a public synthetic grid: a formula dpalg cannot evaluate is refused now."""
-    ks = np.arange(4, dtype=np.float64)[:, None]
-    formula_values(expr, ks, np.arange(4, dtype=np.float64)[None, :])
-
-
-@functools.lru_cache(maxsize=256)
-def _checked(
-    formula: str, params: tuple[tuple[str, Fraction], ...], bounds: tuple[Fraction, Fraction] | None, strict: bool
-) -> _Verdict:
-    expr = _parsed(formula, params)  # safe_parse refuses code-like strings
-    if bounds is not None:  # the clip bounds are public constants of the query
-        expr = expr.subs({
-            sympy.Symbol("lower", real=True): sympy.Rational(bounds[0].numerator, bounds[0].denominator),
-            sympy.Symbol("upper", real=True): sympy.Rational(bounds[1].numerator, bounds[1].denominator),
-        })
-    monotone = require_monotone(expr, var="k", strict=strict, assumptions={"n": {"integer": True, "nonnegative": True}})
-    extra = sorted(s.name for s in expr.free_symbols if isinstance(s, sympy.Symbol) and s.name not in ("k", "n"))
-    if extra:
-        raise InvalidArgument("LocalSensAtDistance", "formula", formula,
-                              f"uses {extra}, which this query does not define (lower/upper need a clipped query)")
-    neighbour = require_neighbour_condition(expr, "add_remove", strict, "LocalSensAtDistance", formula)
-    try:
-        _public_probe(expr)
-    except Exception as exc:  # the evaluator supports exactly the formula grammar
-        raise InvalidArgument("LocalSensAtDistance", "formula", formula,
-                              f"cannot be evaluated numerically ({type(exc).__name__})") from None
-    return _Verdict(monotone, neighbour, expr)
-
-
-def _first_above(values: npt.NDArray[np.float64], bound: float, cap: int) -> int:
-    """min{k : values[k] > bound} (NaN counts as above: conservative), or cap if none."""
-    above = np.flatnonzero(~(values[: cap + 1] <= bound))
-    return int(above[0]) if above.size else cap
-
-
-def _float_at_most(value: Fraction) -> float:
-    """The largest float <= value (comparisons F > b then never miss an F above b)."""
-    out = float(value)
-    return math.nextafter(out, -math.inf) if Fraction(out) > value else out
-
-
-@final
-@attrs.frozen
-class LocalSensAtDistance:
-    """A user-supplied bound F(k, n) on LS_k(x), the local sensitivity at distance k.
-
-    ``formula`` is a sympy expression (or string) in ``k`` and the symbols ``n``
-    (number of non-missing values), ``lower``/``upper`` (the clip bounds) and any
-    public constants in ``params``. At construction sympy decides, for integers
-    k, n ≥ 0, the three properties the PTR proof needs:
-
-    * F ≥ 0 and F non-decreasing in k (:func:`~dpalg.sensitivity.require_monotone`);
-    * the **neighbour condition** F(k, n) ≤ F(k + 1, n′) for n′ ∈ {n − 1, n, n + 1}
-      (:func:`~dpalg.sensitivity._ptr_condition.check_neighbour_condition`), which
-      makes the distance γ_F = min{k : F(k, n) > b} 1-Lipschitz.
-
-    *Refuted* formulas are refused with a counterexample; *unproven* ones are
-    refused with ``strict=True`` and otherwise accepted, with the verdict recorded
-    in every certificate. A formula whose neighbour condition is unproven is not
-    used for a catalog query (the distance is then γ_exact alone): only a proven
-    condition makes γ_F, and so min(γ_F, γ_exact), 1-Lipschitz. A formula mentioning a name the query does not define, or
-    one dpalg cannot evaluate, is refused.
-
-    At run time F is evaluated in float64 at every k from 0 to the public cap, on
-    every run (a non-finite value counts as +inf). For a catalog query (every
-    :class:`ProposeTest` target) the distance is min(γ_F, γ_exact), with γ_exact
-    from dpalg's exact LS_k profile: a formula below the true LS_k can only make
-    the distance larger than γ_exact, which the minimum ignores, so it can
-    neither leak nor raise. Without an exact LS_k source, F ≥ LS_k is the user's
-    promise and the certificate says so.
-    """
-
-    query: Query = attrs.field(converter=_ls_query)
-    formula: str = attrs.field(converter=_formula)
-    params: tuple[tuple[str, Fraction], ...] = attrs.field(default=(), converter=_params)
-    strict: bool = False
-
-    def __attrs_post_init__(self) -> None:
-        self._verdict()
-
-    def _verdict(self) -> _Verdict:
-        q = self.query
-        bounds = (q.lower, q.upper) if q.lower is not None and q.upper is not None else None
-        return _checked(self.formula, self.params, bounds, self.strict)
-
-    def check(self) -> MonotoneCheck:
-        """The (cached) sympy verdict on non-negativity and monotonicity in k."""
-        return self._verdict().monotone
-
-    def neighbour_check(self) -> NeighbourCheck:
-        """The (cached) verdict on the PTR neighbour condition F(k, n) ≤ F(k + 1, n′)."""
-        return self._verdict().neighbour
-
-    @property
-    def has_exact_ls(self) -> bool:
-        """Whether dpalg has an exact LS_k profile of the query (then γ = min(γ_F, γ_exact))."""
-        q = self.query
-        return q.user is None and q.kind in CATALOG_KINDS and (q.kind in ("count", "count_distinct", "histogram") or q.bounded)
-
-    def notes(self) -> tuple[str, ...]:
-        """Certificate notes: each verdict (loudly when unproven), and where the LS_k bound comes from."""
-        mono, nb = self.check(), self.neighbour_check()
-        out: list[str] = []
-        if mono.status == "proven":
-            out.append(f"LS_k formula {self.formula!r}: proven non-decreasing and non-negative in k (sympy)")
-        else:
-            out.append(f"WARNING: LS_k formula {self.formula!r} is UNPROVEN monotone ({mono.reason}); accepted in non-strict mode")
-        if nb.status == "proven":
-            out.append(f"LS_k formula {self.formula!r}: PTR neighbour condition F(k, n) <= F(k+1, n') for n' in "
-                       f"{{n-1, n, n+1}} proven ({nb.reason})")
-        elif self.has_exact_ls:
-            out.append(f"WARNING: LS_k formula {self.formula!r}: PTR neighbour condition is UNPROVEN ({nb.reason}); "
-                       "the formula is NOT used: PTR distance = gamma_exact from dpalg's exact LS_k")
-        else:
-            out.append(f"WARNING: LS_k formula {self.formula!r}: PTR neighbour condition is UNPROVEN ({nb.reason}); "
-                       "accepted in non-strict mode")
-        if self.has_exact_ls:
-            if self.uses_formula:
-                out.append("PTR distance = min(gamma_F, gamma_exact): dpalg's exact LS_k of the query bounds it too, "
-                           "so a formula below the true LS_k cannot leak")
-        else:
-            out.append("WARNING: F >= LS_k is not proven: it is the user's promise (dpalg has no exact LS_k for this query)")
-        return tuple(out)
-
-    def evaluate(self, k: int, n: int) -> sympy.Expr:
-        """F_k for a dataset with n values, exactly (sympy)."""
-        subs = {sympy.Symbol("k"): sympy.Integer(k), sympy.Symbol("n", integer=True, nonnegative=True): sympy.Integer(n)}
-        value = self._verdict().expr.subs(subs)
-        assert isinstance(value, sympy.Expr)  # substituting numbers into an Expr gives an Expr
-        return value
-
-    def values_at(self, n: int, cap: int) -> npt.NDArray[np.float64]:
-        """[F(0, n), …, F(cap, n)] in float64 (+inf where not finite); the same work for every n, never raises."""
-        return evaluate_formula(self._verdict().expr, n, cap)
-
-    def distance(self, values: npt.NDArray[np.float64], bound: Fraction, relation: Relation, cap: int) -> int:
-        """min(γ_F, γ_exact): γ_F = min{k ≤ cap : F_k > bound} (cap if none).
-
-        F is evaluated at every k ≤ cap and, for a catalog query, the exact LS_k
-        profile is computed to cap, on every call (no early exit on a private
-        quantity); γ_exact = min{k : LS_k > bound} capped at min(n + 2, cap)
-        (:func:`~dpalg.sensitivity.distance_to_instability`). Never raises on data.
-        """
-        n = int(values.size)
-        b = _float_at_most(bound)
-        gamma = _first_above(self.values_at(n, cap), b, cap)  # evaluated on every run: constant work
-        if self.has_exact_ls:
-            if not self.uses_formula:
-                gamma = cap  # γ_F may jump by more than 1 between neighbours: only γ_exact is used
-            gamma = min(gamma, distance_to_instability(self.query, values, b, relation, cap=cap))
-        return gamma
-
-    @property
-    def uses_formula(self) -> bool:
-        """Whether γ_F enters the distance: only when the neighbour condition is proven.
-
-        An unproven neighbour condition means γ_F may not be 1-Lipschitz, and then
-        neither is min(γ_F, γ_exact) (e.g. ``(k + 1)/100 + 1000*floor(n/500)`` gives
-        γ_F = 50 at n = 499 and 0 at n = 500, beyond the grid search). For a catalog
-        query the formula is then ignored (γ = γ_exact, which is private on its own);
-        without an exact LS_k it is the user's promise (``strict=True`` refuses it).
-        """
-        return self.neighbour_check().status == "proven" or not self.has_exact_ls
-
-
-@functools.lru_cache(maxsize=256)
-def _parsed(formula: str, params: tuple[tuple[str, Fraction], ...]) -> sympy.Expr:
-    local = {name: sympy.Rational(v.numerator, v.denominator) for name, v in params} | {
-        "k": sympy.Symbol("k"), "n": sympy.Symbol("n", integer=True, nonnegative=True),
-        "lower": sympy.Symbol("lower", real=True), "upper": sympy.Symbol("upper", real=True),
-    }
-    return safe_parse(formula, local, "LocalSensAtDistance", "formula")
 
 
 # --- ProposeTest -------------------------------------------------------------------
@@ -504,7 +283,7 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
         cap = ptr_cap(self.epsilon, self.delta)
         if isinstance(self.target, LocalSensAtDistance):
             return self.target.distance(values, self.bound, self.relation, cap)
-        return distance_to_instability(self.stat_query, values, _float_at_most(self.bound), self.relation, cap=cap)
+        return distance_to_instability(self.stat_query, values, float_at_most(self.bound), self.relation, cap=cap)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """⊥ or the noisy value (a multiple of 2^k)."""
@@ -512,7 +291,7 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
         if summary is not None and not isinstance(self.target, LocalSensAtDistance):
             # row level: the profile and the value from a data summary (exact total and extremes, or an order window)
             cap = ptr_cap(self.epsilon, self.delta)
-            gamma, value = summary(self.query, self.relation, data, _float_at_most(self.bound), cap)
+            gamma, value = summary(self.query, self.relation, data, float_at_most(self.bound), cap)
             if not ptr_test_passes(gamma, self.epsilon, self.delta, rng):
                 return BOTTOM
             return _laplace_on_lattice(value, self.lattice_k(), self.release_scale(), rng)

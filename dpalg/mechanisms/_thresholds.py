@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-import mpmath
 
 __all__ = ["ceil_log_inv_delta_over_eps"]
 
@@ -31,6 +30,8 @@ def ceil_log_inv_delta_over_eps(epsilon: Fraction, delta: Fraction) -> int:
         >>> ceil_log_inv_delta_over_eps(Fraction(1), Fraction(1, 10**6))
         14
     """
+    import mpmath
+
     with mpmath.workprec(200):
         t = mpmath.log(mpmath.mpf(delta.denominator) / delta.numerator) * epsilon.denominator / epsilon.numerator
         margin = (abs(t) + 1) * mpmath.ldexp(1, -150)

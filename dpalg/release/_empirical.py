@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Literal, Protocol, cast, final
 
 import attrs
-import mpmath
 import numpy as np
 import numpy.typing as npt
 
@@ -89,6 +88,8 @@ def regularized_beta(a: float, b: float, x: float) -> float:
         return 1.0
     if x > (a + 1) / (a + b + 2):
         return 1.0 - regularized_beta(b, a, 1.0 - x)
+    import mpmath
+
     with mpmath.workdps(40):
         ma, mb, mx = mpmath.mpf(a), mpmath.mpf(b), mpmath.mpf(x)
         log_pre = ma * mpmath.log(mx) + mb * mpmath.log1p(-mx) - mpmath.log(ma) - (
@@ -99,6 +100,8 @@ def regularized_beta(a: float, b: float, x: float) -> float:
         return 0.0
     cf = _beta_continued_fraction(a, b, x)
     if cf is None:  # pragma: no cover - not reached below the mean; mpmath as the fallback
+        import mpmath
+
         with mpmath.workdps(40):
             return float(mpmath.betainc(a, b, 0, x, regularized=True))
     return min(1.0, pre * cf)

@@ -1,5 +1,11 @@
 """The sensitivity layer: local sensitivity at distance k, smooth sensitivity,
-down sensitivity and the shifted-inverse loss, and sympy checks of user formulas."""
+down sensitivity and the shifted-inverse loss, and sympy checks of user formulas.
+
+The formula tools (``parse_formula``, ``check_monotone``, ``require_monotone``,
+``MonotoneCheck``) are loaded on first use: ``import dpalg`` does not import sympy.
+"""
+
+from typing import TYPE_CHECKING
 
 from dpalg.sensitivity._catalog import (
     CATALOG_KINDS,
@@ -9,8 +15,6 @@ from dpalg.sensitivity._catalog import (
     ls_profile,
     mode_gap_distance,
 )
-from dpalg.sensitivity._formula import parse_formula
-from dpalg.sensitivity._sympy_check import MonotoneCheck, check_monotone, require_monotone
 from dpalg.sensitivity._down_sens import (
     UserLoss,
     check_user_monotone,
@@ -27,3 +31,25 @@ __all__ = [
     "shift_tau", "shifted_loss_at", "shifted_loss_runs",
     "smooth_sensitivity", "smooth_sensitivity_quantile",
 ]  # fmt: skip
+
+if TYPE_CHECKING:
+    from dpalg.sensitivity._formula import parse_formula
+    from dpalg.sensitivity._sympy_check import MonotoneCheck, check_monotone, require_monotone
+
+_LAZY = {
+    "parse_formula": "dpalg.sensitivity._formula",
+    "MonotoneCheck": "dpalg.sensitivity._sympy_check",
+    "check_monotone": "dpalg.sensitivity._sympy_check",
+    "require_monotone": "dpalg.sensitivity._sympy_check",
+}
+
+
+def __getattr__(name: str) -> object:
+    """The sympy-backed names, imported on first access (PEP 562)."""
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'dpalg.sensitivity' has no attribute {name!r}")

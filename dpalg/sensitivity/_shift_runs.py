@@ -32,10 +32,8 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Final
 
-import mpmath
 import numpy as np
 import numpy.typing as npt
-from mpmath.libmp import to_rational
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, fraction_ceil, fraction_floor, positive, to_fraction
@@ -92,6 +90,9 @@ def shift_tau(epsilon: ExactLike, beta: ExactLike, domain_size: int) -> int:
         raise InvalidArgument("shift_tau", "domain_size", size, "must be >= 1")
     arg = Fraction(size) / b  # > 1
     coef = 2 / eps
+    import mpmath  # imported here: keeps mpmath out of the cold start
+    from mpmath.libmp import to_rational
+
     ctx = mpmath.iv.__class__()  # a private context: no global precision state
     prec = 64
     while True:
