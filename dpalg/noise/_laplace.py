@@ -60,6 +60,9 @@ class _Plan:
     lo_asc: npt.NDArray[np.uint64]  # floor(2**64 r**h), h = K..1 (ascending)
     hi_asc: npt.NDArray[np.uint64]  # ceil(2**64 r**h),  h = K..1
     c_lo: int  # floor(2**(56+S) / scale)
+    lo_by_h: npt.NDArray[np.uint64]  # floor(2**64 r**h) at index h = 0..K (index 0: 2**64 - 1)
+    hi_by_h: npt.NDArray[np.uint64]  # ceil(2**64 r**h) at index h = 1..K+1 (index K+1: 0)
+    inv_c: float  # 1/c rounded to a float: only proposes a candidate H, never decides one
 
 
 def _floor_log2(x: Fraction) -> int:
@@ -87,6 +90,8 @@ def _plan(scale: Fraction) -> _Plan:
     if his[0] >= 1 << 64:  # cannot happen: r <= exp(-1/64)
         raise AssertionError("threshold table out of range")
     c_lo = (1 << (FRAC_BITS + _S)) * scale.denominator // scale.numerator
+    lo_by_h = np.array([(1 << 64) - 1, *los], dtype=np.uint64)
+    hi_by_h = np.array([0, *his, 0], dtype=np.uint64)
     return _Plan(
         scale=scale,
         j=j,
@@ -95,28 +100,64 @@ def _plan(scale: Fraction) -> _Plan:
         lo_asc=np.array(los[::-1], dtype=np.uint64),
         hi_asc=np.array(his[::-1], dtype=np.uint64),
         c_lo=c_lo,
+        lo_by_h=lo_by_h,
+        hi_by_h=hi_by_h,
+        inv_c=float(1 / c),
     )
 
 
+def _propose_h(plan: _Plan, w: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """A float-proposed ``H`` for every word, and whether the exact table confirms it.
+
+    ``H = #{h in 1..K : R < r**h}`` for the uniform real ``R`` whose first 64 bits
+    are ``w``, so ``R`` lies in ``[w, w + 1) / 2**64``. The candidate
+    ``h = min(K, floor(-ln((w + 1) / 2**64) / c))`` comes from floating point and
+    may be wrong; it is **confirmed** only by exact integer comparisons with the
+    rigorous bounds ``lo_h <= 2**64 r**h <= hi_h`` of the table:
+
+    * ``h = 0`` or ``w < lo_h``: then ``R < (w + 1) / 2**64 <= lo_h / 2**64 <= r**h``;
+    * ``h = K`` or ``w >= hi_{h+1}``: then ``R >= w / 2**64 >= r**(h+1)``.
+
+    Since ``r**h`` decreases in ``h``, the two facts give ``H = h`` exactly. A word
+    whose candidate is not confirmed (a float error, or ``R`` within a bound's
+    uncertainty) is decided by the exact table search instead. The float result
+    therefore changes only which exact path decides a word, never its value.
+    """
+    estimate = np.log((w.astype(np.float64) + 1.0) * 2.0**-64) * -plan.inv_c  # >= 0: (w + 1) / 2**64 <= 1
+    h = np.minimum(estimate, float(plan.table_k)).astype(np.int64)
+    confirmed = (w < plan.lo_by_h[h]) & (w >= plan.hi_by_h[h + 1])
+    return h, confirmed
+
+
 def _geometric_h(plan: _Plan, n: int, rng: AbstractRandomness) -> npt.NDArray[np.int64]:
-    """``n`` draws of ``H`` with ``P[H >= h] = exp(-c h)``, by table inversion."""
+    """``n`` draws of ``H`` with ``P[H >= h] = exp(-c h)``, by table inversion (float-proposed, exactly confirmed)."""
     out = np.zeros(n, dtype=np.int64)
     pend = np.arange(n)
     kk = plan.table_k
     while pend.size:
         w = rng.uint64(pend.size)
-        sure = kk - np.searchsorted(plan.lo_asc, w, side="right")
-        maybe = kk - np.searchsorted(plan.hi_asc, w, side="right")
-        h = sure.astype(np.int64)
-        for j in np.flatnonzero(sure != maybe).tolist():
-            lazy = LazyUniform(int(w[j]), 64, rng)
-            hj = int(sure[j])
-            while hj < kk and lazy.less_than(exp_bounds_of(plan.c * (hj + 1))):
-                hj += 1
-            h[j] = hj
+        h, confirmed = _propose_h(plan, w)
+        slow = np.flatnonzero(~confirmed)
+        if slow.size:
+            h[slow] = _search_h(plan, w[slow], rng)
         out[pend] += h
         pend = pend[h == kk]  # H >= K: by memorylessness H - K is a fresh copy
     return out
+
+
+def _search_h(plan: _Plan, w: npt.NDArray[np.uint64], rng: AbstractRandomness) -> npt.NDArray[np.int64]:
+    """``H`` for each word by exact binary search in the table (lazy bits where a bound is uncertain)."""
+    kk = plan.table_k
+    sure = kk - np.searchsorted(plan.lo_asc, w, side="right")
+    maybe = kk - np.searchsorted(plan.hi_asc, w, side="right")
+    h = sure.astype(np.int64)
+    for j in np.flatnonzero(sure != maybe).tolist():
+        lazy = LazyUniform(int(w[j]), 64, rng)
+        hj = int(sure[j])
+        while hj < kk and lazy.less_than(exp_bounds_of(plan.c * (hj + 1))):
+            hj += 1
+        h[j] = hj
+    return h
 
 
 def _low_part(plan: _Plan, n: int, rng: AbstractRandomness) -> npt.NDArray[np.int64]:
