@@ -11,7 +11,7 @@ from noise_stats_helpers import chisquare_binned, laplace_cdf, quantile_edges
 
 from dpalg import InvalidArgument
 from dpalg.noise import SeededRandomness, discrete_laplace
-from dpalg.noise._laplace import _geometric_h, _plan
+from dpalg.noise._laplace import _geometric_h, _plan, _propose_h, _search_h
 
 N = 10**6
 
@@ -66,22 +66,79 @@ def test_rational_scales_with_big_parts() -> None:
         assert chisquare_binned(x, edges, mass) > 1e-4
 
 
+def _geometric_pvalue(h: np.ndarray, c: float) -> float:  # type: ignore[type-arg]
+    """Chi-square p-value of draws of H against P[H = i] = (1 - q) q**i, q = exp(-c) (tail merged at 8)."""
+    from scipy import stats
+
+    observed = np.bincount(np.minimum(h, 8), minlength=9)
+    q = np.exp(-c)
+    p = np.array([q**i * (1 - q) for i in range(8)] + [q**8])
+    return float(stats.chisquare(observed, p * h.size).pvalue)
+
+
 def test_geometric_slow_path_is_exact() -> None:
-    # uninformative tables (lo = 0, hi = 2**64-1) send every draw to the exact path
+    # uninformative tables (lo = 0, hi = 2**64-1) send every draw to the exact lazy path,
+    # and a by-h table that confirms nothing sends every draw past the float proposal
     plan = _plan(Fraction(3))
     blind = attrs.evolve(
         plan,
         lo_asc=np.zeros_like(plan.lo_asc),
         hi_asc=np.full_like(plan.hi_asc, np.uint64(2**64 - 1)),
+        lo_by_h=np.zeros_like(plan.lo_by_h),
     )
     h = _geometric_h(blind, 4000, SeededRandomness(25))
-    # P[H >= h] = exp(-h/3)
-    from scipy import stats
+    assert _geometric_pvalue(h, 1 / 3) > 1e-4  # P[H >= h] = exp(-h/3)
 
-    observed = np.bincount(np.minimum(h, 8), minlength=9)
-    q = np.exp(-1 / 3)
-    p = np.array([q**i * (1 - q) for i in range(8)] + [q**8])
-    assert stats.chisquare(observed, p * h.size).pvalue > 1e-4
+
+# The float-proposed inversion (issue 19). Sample size: if a fraction f of draws
+# came out one too high, the chi-square statistic (8 degrees of freedom) would have
+# non-centrality N * sum((q_i - p_i)**2 / p_i) = 198 at f = 0.05 and N = 2*10**5:
+# power ~1.0 at the 1e-4 level (0.31 at N = 2*10**4), while an exact sampler fails
+# with probability 1e-4. The broken variants below are wrong on most draws.
+_GEOMETRIC_N = 200_000
+
+
+@pytest.mark.parametrize("scale", [Fraction(3), Fraction(10), Fraction(10**6), Fraction(1, 7)])
+def test_float_proposal_agrees_with_the_exact_search(scale: Fraction) -> None:
+    plan = _plan(scale)
+    rng = np.random.default_rng(7)
+    random_words = rng.integers(0, 2**64, size=100_000, dtype=np.uint64)
+    # adversarial words: at and next to every bound of the table, and the extremes
+    ends = np.concatenate([plan.lo_asc, plan.hi_asc]).astype(object)
+    near = sorted({int(v) + d for v in ends for d in (-1, 0, 1) if 0 <= int(v) + d < 2**64} | {0, 2**64 - 1})
+    for words in (random_words, np.array(near, dtype=np.uint64)):
+        h, confirmed = _propose_h(plan, words)
+        exact = _search_h(plan, words[confirmed], SeededRandomness(1))
+        assert (h[confirmed] == exact).all()
+    h, confirmed = _propose_h(plan, random_words)
+    assert confirmed.mean() > 0.999  # the fast path decides almost every draw
+
+
+@pytest.mark.parametrize("factor", [0.5, 1.3, 3.0])
+def test_a_wrong_float_only_slows_the_sampler(factor: float) -> None:
+    """A proposal that is often wrong is refused by the exact confirmation: the law stays exact."""
+    plan = _plan(Fraction(3))
+    skewed = attrs.evolve(plan, inv_c=plan.inv_c * factor)
+    _, confirmed = _propose_h(skewed, np.random.default_rng(3).integers(0, 2**64, size=10_000, dtype=np.uint64))
+    assert confirmed.mean() < 0.9  # the fallback is exercised
+    h = _geometric_h(skewed, _GEOMETRIC_N, SeededRandomness(26))
+    assert _geometric_pvalue(h, 1 / 3) > 1e-4
+
+
+def test_an_unconfirmed_float_proposal_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Broken variant: trusting the float (no exact confirmation) with a 30% error fails the test."""
+    from dpalg.noise import _laplace
+
+    plan = _plan(Fraction(3))
+    skewed = attrs.evolve(plan, inv_c=plan.inv_c * 1.3)
+
+    def trusting(p: object, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # type: ignore[type-arg]
+        h, _ = _propose_h(skewed, w)
+        return h, np.ones(w.shape, dtype=np.bool_)
+
+    monkeypatch.setattr(_laplace, "_propose_h", trusting)
+    h = _geometric_h(plan, _GEOMETRIC_N, SeededRandomness(26))
+    assert _geometric_pvalue(h, 1 / 3) < 1e-6
 
 
 def test_seeded_is_reproducible_and_secure_runs() -> None:
