@@ -24,6 +24,7 @@ bookkeeping differs. No floating-point number is involved anywhere.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Callable, Final
 
@@ -35,7 +36,7 @@ from dpalg._numbers import nonneg, to_fraction
 from dpalg.noise._exact import LazyUniform, exp_bounds_of, exp_neg_bounds, rational_bounds
 from dpalg.noise._random import AbstractRandomness, RngLike, resolve_rng
 
-__all__ = ["accept_exp", "bernoulli", "bernoulli_exp", "bernoulli_exp_rational", "check_size"]
+__all__ = ["accept_exp", "accept_exp_float", "bernoulli", "bernoulli_exp", "bernoulli_exp_rational", "check_size"]
 
 #: fractional bits of the bracket of ``gamma - floor(gamma)``
 FRAC_BITS: Final = 56
@@ -145,6 +146,79 @@ def accept_exp(
                 out[i] = odd
         pend = pend[yes]
         kk_round += 1
+    return out
+
+
+#: exp(-m/16) for m = 0..1024 as floats, each within 2**-52 relative of the real value
+_EXP_SIXTEENTHS: Final = np.array(
+    [float(Fraction(exp_neg_bounds(Fraction(m, 16), 64 + 100)[0], 1 << (64 + 100))) for m in range(1025)], dtype=np.float64
+)
+#: Taylor coefficients of exp(-r) for r in [0, 1/16], highest degree first (degree 9:
+#: the remainder is below (1/16)**10 / 10! < 2**-61)
+_TAYLOR: Final = tuple(float(Fraction((-1) ** i, math.factorial(i))) for i in range(9, -1, -1))
+#: relative guard of the float comparison (the proven error is below 2**-43, see accept_exp_float)
+_GUARD: Final = 2.0**-40
+#: relative error accepted in the caller's float gamma
+MAX_GAMMA_REL_ERROR: Final = 2.0**-50
+
+
+def accept_exp_float(
+    gamma: npt.NDArray[np.float64], rng: AbstractRandomness, exact_gamma: Callable[[int], Fraction]
+) -> npt.NDArray[np.bool_]:
+    """Vectorised Bernoulli(exp(-gamma_i)) from a float approximation of each ``gamma_i >= 0``: one word per entry.
+
+    The caller proves ``|gamma[i] - gamma_i| <= 2**-50 * gamma_i`` (e.g. ``z**2 / D``
+    with ``|z| < 2**53``: three correctly rounded operations give ``4 * 2**-53``).
+    Entry ``i`` is ``[R_i < exp(-gamma_i)]`` for a uniform real ``R_i`` whose first 64
+    bits are one fresh word ``w_i``: exactly Bernoulli(exp(-gamma_i)).
+
+    Proof that the comparison is exact. Write ``g`` for ``min(gamma[i], 64)``.
+    ``p = T[m] * P(r)`` with ``m = floor(16 g)``, ``r = g - m/16`` (exact: the
+    scaling by 16 and, by Sterbenz's lemma, the subtraction are exact), ``T[m]``
+    within ``2**-52`` of ``exp(-m/16)`` and ``P`` the degree-9 Taylor polynomial of
+    ``exp(-r)`` (remainder below ``2**-61``; Horner's rule on ``r <= 1/16`` with
+    coefficients below 1 in absolute value adds at most ``20 * 2**-53``
+    relative). So ``p`` is within ``2**-47`` relative of ``exp(-g)``, and
+    ``exp(-g)`` is within ``64 * 2**-50 * e**(2**-44) < 2**-43.9`` relative of
+    ``exp(-gamma_i)`` when ``gamma_i <= 64``: the total is below ``2**-43``.
+
+    * *accept* only if ``a (1 + 2**-45) + 2**-62 < p (1 - 2**-40)``, with
+      ``a = float(w) * 2**-64``: up to rounding (each operation is within
+      ``2**-53`` relative, far inside the ``2**-45`` and ``2**-40`` slacks and the
+      ``2**-62`` margin over the ``2**-64`` width of ``R``'s interval), this says
+      ``(w + 1) / 2**64 < exp(-gamma_i)``, hence ``R < exp(-gamma_i)``;
+      entries with ``gamma[i] > 64`` are never accepted here;
+    * *reject* only if ``a (1 - 2**-45) > p (1 + 2**-40) + 2**-62``: then
+      ``w / 2**64 > exp(-gamma_i)`` (for ``gamma_i > 64`` too, since then
+      ``exp(-gamma_i) < exp(-64) * (1 + 2**-43) <= p (1 + 2**-40)``), hence ``R > exp(-gamma_i)``.
+
+    Every other entry (probability about ``2**-39 p + 2**-61``) is finished by
+    comparing the *same* ``R`` -- its first 64 bits ``w_i`` and as many further
+    random bits as needed -- with rigorous bounds of ``exp(-exact_gamma(i))``
+    (:class:`~dpalg.noise._exact.LazyUniform`). The float only chooses which exact
+    comparison decides the entry, never its outcome.
+
+    References:
+        The lazy comparison of a uniform real with a fixed number: D. Knuth,
+        A. Yao (1976); Bernoulli(exp(-gamma)) by one comparison of a uniform real
+        with exp(-gamma), as in CKS 2020 (Algorithm 1 is the float-free way).
+    """
+    n = gamma.shape[0]
+    w = rng.uint64(n)
+    g = np.minimum(gamma, 64.0)
+    m = np.floor(g * 16.0)
+    r = g - m * 0.0625
+    poly = np.full(n, _TAYLOR[0])
+    for coef in _TAYLOR[1:]:
+        poly *= r
+        poly += coef
+    p = _EXP_SIXTEENTHS[m.astype(np.int64)] * poly
+    a = w.astype(np.float64) * 2.0**-64
+    yes = (a * (1 + 2.0**-45) + 2.0**-62 < p * (1 - _GUARD)) & (gamma <= 64.0)
+    no = a * (1 - 2.0**-45) > p * (1 + _GUARD) + 2.0**-62
+    out: npt.NDArray[np.bool_] = yes
+    for j in np.flatnonzero(~(yes | no)).tolist():
+        out[j] = LazyUniform(int(w[j]), 64, rng).less_than(exp_bounds_of(exact_gamma(j)))
     return out
 
 

@@ -17,7 +17,8 @@ Construction (every step exact; the proof is in ``docs/mechanisms/noise.md``):
      ``2**64 r**h``, ``h = 1..K``. If ``H`` reaches ``K``, memorylessness lets us
      add ``K`` and draw again.
    * ``L`` is uniform on ``[0, 2**j)`` accepted with probability
-     ``exp(-L/scale)`` (at least ``exp(-1/32)``), by :func:`accept_exp`.
+     ``exp(-L/scale)`` (at least ``exp(-1/32)``), by :func:`accept_exp_float` (one
+     word per candidate; exact, see its docstring).
 
    This replaces the "``U`` uniform in ``[0, t)``, Bernoulli(exp(-U/t)),
    geometric ``V`` from Bernoulli(exp(-1))" structure of CKS Algorithm 2 by the
@@ -37,7 +38,7 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import positive
-from dpalg.noise._bernoulli import FRAC_BITS, accept_exp, check_size
+from dpalg.noise._bernoulli import accept_exp_float, check_size
 from dpalg.noise._exact import LazyUniform, exp_bounds_of, exp_neg_bounds
 from dpalg.noise._random import AbstractRandomness, RngLike, resolve_rng
 
@@ -48,7 +49,6 @@ MAX_LAPLACE_SCALE: Final = Fraction(2**52)
 _SPLIT: Final = 5  # c = 2**j / scale lies in (2**-(SPLIT+1), 2**-SPLIT]
 _TAIL: Final = 12  # table length K = ceil(_TAIL / c): P[H >= K] = exp(-12)
 _PREC: Final = 160
-_S: Final = 6  # extra bits of the L-acceptance constant
 
 
 @attrs.frozen
@@ -59,10 +59,10 @@ class _Plan:
     table_k: int
     lo_asc: npt.NDArray[np.uint64]  # floor(2**64 r**h), h = K..1 (ascending)
     hi_asc: npt.NDArray[np.uint64]  # ceil(2**64 r**h),  h = K..1
-    c_lo: int  # floor(2**(56+S) / scale)
     lo_by_h: npt.NDArray[np.uint64]  # floor(2**64 r**h) at index h = 0..K (index 0: 2**64 - 1)
     hi_by_h: npt.NDArray[np.uint64]  # ceil(2**64 r**h) at index h = 1..K+1 (index K+1: 0)
     inv_c: float  # 1/c rounded to a float: only proposes a candidate H, never decides one
+    inv_scale: float  # 1/scale, correctly rounded (the float gamma of accept_exp_float)
 
 
 def _floor_log2(x: Fraction) -> int:
@@ -89,7 +89,6 @@ def _plan(scale: Fraction) -> _Plan:
         hi = -((-hi * base_hi) >> _PREC)
     if his[0] >= 1 << 64:  # cannot happen: r <= exp(-1/64)
         raise AssertionError("threshold table out of range")
-    c_lo = (1 << (FRAC_BITS + _S)) * scale.denominator // scale.numerator
     lo_by_h = np.array([(1 << 64) - 1, *los], dtype=np.uint64)
     hi_by_h = np.array([0, *his, 0], dtype=np.uint64)
     return _Plan(
@@ -99,10 +98,10 @@ def _plan(scale: Fraction) -> _Plan:
         table_k=table_k,
         lo_asc=np.array(los[::-1], dtype=np.uint64),
         hi_asc=np.array(his[::-1], dtype=np.uint64),
-        c_lo=c_lo,
         lo_by_h=lo_by_h,
         hi_by_h=hi_by_h,
         inv_c=float(1 / c),
+        inv_scale=float(1 / scale),
     )
 
 
@@ -168,12 +167,11 @@ def _low_part(plan: _Plan, n: int, rng: AbstractRandomness) -> npt.NDArray[np.in
     pend = np.arange(n)
     while pend.size:
         low = rng.bits(pend.size, plan.j).astype(np.int64)
-        # 2**56 * low / scale lies in [low*c_lo, low*(c_lo+1)] / 2**S; low*c_lo < 2**62
-        f_lo = (low * plan.c_lo) >> _S
-        f_hi = ((low * (plan.c_lo + 1)) >> _S) + 1
-        zero = np.zeros(pend.size, dtype=np.int64)
         scale = plan.scale
-        ok = accept_exp(zero, f_lo, f_hi, rng, lambda i: Fraction(int(low[i])) / scale)
+        # low < 2**47 is exact in float64 and inv_scale is within 2**-53 of 1/scale: the
+        # product is within 2 * 2**-53 < 2**-50 relative of low/scale (accept_exp_float)
+        gamma = low.astype(np.float64) * plan.inv_scale
+        ok = accept_exp_float(gamma, rng, lambda i: Fraction(int(low[i])) / scale)
         out[pend[ok]] = low[ok]
         pend = pend[~ok]
     return out

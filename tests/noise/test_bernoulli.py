@@ -12,7 +12,7 @@ import pytest
 
 from dpalg import InvalidArgument
 from dpalg._numbers import to_fraction
-from dpalg.noise import SeededRandomness, bernoulli, bernoulli_exp
+from dpalg.noise import AbstractRandomness, SeededRandomness, bernoulli, bernoulli_exp
 from dpalg.noise._bernoulli import FRAC_BITS, accept_exp, bernoulli_exp_rational, exact_bernoulli_exp
 from dpalg.noise._exact import LazyUniform, exp_bounds_of, exp_neg_bounds, ln2_bounds, rational_bounds
 
@@ -128,3 +128,91 @@ def test_invalid_arguments(call: object, field: str) -> None:
     with pytest.raises(InvalidArgument) as info:
         call()  # type: ignore[operator]
     assert info.value.field == field
+
+
+# --- accept_exp_float (issue 19): one word per entry, float-guarded, exact ----------
+# Sample size: 2*10**5 draws per gamma give a 5-sigma band of at most
+# 5 * sqrt(0.25 / 2e5) = 0.0056 around exp(-gamma); the broken variant below is
+# off by 0.06, ten times that band.
+_FLOAT_N = 200_000
+
+
+def _float_freq(gamma: Fraction, seed: int) -> float:
+    from dpalg.noise._bernoulli import accept_exp_float
+
+    g = np.full(_FLOAT_N, float(gamma))
+    out = accept_exp_float(g, SeededRandomness(seed), lambda i: gamma)
+    return float(out.mean())
+
+
+@pytest.mark.parametrize(
+    "gamma",
+    [Fraction(0), Fraction(1, 10**9), Fraction(1, 16), Fraction(1, 3), Fraction(1), Fraction(7, 4),
+     Fraction(63, 16), Fraction(40), Fraction(64), Fraction(65), Fraction(10**6)],
+)  # fmt: skip
+def test_accept_exp_float_frequency(gamma: Fraction) -> None:
+    p = math.exp(-float(gamma))
+    assert _in_band(round(_float_freq(gamma, 31) * _FLOAT_N), _FLOAT_N, p)
+
+
+def test_accept_exp_float_guard_is_sound_on_every_table_point() -> None:
+    """At every m/16 (the table's grid, where r = 0) and next to it, a decided entry agrees with exact bounds."""
+    from dpalg.noise import _bernoulli
+
+    words = np.random.default_rng(5).integers(0, 2**64, size=64, dtype=np.uint64)
+    for m in range(0, 1025, 7):
+        for gamma in (Fraction(m, 16), Fraction(m, 16) + Fraction(1, 2**40), Fraction(max(m * 2**36 - 1, 0), 2**40)):
+            g = np.full(words.size, float(gamma))
+
+            class Fixed(AbstractRandomness):
+                kind, secure = "fixed words (test)", False
+                tail = SeededRandomness(0)
+
+                def uint64(self, n: int) -> npt.NDArray[np.uint64]:
+                    return words[:n].copy() if n == words.size else self.tail.uint64(n)
+
+            out = _bernoulli.accept_exp_float(g, Fixed(), lambda i: gamma)
+            lo, hi = exp_neg_bounds(gamma, 200)
+            for w, got in zip(words.tolist(), out.tolist()):
+                # R in [w, w + 1) / 2**64: decided whenever the interval is on one side of exp(-gamma)
+                if (w + 1) << 136 <= lo:
+                    assert got
+                elif w << 136 >= hi:
+                    assert not got
+
+
+def test_accept_exp_float_uncertain_zone_is_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A huge guard sends most entries to the exact comparison of the same R: frequencies stay exact."""
+    from dpalg.noise import _bernoulli
+
+    monkeypatch.setattr(_bernoulli, "_GUARD", 0.5)
+    for gamma in (Fraction(1, 2), Fraction(3)):
+        assert _in_band(round(_float_freq(gamma, 32) * _FLOAT_N), _FLOAT_N, math.exp(-float(gamma)))
+
+
+def test_accept_exp_float_broken_fallback_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Broken variant: finishing an uncertain entry with FRESH randomness (not the same R) is biased."""
+    from dpalg.noise import _bernoulli
+
+    monkeypatch.setattr(_bernoulli, "_GUARD", 0.5)
+
+    class Fresh:
+        def __init__(self, prefix: int, nbits: int, rng: object) -> None:
+            self.rng = rng
+
+        def less_than(self, bounds: object) -> bool:
+            word = int(self.rng.uint64(1)[0])  # type: ignore[attr-defined]
+            return word < int(math.exp(-0.5) * 2**64)  # fresh bits: Bernoulli(~exp(-1/2)) independent of R
+
+    monkeypatch.setattr(_bernoulli, "LazyUniform", Fresh)
+    freq = _float_freq(Fraction(1, 2), 33)
+    assert not _in_band(round(freq * _FLOAT_N), _FLOAT_N, math.exp(-0.5))
+
+
+def test_the_table_check_catches_a_shifted_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Broken variant: exp(-(m+1)/16) in place of exp(-m/16) is refuted by the soundness check above."""
+    from dpalg.noise import _bernoulli
+
+    monkeypatch.setattr(_bernoulli, "_EXP_SIXTEENTHS", np.append(_bernoulli._EXP_SIXTEENTHS[1:], 0.0))
+    with pytest.raises(AssertionError):
+        test_accept_exp_float_guard_is_sound_on_every_table_point()

@@ -25,7 +25,7 @@ _KEYSTREAM_BLOCK_1 = bytes.fromhex("0bdf7df1591716335e9a8b15c860c502")
 
 def test_the_keystream_is_aes256_ctr(monkeypatch: pytest.MonkeyPatch) -> None:
     """With os.urandom pinned to the NIST key and counter, the first words are the NIST keystream."""
-    monkeypatch.setattr(_random.os, "urandom", lambda n: (_KEY + _CTR)[:n] if n == 48 else b"\0" * n)
+    monkeypatch.setattr(os, "urandom", lambda n: (_KEY + _CTR)[:n] if n == 48 else b"\0" * n)
     words = SecureRandomness("aes-ctr").uint64(2)
     assert words.tobytes() == _KEYSTREAM_BLOCK_1
 
@@ -38,7 +38,7 @@ def test_every_block_has_a_fresh_key(monkeypatch: pytest.MonkeyPatch) -> None:
         calls.append(n)
         return real(n)
 
-    monkeypatch.setattr(_random.os, "urandom", counting)
+    monkeypatch.setattr(os, "urandom", counting)
     source = SecureRandomness("aes-ctr")
     source.uint64(3 * _random._BLOCK + 5)
     assert calls == [48] * 4  # three whole blocks and one buffered block, each keyed from the OS
@@ -68,7 +68,7 @@ def test_buffer_tails_are_served(generator: str, monkeypatch: pytest.MonkeyPatch
     produced = [0]
     fill = source._fill
 
-    def counting(out: np.ndarray) -> None:  # type: ignore[type-arg]
+    def counting(out: np.ndarray) -> None:
         produced[0] += out.size
         fill(out)
 
@@ -127,6 +127,6 @@ def test_the_fork_test_catches_a_source_that_keeps_its_buffer(monkeypatch: pytes
     """Broken variant: no re-key and no pid check -- the child repeats the parent's words."""
     source = SecureRandomness("aes-ctr")
     monkeypatch.setattr(_random.SecureRandomness, "_forget", lambda self: None)
-    monkeypatch.setattr(_random.os, "getpid", lambda: source._pid)
+    monkeypatch.setattr(os, "getpid", lambda: source._pid)
     child, parent = _child_and_parent_words(source)
     assert child == parent

@@ -66,7 +66,7 @@ def test_rational_scales_with_big_parts() -> None:
         assert chisquare_binned(x, edges, mass) > 1e-4
 
 
-def _geometric_pvalue(h: np.ndarray, c: float) -> float:  # type: ignore[type-arg]
+def _geometric_pvalue(h: np.ndarray, c: float) -> float:
     """Chi-square p-value of draws of H against P[H = i] = (1 - q) q**i, q = exp(-c) (tail merged at 8)."""
     from scipy import stats
 
@@ -132,7 +132,7 @@ def test_an_unconfirmed_float_proposal_is_caught(monkeypatch: pytest.MonkeyPatch
     plan = _plan(Fraction(3))
     skewed = attrs.evolve(plan, inv_c=plan.inv_c * 1.3)
 
-    def trusting(p: object, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # type: ignore[type-arg]
+    def trusting(p: object, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         h, _ = _propose_h(skewed, w)
         return h, np.ones(w.shape, dtype=np.bool_)
 
