@@ -24,6 +24,7 @@ bookkeeping differs. No floating-point number is involved anywhere.
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import Callable, Final
@@ -149,10 +150,13 @@ def accept_exp(
     return out
 
 
-#: exp(-m/16) for m = 0..1024 as floats, each within 2**-52 relative of the real value
-_EXP_SIXTEENTHS: Final = np.array(
-    [float(Fraction(exp_neg_bounds(Fraction(m, 16), 64 + 100)[0], 1 << (64 + 100))) for m in range(1025)], dtype=np.float64
-)
+@functools.cache
+def exp_sixteenths() -> npt.NDArray[np.float64]:
+    """exp(-m/16) for m = 0..1024 as floats, each within 2**-52 relative of the real value (built on first use)."""
+    values = [float(Fraction(exp_neg_bounds(Fraction(m, 16), 164)[0], 1 << 164)) for m in range(1025)]
+    return np.array(values, dtype=np.float64)
+
+
 #: Taylor coefficients of exp(-r) for r in [0, 1/16], highest degree first (degree 9:
 #: the remainder is below (1/16)**10 / 10! < 2**-61)
 _TAYLOR: Final = tuple(float(Fraction((-1) ** i, math.factorial(i))) for i in range(9, -1, -1))
@@ -212,7 +216,7 @@ def accept_exp_float(
     for coef in _TAYLOR[1:]:
         poly *= r
         poly += coef
-    p = _EXP_SIXTEENTHS[m.astype(np.int64)] * poly
+    p = exp_sixteenths()[m.astype(np.int64)] * poly
     a = w.astype(np.float64) * 2.0**-64
     yes = (a * (1 + 2.0**-45) + 2.0**-62 < p * (1 - _GUARD)) & (gamma <= 64.0)
     no = a * (1 - 2.0**-45) > p * (1 + _GUARD) + 2.0**-62

@@ -213,6 +213,7 @@ def test_the_table_check_catches_a_shifted_table(monkeypatch: pytest.MonkeyPatch
     """Broken variant: exp(-(m+1)/16) in place of exp(-m/16) is refuted by the soundness check above."""
     from dpalg.noise import _bernoulli
 
-    monkeypatch.setattr(_bernoulli, "_EXP_SIXTEENTHS", np.append(_bernoulli._EXP_SIXTEENTHS[1:], 0.0))
+    shifted = np.append(_bernoulli.exp_sixteenths()[1:], 0.0)
+    monkeypatch.setattr(_bernoulli, "exp_sixteenths", lambda: shifted)
     with pytest.raises(AssertionError):
         test_accept_exp_float_guard_is_sound_on_every_table_point()
