@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
 import time
@@ -35,9 +36,11 @@ def main(argv: list[str] | None = None) -> int:
         else:
             rows += figures.GROUPS[group](full=args.full, log=log)
     mode = "full" if args.full else "quick"
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
     header = (
         f"dpalg benchmarks ({mode} mode, {time.perf_counter() - start:.0f} s; Python {platform.python_version()}, "
-        f"{platform.machine()}); ratio = dpalg / baseline, 'better' says which direction is good"
+        f"{platform.machine()}, {os.cpu_count()} cores, load average at the end {load}); "
+        f"ratio = dpalg / baseline, 'better' says which direction is good"
     )
     print(header)
     print(render(rows))

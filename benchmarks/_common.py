@@ -46,6 +46,21 @@ def best_of(fn: Callable[[], object], repeat: int = 3) -> float:
     return best
 
 
+def interleaved_medians(fns: Sequence[Callable[[], object]], repeat: int = 5) -> list[float]:
+    """Median wall-clock seconds of each function, run in interleaved rounds (one call of each per round).
+
+    Interleaving exposes every function to the same machine load (this machine is
+    shared); the median ignores a round disturbed by a burst.
+    """
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeat):
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            times[i].append(time.perf_counter() - t0)
+    return [sorted(ts)[len(ts) // 2] for ts in times]
+
+
 @dataclass(frozen=True)
 class Releases:
     """Repeated releases of one mechanism: outputs and the mean time of one release."""
