@@ -8,7 +8,10 @@ explicit conversion whose theorem is cited on the method.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from fractions import Fraction
+from math import gcd, lcm
+from operator import mul
 from typing import Union, final
 
 import attrs
@@ -17,7 +20,7 @@ from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, nonneg, to_fraction
 from dpalg.measures._zcdp_conversion import zcdp_to_approx_epsilon
 
-__all__ = ["ApproxDP", "Measure", "PureDP", "ZCDP"]
+__all__ = ["ApproxDP", "Measure", "PureDP", "ZCDP", "exact_sum"]
 
 
 def _delta_converter(value: ExactLike) -> Fraction:
@@ -169,6 +172,56 @@ class ZCDP:
 
 
 Measure = Union[PureDP, ApproxDP, ZCDP]
+
+
+def exact_sum(values: Iterable[Fraction]) -> Fraction:
+    """The exact sum of rationals, with one ``Fraction`` made at the end.
+
+    With few distinct denominators whose least common multiple L is small, every
+    numerator is scaled to L and the integers are added in one pass. Otherwise
+    numerators are added as Python ints per denominator and the groups are
+    combined pairwise over their lcm (a balanced tree, so many distinct
+    denominators do not make one operand grow at every step). The single
+    result is reduced once. Equal to ``sum(values, Fraction(0))``, only faster:
+    no ``Fraction`` and no gcd per addition.
+
+    Examples:
+        >>> exact_sum([Fraction(1, 3), Fraction(1, 6), Fraction(1, 3), Fraction(1, 6)])
+        Fraction(1, 1)
+        >>> exact_sum([])
+        Fraction(0, 1)
+    """
+    if not isinstance(values, (list, tuple)):
+        values = list(values)
+    numerators = [v.numerator for v in values]
+    denominators = [v.denominator for v in values]
+    distinct = set(denominators)
+    if len(distinct) <= _FEW_DENOMINATORS:
+        common = lcm(*distinct)
+        if common.bit_length() <= _SMALL_LCM_BITS:  # one pass of small integer products
+            if len(distinct) == 1:
+                return Fraction(sum(numerators), common)
+            factor = {q: common // q for q in distinct}
+            return Fraction(sum(map(mul, numerators, map(factor.__getitem__, denominators))), common)
+    groups: dict[int, int] = dict.fromkeys(distinct, 0)
+    for n, q in zip(numerators, denominators):
+        groups[q] += n
+    pairs = list(groups.items())
+    while len(pairs) > 1:  # a balanced tree over the lcm: no operand grows at every step
+        merged = []
+        for i in range(0, len(pairs) - 1, 2):
+            (d1, n1), (d2, n2) = pairs[i], pairs[i + 1]
+            g = gcd(d1, d2)
+            merged.append((d1 // g * d2, n1 * (d2 // g) + n2 * (d1 // g)))
+        if len(pairs) % 2:
+            merged.append(pairs[-1])
+        pairs = merged
+    d, n = pairs[0]
+    return Fraction(n, d)
+
+
+_FEW_DENOMINATORS = 64
+_SMALL_LCM_BITS = 256
 
 
 def _count(times: int) -> int:
