@@ -136,7 +136,8 @@ def test_lln_sigma_is_the_positive_root() -> None:
 # broken variant per noise: the shift budget s multiplied by `factor` (the published
 # bounds are not tight, so the factor that is caught differs; see the docs)
 ZCDP_CASES = [
-    (LaplaceLogNormal.optimal(1.0, 0.1), 4.0),
+    # the LaplaceLogNormal integrals take 10-20 s: slow marker (CI runs it after the README command)
+    pytest.param(LaplaceLogNormal.optimal(1.0, 0.1), 4.0, marks=pytest.mark.slow),
     (UniformLogNormal(math.sqrt(2)), 16.0),
     (ArsinhNormal(), 4.0),
 ]
