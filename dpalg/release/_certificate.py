@@ -13,6 +13,7 @@ auditor trusts vouches for (:func:`sign_certificate`; see
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import importlib
 import re
@@ -43,8 +44,9 @@ SEEDED_WARNING = (
 _UNSIGNED = ("digest", "signature")
 
 
+@functools.cache
 def library_version() -> str:
-    """The installed dpalg version (recorded in certificates)."""
+    """The installed dpalg version (recorded in certificates; read once: parsing the metadata costs ~0.4 ms)."""
     try:
         return version("dpalg")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
