@@ -7,20 +7,29 @@ Dispatch is a ``match`` over the closed set of node kinds, ended by
 ``assert_never`` so mypy proves it exhaustive; a node outside that set (a user
 subclass of :class:`AbstractMeasurement` that is neither structural nor a
 primitive) is :class:`~dpalg.Unsupported`, never free.
+
+Speed without rounding (issue 19): a node's kind is looked up by its exact type
+(the ABC ``isinstance`` runs once per type, not per node); the children of a
+composition are visited in one loop in which leaves take their claim from the
+node's cache (:func:`~dpalg.graph._node.claim_of`) and are not given a
+:class:`Derivation` until someone reads it (:class:`PendingChildren`); costs
+are added as integers over a common denominator (:func:`exact_sum`), exactly.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Union, assert_never, cast
+from math import gcd
+from typing import Final, Union, assert_never, cast
 
 from dpalg._errors import BudgetExceeded, InvalidArgument, Unsupported
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
-from dpalg.graph._derivation import Derivation
+from dpalg.graph._derivation import Derivation, LeafClaim, PendingChildren
 from dpalg.graph._group import GroupPrivacy, group_cost
-from dpalg.graph._node import AbstractMeasurement, AbstractPrimitive, M
+from dpalg.graph._node import _CLAIM_KEY, AbstractMeasurement, AbstractPrimitive, M, claim_of
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import short_measure
+from dpalg.measures._measures import exact_sum
 
 __all__ = ["check", "derive", "supports", "total_cost", "add_measures", "max_measures", "subtract_measures"]
 
@@ -32,19 +41,39 @@ KnownNode = Union[
     AbstractPrimitive[PureDP], AbstractPrimitive[ApproxDP], AbstractPrimitive[ZCDP],
 ]  # fmt: skip
 
+# The node kinds, in the order of the ``match`` in _walk (a subclass is classified as
+# the first base it has, exactly as the match would).
 _KNOWN = (Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox, GroupPrivacy, AbstractPrimitive)
+_LEAF: Final = len(_KNOWN) - 1
+_UNKNOWN: Final = -1
+
+# exact type -> index in _KNOWN, or _UNKNOWN; the final node types are known up front
+_KIND: dict[type, int] = {kind: i for i, kind in enumerate(_KNOWN[:-1])}
+
+_MEASURES: Final = (PureDP, ApproxDP, ZCDP)
+_MEASURE_SET: Final = frozenset(_MEASURES)
+
+_SUM_RULE: Final = "sequential composition: exact sum (Dwork-Roth Thm 3.16; Bun-Steinke Lemma 2.3)"
+_MAX_RULE: Final = "parallel composition over disjoint parts: maximum (McSherry 2009 Thm 4)"
 
 
-_KNOWN_TYPES: dict[type, bool] = {}
+def _learn(node: object) -> int:
+    """The kind of a type seen for the first time (one ABC ``isinstance`` per kind, then cached)."""
+    kind = next((i for i, k in enumerate(_KNOWN) if isinstance(node, k)), _UNKNOWN)
+    return _KIND.setdefault(type(node), kind)
+
+
+def _unsupported(node: object, path: str) -> Unsupported:
+    return Unsupported(f"{path or '<root>'}: the accountant does not support node type {type(node).__name__!r}; unknown nodes are never free")
 
 
 def _classify(node: object, path: str) -> KnownNode:
-    known = _KNOWN_TYPES.get(type(node))
-    if known is None:  # one (slow) ABC isinstance check per node type, then cached
-        known = _KNOWN_TYPES.setdefault(type(node), isinstance(node, _KNOWN))
-    if known:
-        return cast(KnownNode, node)
-    raise Unsupported(f"{path or '<root>'}: the accountant does not support node type {type(node).__name__!r}; unknown nodes are never free")
+    kind = _KIND.get(type(node))
+    if kind is None:
+        kind = _learn(node)
+    if kind == _UNKNOWN:
+        raise _unsupported(node, path)
+    return cast(KnownNode, node)
 
 
 def _child_path(path: str, label: str) -> str:
@@ -72,18 +101,43 @@ def add_measures(a: Measure, b: Measure) -> Measure:
 
 
 def sum_measures(costs: list[Measure]) -> Measure:
-    """Exact sum of a non-empty list of losses of one type (one object built, not n)."""
+    """Exact sum of a non-empty list of losses of one type (one object built, not n).
+
+    Each component is added over a common denominator (:func:`exact_sum`):
+    equal to adding the ``Fraction`` s one by one.
+    """
     first = costs[0]
-    for c in costs[1:]:
-        _same("sum_measures", first, c)
+    kind = type(first)
+    for c in costs:
+        if type(c) is not kind:
+            _same("sum_measures", first, c)
     match first:
         case PureDP():
-            return PureDP(sum((cast(PureDP, c).epsilon for c in costs), Fraction(0)))
+            return PureDP(exact_sum([cast(PureDP, c).epsilon for c in costs]))
         case ApproxDP():
-            eps = sum((cast(ApproxDP, c).epsilon for c in costs), Fraction(0))
-            return ApproxDP(eps, sum((cast(ApproxDP, c).delta for c in costs), Fraction(0)))
+            eps = exact_sum([cast(ApproxDP, c).epsilon for c in costs])
+            return ApproxDP(eps, exact_sum([cast(ApproxDP, c).delta for c in costs]))
         case ZCDP():
-            return ZCDP(sum((cast(ZCDP, c).rho for c in costs), Fraction(0)))
+            return ZCDP(exact_sum([cast(ZCDP, c).rho for c in costs]))
+        case _:
+            assert_never(first)
+
+
+def _max_all(costs: list[Measure]) -> Measure:
+    """Component-wise maximum of a non-empty list of losses of one type (as folding :func:`max_measures`)."""
+    first = costs[0]
+    kind = type(first)
+    for c in costs:
+        if type(c) is not kind:
+            _same("max_measures", first, c)
+    match first:
+        case PureDP():
+            return PureDP(max(cast(PureDP, c).epsilon for c in costs))
+        case ApproxDP():
+            eps = max(cast(ApproxDP, c).epsilon for c in costs)
+            return ApproxDP(eps, max(cast(ApproxDP, c).delta for c in costs))
+        case ZCDP():
+            return ZCDP(max(cast(ZCDP, c).rho for c in costs))
         case _:
             assert_never(first)
 
@@ -140,33 +194,74 @@ def _convertible(path: str, owner: str, cost: Measure, expected: type) -> None:
         )
 
 
+_Primitive = Union[AbstractPrimitive[PureDP], AbstractPrimitive[ApproxDP], AbstractPrimitive[ZCDP]]
+
+
+def _leaf_claim(node: _Primitive, here: str) -> LeafClaim:
+    claim = claim_of(node)
+    cost = claim.cost
+    if type(cost) not in _MEASURE_SET and not isinstance(cost, _MEASURES):
+        raise Unsupported(f"{here}: privacy() returned {type(cost).__name__}, not a privacy measure")
+    return claim
+
+
+def _children(nodes: tuple[object, ...], here: str, labels: list[str] | None, dry: bool) -> list[Derivation | LeafClaim]:
+    """Walk a composition's children in order: leaves give their cached claim, others their derivation.
+
+    Child ``i`` sits at ``{here}/{label}`` (``label`` is ``i`` when ``labels`` is None);
+    an unknown node is refused there, exactly as :func:`_walk` would refuse it.
+    """
+    items: list[Derivation | LeafClaim] = []
+    kinds = _KIND
+    measures = _MEASURE_SET
+    for i, child in enumerate(nodes):
+        kind = kinds.get(type(child))
+        if kind is None:
+            kind = _learn(child)
+        if kind == _LEAF:
+            if not dry:
+                try:  # the claim cached on the node (claim_of), without a call
+                    claim = child.__dict__.get(_CLAIM_KEY)
+                except AttributeError:  # pragma: no cover - a registered virtual subclass without __dict__
+                    claim = None
+                if claim is None:
+                    claim = claim_of(cast(_Primitive, child))  # kind _LEAF: an AbstractPrimitive
+                cost = claim.cost
+                if type(cost) not in measures and not isinstance(cost, _MEASURES):
+                    label = str(i) if labels is None else labels[i]
+                    raise Unsupported(f"{here}/{label}/{type(child).__name__}: privacy() returned {type(cost).__name__}, not a privacy measure")
+                items.append(claim)
+            continue
+        label = str(i) if labels is None else labels[i]
+        if kind == _UNKNOWN:
+            raise _unsupported(child, f"{here}/{label}")
+        sub = _walk(child, f"{here}/{label}", dry)
+        if sub is not None:
+            items.append(sub)
+    return items
+
+
 def _walk(node: object, path: str, dry: bool) -> Derivation | None:
     known = _classify(node, path)
     match known:
         case Compose():
             here = _child_path(path, "Compose")
-            kids = [_walk(c, _child_path(here, f"{i}"), dry) for i, c in enumerate(known.children)]
+            items = _children(known.children, here, None, dry)
             if dry:
                 return None
-            subs = tuple(cast(Derivation, k) for k in kids)
-            total = sum_measures([s.cost for s in subs])
-            return Derivation(
-                here, known, "sequential composition: exact sum (Dwork-Roth Thm 3.16; Bun-Steinke Lemma 2.3)",
-                (("children", str(len(subs))),), total, subs, combine="sum",
-            )
+            total = sum_measures([it.cost for it in items])
+            pending = PendingChildren(here, None, known.children, items)
+            return Derivation(here, known, _SUM_RULE, (("children", str(len(items))),), total, pending, combine="sum")
         case Parallel():
             here = _child_path(path, f"Parallel(by={known.by!r})")
-            kids = [_walk(c, _child_path(here, repr(k)), dry) for k, c in known.parts]
+            labels = [repr(k) for k, _ in known.parts]
+            nodes = tuple(c for _, c in known.parts)
+            items = _children(nodes, here, labels, dry)
             if dry:
                 return None
-            subs = tuple(cast(Derivation, k) for k in kids)
-            total = subs[0].cost
-            for s in subs[1:]:
-                total = max_measures(total, s.cost)
-            return Derivation(
-                here, known, "parallel composition over disjoint parts: maximum (McSherry 2009 Thm 4)",
-                (("parts", str(len(subs))),), total, subs, combine="max",
-            )
+            total = _max_all([it.cost for it in items])
+            pending = PendingChildren(here, labels, nodes, items)
+            return Derivation(here, known, _MAX_RULE, (("parts", str(len(items))),), total, pending, combine="max")
         case PureToApprox():
             here = _child_path(path, "PureToApprox")
             sub = _walk(known.child, here, dry)
@@ -208,9 +303,7 @@ def _walk(node: object, path: str, dry: bool) -> Derivation | None:
             here = _child_path(path, type(known).__name__)
             if dry:
                 return None
-            claim = known.privacy()
-            if not isinstance(claim.cost, (PureDP, ApproxDP, ZCDP)):
-                raise Unsupported(f"{here}: privacy() returned {type(claim.cost).__name__}, not a privacy measure")
+            claim = _leaf_claim(known, here)
             return Derivation(here, known, claim.rule, claim.inputs, claim.cost, (), claim.notes)
         case _:
             assert_never(known)
@@ -241,19 +334,82 @@ def total_cost(node: AbstractMeasurement[M]) -> M:
     return cast(M, derive(node).cost)  # the measure type is enforced at construction
 
 
-def _locate(d: Derivation, budget: Measure) -> Derivation:
-    """The first node, in order, at which the running total leaves the budget."""
-    if d.combine == "sum":
-        remaining = budget
-        for child in d.children:
-            if not fits(child.cost, remaining):
-                return _locate(child, remaining)
-            remaining = subtract_measures(remaining, child.cost)
-    if d.combine == "max":
-        for child in d.children:
-            if not fits(child.cost, budget):
-                return _locate(child, budget)
-    return d
+def _parts(m: Measure) -> tuple[Fraction, ...]:
+    match m:
+        case PureDP():
+            return (m.epsilon,)
+        case ApproxDP():
+            return (m.epsilon, m.delta)
+        case ZCDP():
+            return (m.rho,)
+        case _:
+            assert_never(m)
+
+
+def _first_over(d: Derivation, budget: Measure) -> tuple[int, Measure] | None:
+    """In a sum, the first child that does not fit what the earlier ones left, and what they left.
+
+    The same answer as subtracting cost after cost from ``budget`` and
+    comparing: child ``i`` fails when some component of the sum of children
+    ``0..i`` exceeds the budget's. Computed per component on integers over one
+    common denominator (running sums, no ``Fraction`` per child).
+    """
+    rows = [_parts(c) for c in d.child_costs()]
+    limits = _parts(budget)
+    first = len(rows)  # no child fails
+    for j, limit in enumerate(limits):
+        column = [r[j] for r in rows[:first]]
+        denominators = {v.denominator for v in column} | {limit.denominator}
+        den = 1
+        for q in denominators:
+            den = den // gcd(den, q) * q
+        factor = {q: den // q for q in denominators}
+        bound = limit.numerator * factor[limit.denominator]
+        total = 0
+        for i, v in enumerate(column):
+            total += v.numerator * factor[v.denominator]
+            if total > bound:
+                first = i
+                break
+    if first == len(rows):
+        return None
+    left = [limit - exact_sum([r[j] for r in rows[:first]]) for j, limit in enumerate(limits)]
+    return first, _measure_like(budget, left)
+
+
+def _measure_like(like: Measure, parts: list[Fraction]) -> Measure:
+    match like:
+        case PureDP():
+            return PureDP(parts[0])
+        case ApproxDP():
+            return ApproxDP(parts[0], parts[1])
+        case ZCDP():
+            return ZCDP(parts[0])
+        case _:
+            assert_never(like)
+
+
+def _failure(d: Derivation, budget: Measure) -> tuple[Derivation, Measure]:
+    """The first node, in order, at which the running total leaves the budget, and the budget that remained for it.
+
+    Descends through sums (the budget left by the earlier children) and maxima
+    (the whole budget) to the first child that does not fit; stops at a leaf,
+    a conversion, or a composition none of whose children fails alone.
+    """
+    while True:
+        if d.combine == "sum":
+            found = _first_over(d, budget)
+            if found is None:
+                return d, budget
+            i, budget = found
+            d = d.child(i)
+        elif d.combine == "max":
+            index = next((i for i, c in enumerate(d.child_costs()) if not fits(c, budget)), None)
+            if index is None:
+                return d, budget
+            d = d.child(index)
+        else:
+            return d, budget
 
 
 def check(node: object, budget: Measure) -> Derivation:
@@ -276,29 +432,9 @@ def check(node: object, budget: Measure) -> Derivation:
         )
     if fits(d.cost, budget):
         return d
-    bad = _locate(d, budget)
-    # the budget that remained when the failing node was reached
-    available = _remaining_at(d, bad.path, budget)
+    bad, available = _failure(d, budget)
     raise BudgetExceeded(
         f"plan cost {short_measure(d.cost, 'up')} exceeds budget {short_measure(budget, 'down')}; first failing node {bad.path}: "
         f"needs {short_measure(bad.cost, 'up')}, only {short_measure(available, 'down')} remained",
         path=bad.path, node_repr=bad.node, required=bad.cost, available=available, derivation=d,
     )
-
-
-def _remaining_at(d: Derivation, target: str, budget: Measure) -> Measure:
-    if d.path == target:
-        return budget
-    if d.combine == "sum":
-        remaining = budget
-        for child in d.children:
-            if target == child.path or target.startswith(child.path + "/"):
-                return _remaining_at(child, target, remaining)
-            remaining = subtract_measures(remaining, child.cost)
-    if d.combine == "max":
-        for child in d.children:
-            if target == child.path or target.startswith(child.path + "/"):
-                return _remaining_at(child, target, budget)
-    return budget
-
-

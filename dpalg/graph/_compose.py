@@ -38,7 +38,7 @@ def _common_neighbouring(owner: str, children: tuple[AbstractMeasurement[M], ...
 
 def measure_type(node: object) -> type | None:
     """The loss type of a node without running the accountant (``None``: unknown node)."""
-    from dpalg.graph._node import AbstractPrimitive
+    from dpalg.graph._node import AbstractPrimitive, claim_of
 
     if isinstance(node, Compose):
         return measure_type(node.children[0])
@@ -51,7 +51,7 @@ def measure_type(node: object) -> type | None:
     if isinstance(node, GroupPrivacy):
         return measure_type(node.plan)
     if isinstance(node, AbstractPrimitive):
-        return type(node.privacy().cost)
+        return type(claim_of(node).cost)
     return None
 
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
-from typing import Literal, Union
+from collections.abc import Iterator, Sequence
+from typing import Literal, Protocol, Union, final
 
 import attrs
 
 from dpalg.measures import ApproxDP, Measure, PureDP, ZCDP
 from dpalg.measures._display import short_number
 
-__all__ = ["Derivation", "measure_to_json", "measure_from_json", "strip_addresses"]
+__all__ = ["Derivation", "LeafClaim", "PendingChildren", "measure_to_json", "measure_from_json", "strip_addresses"]
 
 JSON = Union[None, bool, int, float, str, list["JSON"], dict[str, "JSON"]]
 
@@ -33,7 +34,89 @@ def strip_addresses(text: str) -> str:
     return _ADDRESS.sub(">", text)
 
 
-@attrs.frozen
+class LeafClaim(Protocol):
+    """What a leaf's derivation is built from (a :class:`~dpalg.graph.PrivacyClaim`)."""
+
+    @property
+    def rule(self) -> str:
+        """The theorem."""
+
+    @property
+    def inputs(self) -> tuple[tuple[str, str], ...]:
+        """The numbers it consumed."""
+
+    @property
+    def cost(self) -> Measure:
+        """The leaf's loss."""
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """Warnings for the certificate."""
+
+
+@final
+class PendingChildren:
+    """The children of a composition's derivation, built when first read.
+
+    A plan of 10^5 leaves is checked without making 10^5 leaf derivations: the
+    accountant keeps each leaf's (cached) claim and this object builds the leaf
+    :class:`Derivation` -- path ``{here}/{label}/{type}``, the claim's rule,
+    inputs, cost and notes, exactly what an eager walk makes -- on demand.
+    Structural children are given already derived. Pickling yields the plain tuple.
+    """
+
+    __slots__ = ("_here", "_labels", "_nodes", "_items", "_built", "_all")
+
+    def __init__(self, here: str, labels: Sequence[str] | None, nodes: Sequence[object], items: Sequence[Derivation | LeafClaim]) -> None:
+        self._here = here
+        self._labels = labels  # None: the position, as Compose labels its children
+        self._nodes = nodes
+        self._items = items
+        self._built: dict[int, Derivation] = {}
+        self._all: tuple[Derivation, ...] | None = None
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def child(self, i: int) -> Derivation:
+        """The ``i``-th child's derivation (built once)."""
+        if self._all is not None:
+            return self._all[i]
+        item = self._items[i]
+        if isinstance(item, Derivation):
+            return item
+        done = self._built.get(i)
+        if done is None:
+            claim = item
+            node = self._nodes[i]
+            label = str(i) if self._labels is None else self._labels[i]
+            done = Derivation(
+                f"{self._here}/{label}/{type(node).__name__}", node, claim.rule, claim.inputs, claim.cost, (), claim.notes
+            )
+            self._built[i] = done
+        return done
+
+    def costs(self) -> Iterator[Measure]:
+        """The children's costs, in order, without building their derivations."""
+        for item in self._items:
+            yield item.cost
+
+    def all(self) -> tuple[Derivation, ...]:
+        """Every child's derivation, in order."""
+        if self._all is None:
+            self._all = tuple(self.child(i) for i in range(len(self._items)))
+            self._built.clear()
+        return self._all
+
+    def __reduce__(self) -> tuple[type[tuple[Derivation, ...]], tuple[tuple[Derivation, ...]]]:
+        return (tuple, (self.all(),))
+
+
+def _materialised(children: tuple[Derivation, ...] | PendingChildren) -> tuple[Derivation, ...]:
+    return children.all() if isinstance(children, PendingChildren) else children
+
+
+@attrs.frozen(repr=False)
 class Derivation:
     """One node of the derivation: the rule applied, its inputs and the cost.
 
@@ -43,7 +126,8 @@ class Derivation:
         rule: the rule or theorem used, e.g. ``"basic composition (Dwork-Roth Thm 3.16)"``.
         inputs: the numbers the rule consumed, as ``(name, value)`` pairs.
         cost: the resulting privacy loss.
-        children: derivations of the sub-plans.
+        children: derivations of the sub-plans (a tuple; a composition's leaf
+            children are built when first read, see :class:`PendingChildren`).
         notes: warnings recorded for the certificate (e.g. an unproven formula).
     """
 
@@ -52,9 +136,31 @@ class Derivation:
     rule: str
     inputs: tuple[tuple[str, str], ...]
     cost: Measure
-    children: tuple[Derivation, ...] = ()
+    _children: tuple[Derivation, ...] | PendingChildren = attrs.field(default=(), eq=_materialised)
     notes: tuple[str, ...] = ()
     combine: Literal["leaf", "sum", "max", "convert"] = "leaf"
+
+    @property
+    def children(self) -> tuple[Derivation, ...]:
+        """Derivations of the sub-plans, in the plan's order."""
+        c = self._children
+        return c.all() if isinstance(c, PendingChildren) else c
+
+    def child(self, i: int) -> Derivation:
+        """``children[i]``, without building the other children's derivations."""
+        c = self._children
+        return c.child(i) if isinstance(c, PendingChildren) else c[i]
+
+    def child_costs(self) -> Iterator[Measure]:
+        """The children's costs, in order, without building their derivations."""
+        c = self._children
+        return c.costs() if isinstance(c, PendingChildren) else (d.cost for d in c)
+
+    def __repr__(self) -> str:
+        return (
+            f"Derivation(path={self.path!r}, rule={self.rule!r}, inputs={self.inputs!r}, cost={self.cost!r}, "
+            f"children={self.children!r}, notes={self.notes!r}, combine={self.combine!r})"
+        )
 
     @property
     def node(self) -> str:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from dpalg.graph._derivation import Derivation
     from dpalg.release._release import Release
 
-__all__ = ["AbstractMeasurement", "AbstractPrimitive", "M", "PrivacyClaim"]
+__all__ = ["AbstractMeasurement", "AbstractPrimitive", "M", "PrivacyClaim", "claim_of"]
 
 M = TypeVar("M", PureDP, ApproxDP, ZCDP)
 
@@ -183,6 +183,49 @@ class PrivacyClaim(Generic[M]):
     rule: str
     inputs: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = ()
+
+
+# A frozen attrs node's claim is a function of its parameters only, so it is computed
+# once and kept in the instance's __dict__ (every node has one: AbstractMeasurement
+# declares no __slots__). Written into __dict__ directly, so attrs' frozen __setattr__
+# is not bypassed for any field; attrs' eq, hash, repr and pickling see fields only,
+# so the cache never makes two nodes (un)equal and a copy or evolve() starts empty.
+# Nodes that are not frozen attrs classes are asked every time, as before.
+_CLAIM_KEY = "_dpalg_privacy_claim"
+_FROZEN_SETATTR = PrivacyClaim.__setattr__  # attrs' frozen __setattr__
+_CACHEABLE: dict[type, bool] = {}
+
+
+def _cacheable(cls: type) -> bool:
+    return attrs.has(cls) and cls.__setattr__ is _FROZEN_SETATTR
+
+
+def claim_of(
+    node: AbstractPrimitive[PureDP] | AbstractPrimitive[ApproxDP] | AbstractPrimitive[ZCDP],
+) -> PrivacyClaim[PureDP] | PrivacyClaim[ApproxDP] | PrivacyClaim[ZCDP]:
+    """``node.privacy()``, computed once per frozen node object.
+
+    Examples:
+        >>> from dpalg.graph._testing import Fixed
+        >>> node = Fixed(PureDP(1))
+        >>> claim_of(node) is claim_of(node)
+        True
+    """
+    cls = type(node)
+    cacheable = _CACHEABLE.get(cls)
+    if cacheable is None:
+        cacheable = _CACHEABLE.setdefault(cls, _cacheable(cls))
+    if not cacheable:
+        return node.privacy()
+    try:
+        store = node.__dict__
+    except AttributeError:  # pragma: no cover - a subclass that removed __dict__
+        return node.privacy()
+    claim = store.get(_CLAIM_KEY)
+    if claim is None:
+        claim = node.privacy()
+        store[_CLAIM_KEY] = claim
+    return claim
 
 
 class AbstractPrimitive(AbstractMeasurement[M]):
