@@ -35,17 +35,24 @@ if TYPE_CHECKING:  # pragma: no cover
     from dpalg.graph._derivation import Derivation
     from dpalg.release._release import Release
 
-__all__ = ["AbstractMeasurement", "AbstractPrimitive", "M", "PrivacyClaim", "claim_of"]
+__all__ = ["AbstractMeasurement", "AbstractPrimitive", "M", "PrivacyClaim", "claim_of", "take_checked"]
 
 M = TypeVar("M", PureDP, ApproxDP, ZCDP)
 
 # Plans that passed check(), by identity (hashing a large plan would cost more than
 # checking it); entries disappear with their plan. A check grants ONE run of that plan
 # object outside a Session (issue 14, section 6): ``spent`` records that it was used.
+# ``derivation`` is the one check() proved against ``budget`` (its root's ``source``
+# cleared: a strong reference from this dict would keep the plan alive forever);
+# run() certifies with it instead of deriving the plan again. It cannot be stale:
+# the entry belongs to this very object (weak reference compared by identity), nodes
+# are frozen all the way down, and a node's cost is a function of its parameters
+# only (DESIGN §3).
 @attrs.define
 class _Checked:
     ref: weakref.ref[object]
     budget: Measure
+    derivation: Derivation
     spent: bool = False
 
 
@@ -76,6 +83,15 @@ def take_checked_run(plan: AbstractMeasurement[M]) -> M:
         BudgetExceeded: when its run was already used; a second release needs a
             :class:`~dpalg.Session`, which charges every run.
     """
+    return take_checked(plan)[0]
+
+
+def take_checked(plan: AbstractMeasurement[M]) -> tuple[M, Derivation]:
+    """:func:`take_checked_run`, also returning the derivation that check proved against that budget.
+
+    Budget and derivation are read under the same lock that marks the run used,
+    so they belong to the same successful check.
+    """
     with _CHECKED_LOCK:
         entry = _CHECKED.get(id(plan))
         if entry is None or entry.ref() is not plan:
@@ -85,7 +101,7 @@ def take_checked_run(plan: AbstractMeasurement[M]) -> M:
         budget = entry.budget
         if not entry.spent:
             entry.spent = True
-            return budget  # type: ignore[return-value]  # stored by check(budget: M)
+            return budget, attrs.evolve(entry.derivation, source=plan)  # type: ignore[return-value]  # stored by check(budget: M)
     raise BudgetExceeded(
         f"{type(plan).__name__}: run() refused: this plan's check() already paid for one run and that run was made; "
         "a checked plan runs once outside a Session (checking it again does not grant another run). "
@@ -135,14 +151,18 @@ class AbstractMeasurement(abc.ABC, Generic[M]):
         from dpalg.graph._accountant import check
 
         derivation = check(self, budget)
+        assert derivation.source is self  # the root of a derivation is the plan itself
+        # kept without its root's reference to the plan, so the entry never keeps the plan alive
+        detached = attrs.evolve(derivation, source=None)
         key = id(self)
         with _CHECKED_LOCK:
             entry = _CHECKED.get(key)
             if entry is None or entry.ref() is not self:
                 weakref.finalize(self, _forget, key)
-                _CHECKED[key] = _Checked(weakref.ref(self), budget)
+                _CHECKED[key] = _Checked(weakref.ref(self), budget, detached)
             elif not entry.spent:
                 entry.budget = budget
+                entry.derivation = detached
         return derivation
 
     def checked_budget(self) -> M | None:

@@ -13,11 +13,11 @@ import numpy.typing as npt
 from dpalg._bottom import BOTTOM, Bottom
 from dpalg._errors import UncheckedPlan
 from dpalg.data import Dataset, as_dataset, key_codes, key_order, unit_index
-from dpalg.graph._accountant import KnownNode, _classify, check
+from dpalg.graph._accountant import KnownNode, _classify
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._group import GroupPrivacy, bounded_rows
 from dpalg.graph._derivation import Derivation
-from dpalg.graph._node import AbstractMeasurement, AbstractPrimitive, take_checked_run
+from dpalg.graph._node import AbstractMeasurement, AbstractPrimitive, take_checked
 from dpalg.graph._schema import plan_columns, validate_schema
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.noise._random import AbstractRandomness, RngLike, resolve_rng
@@ -121,7 +121,9 @@ def run_checked(plan: AbstractMeasurement[M], data: object, *, rng: RngLike) -> 
 
     Order (DESIGN §3): the data is adapted and the plan's schema validated
     first, so a column typo costs nothing; then the check's one run is used
-    (atomically, so concurrent calls cannot both run); then the plan runs.
+    (atomically, so concurrent calls cannot both run); then the plan runs. The
+    certificate carries the derivation that check proved against that budget
+    (the same plan object, frozen, so the same derivation), not a second one.
     """
     budget = plan.checked_budget()
     if budget is None:
@@ -130,8 +132,7 @@ def run_checked(plan: AbstractMeasurement[M], data: object, *, rng: RngLike) -> 
         )
     dataset = as_dataset(data)
     validate_schema(plan, dataset)
-    derivation = check(plan, budget)
-    budget = take_checked_run(plan)
+    budget, derivation = take_checked(plan)
     return execute(plan, dataset, rng=rng, derivation=derivation, budget=budget)
 
 
