@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from dpalg.graph._derivation import Derivation
     from dpalg.release._release import Release
 
-__all__ = ["AbstractMeasurement", "AbstractPrimitive", "M", "PrivacyClaim", "claim_of", "take_checked"]
+__all__ = ["AbstractMeasurement", "AbstractPrimitive", "M", "PrivacyClaim", "claim_of", "neighbouring_of", "take_checked"]
 
 M = TypeVar("M", PureDP, ApproxDP, ZCDP)
 
@@ -205,19 +205,32 @@ class PrivacyClaim(Generic[M]):
     notes: tuple[str, ...] = ()
 
 
-# A frozen attrs node's claim is a function of its parameters only, so it is computed
-# once and kept in the instance's __dict__ (every node has one: AbstractMeasurement
-# declares no __slots__). Written into __dict__ directly, so attrs' frozen __setattr__
-# is not bypassed for any field; attrs' eq, hash, repr and pickling see fields only,
-# so the cache never makes two nodes (un)equal and a copy or evolve() starts empty.
-# Nodes that are not frozen attrs classes are asked every time, as before.
+# A frozen attrs node's claim and neighbouring relation are functions of its
+# parameters only, so each is computed once and kept in the instance's __dict__ (every
+# node has one: AbstractMeasurement declares no __slots__). Written into __dict__
+# directly, so attrs' frozen __setattr__ is not bypassed for any field; attrs' eq,
+# hash, repr and pickling see fields only, so the cache never makes two nodes
+# (un)equal and a copy or evolve() starts empty. Nodes that are not frozen attrs
+# classes are asked every time, as before.
 _CLAIM_KEY = "_dpalg_privacy_claim"
+_NEIGHBOURING_KEY = "_dpalg_neighbouring"
 _FROZEN_SETATTR = PrivacyClaim.__setattr__  # attrs' frozen __setattr__
 _CACHEABLE: dict[type, bool] = {}
+_INTERNED: dict[Neighbouring, Neighbouring] = {}  # a few relations per program; capped below
+_MAX_INTERNED = 1024
 
 
 def _cacheable(cls: type) -> bool:
     return attrs.has(cls) and cls.__setattr__ is _FROZEN_SETATTR
+
+
+def _store(node: object) -> dict[str, object] | None:
+    """The node's ``__dict__`` when its parameters cannot change (a frozen attrs class), else None."""
+    cls = type(node)
+    cacheable = _CACHEABLE.get(cls)
+    if cacheable is None:
+        cacheable = _CACHEABLE.setdefault(cls, _cacheable(cls))
+    return getattr(node, "__dict__", None) if cacheable else None
 
 
 def claim_of(
@@ -231,21 +244,30 @@ def claim_of(
         >>> claim_of(node) is claim_of(node)
         True
     """
-    cls = type(node)
-    cacheable = _CACHEABLE.get(cls)
-    if cacheable is None:
-        cacheable = _CACHEABLE.setdefault(cls, _cacheable(cls))
-    if not cacheable:
-        return node.privacy()
-    try:
-        store = node.__dict__
-    except AttributeError:  # pragma: no cover - a subclass that removed __dict__
+    store = _store(node)
+    if store is None:
         return node.privacy()
     claim = store.get(_CLAIM_KEY)
     if claim is None:
-        claim = node.privacy()
-        store[_CLAIM_KEY] = claim
-    return claim
+        claim = store[_CLAIM_KEY] = node.privacy()
+    return claim  # type: ignore[return-value]  # stored just above
+
+
+def neighbouring_of(
+    node: AbstractMeasurement[PureDP] | AbstractMeasurement[ApproxDP] | AbstractMeasurement[ZCDP],
+) -> Neighbouring:
+    """``node.neighbouring``, computed once per frozen node object."""
+    store = _store(node)
+    if store is None:
+        return node.neighbouring
+    found = store.get(_NEIGHBOURING_KEY)
+    if found is None:
+        fresh = node.neighbouring
+        # interned, so that the children of one Compose usually hold the very same object
+        if type(fresh) is Neighbouring and (fresh in _INTERNED or len(_INTERNED) < _MAX_INTERNED):
+            fresh = _INTERNED.setdefault(fresh, fresh)
+        found = store[_NEIGHBOURING_KEY] = fresh
+    return found  # type: ignore[return-value]  # stored just above
 
 
 class AbstractPrimitive(AbstractMeasurement[M]):

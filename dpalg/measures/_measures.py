@@ -31,14 +31,20 @@ def _delta_converter(value: ExactLike) -> Fraction:
 
 
 def _eps_pure(value: ExactLike) -> Fraction:
+    if type(value) is Fraction and value.numerator >= 0:  # the hot path (every claim, every sum): already exact
+        return value
     return nonneg(value, owner="PureDP", field="epsilon")
 
 
 def _eps_approx(value: ExactLike) -> Fraction:
+    if type(value) is Fraction and value.numerator >= 0:  # the hot path: already exact
+        return value
     return nonneg(value, owner="ApproxDP", field="epsilon")
 
 
 def _rho_zcdp(value: ExactLike) -> Fraction:
+    if type(value) is Fraction and value.numerator >= 0:  # the hot path: already exact
+        return value
     return nonneg(value, owner="ZCDP", field="rho")
 
 
