@@ -41,7 +41,8 @@ from dpalg.graph import Derivation, GroupPrivacy, PrivacyClaim, derive, supports
 from dpalg.graph import _accountant
 from dpalg.graph._accountant import check, sum_measures
 from dpalg.graph._group import group_cost
-from dpalg.graph._node import AbstractPrimitive, claim_of, take_checked
+from dpalg.graph._compose import measure_type
+from dpalg.graph._node import AbstractPrimitive, claim_of, neighbouring_of, take_checked
 from dpalg.graph._testing import Fixed
 from dpalg.measures import Measure
 from dpalg.measures._display import short_measure
@@ -537,3 +538,56 @@ def test_a_dead_plans_check_is_forgotten() -> None:
         assert fresh.checked_budget() is None
         with pytest.raises(UncheckedPlan):
             take_checked(fresh)
+
+
+# --- building a Compose: neighbouring relations and loss types, cached the same way ---------------
+
+
+def test_neighbouring_is_cached_interned_and_still_compared() -> None:
+    a, b, c = Fixed(PureDP(1)), Fixed(PureDP(2)), Fixed(PureDP(1), unit="uid")
+    assert neighbouring_of(a) is neighbouring_of(b) == Neighbouring()
+    assert neighbouring_of(c) == Neighbouring("uid") != neighbouring_of(a)
+    for _ in range(2):  # the second time from the caches
+        with pytest.raises(InvalidArgument, match="neighbouring"):
+            Compose(a, c)
+        with pytest.raises(InvalidArgument, match="same privacy measure"):
+            Compose(a, Fixed(ZCDP(1)))  # type: ignore[misc]
+        assert Compose(a, b).neighbouring == Neighbouring()
+
+
+def test_a_mutable_nodes_neighbouring_is_asked_every_time() -> None:
+    @attrs.define
+    class Moving(AbstractPrimitive[PureDP]):
+        unit: str | None = None
+
+        @property
+        def neighbouring(self) -> Neighbouring:
+            return Neighbouring(self.unit)
+
+        def privacy(self) -> PrivacyClaim[PureDP]:
+            return PrivacyClaim(PureDP(1), "moving test node")
+
+        def release(self, data: Dataset, rng: AbstractRandomness) -> object:
+            return 0
+
+    node = Moving()
+    Compose(node, Fixed(PureDP(1)))
+    node.unit = "uid"
+    with pytest.raises(InvalidArgument, match="neighbouring"):
+        Compose(node, Fixed(PureDP(1)))
+
+
+def test_measure_types_of_every_kind_and_of_subclasses() -> None:
+    class LooseParallel(Parallel[ZCDP]):  # type: ignore[misc]  # final, subclassed anyway
+        pass
+
+    pure = Fixed(PureDP(1))
+    cases: list[tuple[object, type | None]] = [
+        (pure, PureDP), (Compose(pure), PureDP), (Parallel("g", {1: pure}), PureDP), (PureToApprox(pure), ApproxDP),
+        (PureToZCDP(pure), ZCDP), (ZCDPToApprox(PureToZCDP(pure), delta="1e-6"), ApproxDP),
+        (GroupPrivacy(pure, unit="uid", max_rows=2), PureDP), (LooseParallel("g", {1: Fixed(ZCDP(1))}), ZCDP), (Alien(), None),
+        (3, None),
+    ]  # fmt: skip
+    for _ in range(2):  # the second time from the per-type table
+        for node, kind in cases:
+            assert measure_type(node) is kind
