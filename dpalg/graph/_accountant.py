@@ -18,6 +18,7 @@ are added as integers over a common denominator (:func:`exact_sum`), exactly.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 from math import gcd
 from typing import Final, Union, assert_never, cast
@@ -100,46 +101,37 @@ def add_measures(a: Measure, b: Measure) -> Measure:
             assert_never(a)
 
 
+def _componentwise(owner: str, costs: list[Measure], fold: Callable[[list[Fraction]], Fraction]) -> Measure:
+    """``fold`` applied to each component of a non-empty list of losses of one type (one object built, not n)."""
+    first = costs[0]
+    kind = type(first)
+    for c in costs:
+        if type(c) is not kind:
+            _same(owner, first, c)
+    match first:
+        case PureDP():
+            return PureDP(fold([cast(PureDP, c).epsilon for c in costs]))
+        case ApproxDP():
+            eps = fold([cast(ApproxDP, c).epsilon for c in costs])
+            return ApproxDP(eps, fold([cast(ApproxDP, c).delta for c in costs]))
+        case ZCDP():
+            return ZCDP(fold([cast(ZCDP, c).rho for c in costs]))
+        case _:
+            assert_never(first)
+
+
 def sum_measures(costs: list[Measure]) -> Measure:
     """Exact sum of a non-empty list of losses of one type (one object built, not n).
 
     Each component is added over a common denominator (:func:`exact_sum`):
     equal to adding the ``Fraction`` s one by one.
     """
-    first = costs[0]
-    kind = type(first)
-    for c in costs:
-        if type(c) is not kind:
-            _same("sum_measures", first, c)
-    match first:
-        case PureDP():
-            return PureDP(exact_sum([cast(PureDP, c).epsilon for c in costs]))
-        case ApproxDP():
-            eps = exact_sum([cast(ApproxDP, c).epsilon for c in costs])
-            return ApproxDP(eps, exact_sum([cast(ApproxDP, c).delta for c in costs]))
-        case ZCDP():
-            return ZCDP(exact_sum([cast(ZCDP, c).rho for c in costs]))
-        case _:
-            assert_never(first)
+    return _componentwise("sum_measures", costs, exact_sum)
 
 
 def _max_all(costs: list[Measure]) -> Measure:
     """Component-wise maximum of a non-empty list of losses of one type (as folding :func:`max_measures`)."""
-    first = costs[0]
-    kind = type(first)
-    for c in costs:
-        if type(c) is not kind:
-            _same("max_measures", first, c)
-    match first:
-        case PureDP():
-            return PureDP(max(cast(PureDP, c).epsilon for c in costs))
-        case ApproxDP():
-            eps = max(cast(ApproxDP, c).epsilon for c in costs)
-            return ApproxDP(eps, max(cast(ApproxDP, c).delta for c in costs))
-        case ZCDP():
-            return ZCDP(max(cast(ZCDP, c).rho for c in costs))
-        case _:
-            assert_never(first)
+    return _componentwise("max_measures", costs, max)
 
 
 def max_measures(a: Measure, b: Measure) -> Measure:
