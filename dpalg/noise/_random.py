@@ -169,6 +169,11 @@ class SecureRandomness(AbstractRandomness):
         self._pos = _BLOCK
         self._pid = os.getpid()
 
+    def _after_fork(self) -> None:
+        """In a forked child: a new lock (a thread of the parent may have held the old one) and no buffer."""
+        self._lock = threading.Lock()
+        self._forget()
+
     def uint64(self, n: int) -> npt.NDArray[np.uint64]:
         if n < 0:
             raise InvalidArgument("SecureRandomness.uint64", "n", n, "must be >= 0")
@@ -195,7 +200,7 @@ class SecureRandomness(AbstractRandomness):
 
 def _rekey_after_fork() -> None:
     for source in list(_LIVE):
-        source._forget()
+        source._after_fork()
 
 
 if hasattr(os, "register_at_fork"):  # POSIX

@@ -130,3 +130,34 @@ def test_the_fork_test_catches_a_source_that_keeps_its_buffer(monkeypatch: pytes
     monkeypatch.setattr(os, "getpid", lambda: source._pid)
     child, parent = _child_and_parent_words(source)
     assert child == parent
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_child_forked_while_a_thread_holds_the_lock_still_draws() -> None:
+    """The parent's lock is copied locked into the child; the child must get a fresh one, not hang."""
+    import select
+    import signal
+
+    source = SecureRandomness("aes-ctr")
+    source.uint64(1)
+    source._lock.acquire()  # as if another thread were inside uint64() at the fork
+    try:
+        read, write = os.pipe()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child
+            try:
+                os.write(write, source.uint64(8).tobytes())
+            finally:
+                os._exit(0)
+        os.close(write)
+        ready, _, _ = select.select([read], [], [], 30)
+        got = os.read(read, 64) if ready else b""
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+        os.close(read)
+        os.waitpid(pid, 0)
+    finally:
+        source._lock.release()
+    assert len(got) == 64, "the forked child hung on the parent's lock"
