@@ -154,3 +154,25 @@ def test_conversion_monotone(r1: Fraction, r2: Fraction, delta: Fraction) -> Non
 
 def test_zero_rho() -> None:
     assert ZCDP(0).to_approx("1e-9") == ApproxDP(0, "1e-9")
+
+
+# --- ZCDP.for_approx (issue 18, item 5) ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("epsilon", "delta"), [(1, "1e-6"), ("0.1", "1e-9"), (5, "1/3"), ("1/1000", "1e-5")])
+def test_for_approx_fits_and_is_the_largest_on_its_grid(epsilon: object, delta: str) -> None:
+    eps, d = Fraction(str(epsilon)), Fraction(delta)
+    budget = ZCDP.for_approx(epsilon, delta)  # type: ignore[arg-type]
+    assert budget.to_approx(delta).epsilon <= eps
+    step = eps / 2**40
+    assert zcdp_to_approx_epsilon(budget.rho + step, d) > eps  # one grid step more does not fit
+    # it beats the simple conversion rho + 2 sqrt(rho ln(1/delta)) (Bun-Steinke 2016, Prop. 1.3)
+    simple = (math.sqrt(math.log(1 / float(d)) + float(eps)) - math.sqrt(math.log(1 / float(d)))) ** 2
+    assert float(budget.rho) >= simple
+
+
+@pytest.mark.parametrize(("epsilon", "delta", "field"), [(0, "1e-6", "epsilon"), (-1, "1e-6", "epsilon"), (1, 0, "delta"), (1, 1, "delta"), ("x", "1e-6", "epsilon")])
+def test_for_approx_refuses_bad_targets(epsilon: object, delta: object, field: str) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        ZCDP.for_approx(epsilon, delta)  # type: ignore[arg-type]
+    assert info.value.field == field
