@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import select
+import signal
 import sys
 import warnings
 
@@ -90,9 +92,8 @@ def test_words_look_uniform(generator: str) -> None:
     assert np.unique(words).size == words.size  # 2**-28 chance of a collision
 
 
-def _child_and_parent_words(source: _random.SecureRandomness) -> tuple[bytes, bytes]:
-    """Fork with words buffered; the child's next 8 words and the parent's next 8 words."""
-    source.uint64(3)  # the buffer now holds the rest of a block
+def _child_words(source: _random.SecureRandomness, timeout: float = 30.0) -> bytes:
+    """Fork; the child's next 8 words (b"" if the child has not answered within ``timeout``: killed)."""
     read, write = os.pipe()
     with warnings.catch_warnings():  # Python 3.12+ warns about fork in a threaded process
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -104,14 +105,22 @@ def _child_and_parent_words(source: _random.SecureRandomness) -> tuple[bytes, by
             os._exit(0)
     os.close(write)
     child = b""
-    while len(child) < 64:
+    while len(child) < 64 and select.select([read], [], [], timeout)[0]:
         chunk = os.read(read, 64 - len(child))
         if not chunk:
             break
         child += chunk
+    if len(child) < 64:
+        os.kill(pid, signal.SIGKILL)
     os.close(read)
     os.waitpid(pid, 0)
-    return child, source.uint64(8).tobytes()
+    return child
+
+
+def _child_and_parent_words(source: _random.SecureRandomness) -> tuple[bytes, bytes]:
+    """Fork with words buffered; the child's next 8 words and the parent's next 8 words."""
+    source.uint64(3)  # the buffer now holds the rest of a block
+    return _child_words(source), source.uint64(8).tobytes()
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
@@ -135,29 +144,11 @@ def test_the_fork_test_catches_a_source_that_keeps_its_buffer(monkeypatch: pytes
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_child_forked_while_a_thread_holds_the_lock_still_draws() -> None:
     """The parent's lock is copied locked into the child; the child must get a fresh one, not hang."""
-    import select
-    import signal
-
     source = SecureRandomness("aes-ctr")
     source.uint64(1)
     source._lock.acquire()  # as if another thread were inside uint64() at the fork
     try:
-        read, write = os.pipe()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child
-            try:
-                os.write(write, source.uint64(8).tobytes())
-            finally:
-                os._exit(0)
-        os.close(write)
-        ready, _, _ = select.select([read], [], [], 30)
-        got = os.read(read, 64) if ready else b""
-        if not ready:
-            os.kill(pid, signal.SIGKILL)
-        os.close(read)
-        os.waitpid(pid, 0)
+        got = _child_words(source)
     finally:
         source._lock.release()
     assert len(got) == 64, "the forked child hung on the parent's lock"
