@@ -13,11 +13,22 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     from dpalg.graph._derivation import Derivation
 
-__all__ = ["BudgetExceeded", "DPAlgError", "InvalidArgument", "Unsupported", "UncheckedPlan"]
+__all__ = ["BudgetExceeded", "DPAlgError", "InsecureRandomnessWarning", "InvalidArgument", "Unsupported", "UncheckedPlan"]
 
 
 class DPAlgError(Exception):
     """Base class of every error dpalg raises deliberately."""
+
+
+class InsecureRandomnessWarning(UserWarning):
+    """A release was made with seeded (predictable) randomness: it is NOT private.
+
+    Issued at run time by every release whose noise came from a seeded source
+    (an ``int`` seed, :class:`~dpalg.noise.SeededRandomness` or a numpy
+    ``Generator``); the certificate and ``repr(release)`` say the same. Tests
+    that seed on purpose can filter it:
+    ``warnings.simplefilter("ignore", InsecureRandomnessWarning)``.
+    """
 
 
 class InvalidArgument(DPAlgError, ValueError):

@@ -31,7 +31,7 @@ from dpalg.noise._fixed_point import clipped_sum_sensitivity, exact_clipped_sum
 from dpalg.noise._gaussian import discrete_gaussian
 from dpalg.noise._laplace import discrete_laplace
 from dpalg.noise._lattice import choose_granularity, lattice_noise, lattice_sensitivity, round_to_lattice
-from dpalg.noise._random import AbstractRandomness, RngLike, SecureRandomness, SeededRandomness, prf_secret, resolve_rng
+from dpalg.noise._random import AbstractRandomness, GeneratorRandomness, RngLike, SecureRandomness, SeededRandomness, prf_secret, resolve_rng
 
 __all__ = [
     "AbstractAdmissibleNoise",
@@ -42,6 +42,7 @@ __all__ = [
     "LaplaceNoise",
     "UniformLogNormal",
     "AbstractRandomness",
+    "GeneratorRandomness",
     "RngLike",
     "SecureRandomness",
     "SeededRandomness",

@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 
-__all__ = ["AbstractRandomness", "SecureRandomness", "SeededRandomness", "RngLike", "prf_secret", "resolve_rng"]
+__all__ = ["AbstractRandomness", "GeneratorRandomness", "SecureRandomness", "SeededRandomness", "RngLike", "prf_secret", "resolve_rng"]
 
 _BLOCK: Final = 1 << 16  # uint64 words per OS read (512 KiB)
 
@@ -231,14 +231,44 @@ class SeededRandomness(AbstractRandomness):
         return f"SeededRandomness({self.seed})"
 
 
-RngLike = AbstractRandomness | int | None
+@final
+class GeneratorRandomness(AbstractRandomness):
+    """A caller's numpy ``Generator`` as a source of words. NOT secure.
+
+    Accepted so that code already holding a ``np.random.Generator`` can pass
+    it as ``rng``; the words come from its bit generator, whose state anyone
+    holding it (or its seed) can replay, so the release is recorded as
+    insecure, exactly as an ``int`` seed is.
+    """
+
+    secure = False
+
+    def __init__(self, generator: np.random.Generator) -> None:
+        if not isinstance(generator, np.random.Generator):
+            raise InvalidArgument("GeneratorRandomness", "generator", type(generator).__name__, "must be a numpy Generator")
+        self._gen = generator
+        self.kind = f"numpy-generator({type(generator.bit_generator).__name__}) NOT SECURE"
+        self._lock = threading.Lock()
+
+    def uint64(self, n: int) -> npt.NDArray[np.uint64]:
+        if n < 0:
+            raise InvalidArgument("GeneratorRandomness.uint64", "n", n, "must be >= 0")
+        with self._lock:
+            return self._gen.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+
+    def __repr__(self) -> str:
+        return f"GeneratorRandomness({self._gen!r})"
+
+
+RngLike = AbstractRandomness | int | np.random.Generator | None
 
 _DEFAULT: SecureRandomness | None = None
 _DEFAULT_LOCK = threading.Lock()
 
 
 def resolve_rng(rng: RngLike) -> AbstractRandomness:
-    """``None`` -> the shared secure source; ``int`` -> a seeded source; else itself."""
+    """``None`` -> the shared secure source; ``int`` -> a seeded source; a numpy
+    ``Generator`` -> :class:`GeneratorRandomness` (insecure); else itself."""
     global _DEFAULT
     if rng is None:
         with _DEFAULT_LOCK:
@@ -249,7 +279,11 @@ def resolve_rng(rng: RngLike) -> AbstractRandomness:
         return rng
     if isinstance(rng, int) and not isinstance(rng, bool):
         return SeededRandomness(rng)
-    raise InvalidArgument("resolve_rng", "rng", type(rng).__name__, "must be None, an int seed or an AbstractRandomness")
+    if isinstance(rng, np.random.Generator):
+        return GeneratorRandomness(rng)
+    raise InvalidArgument(
+        "resolve_rng", "rng", type(rng).__name__, "must be None, an int seed, a numpy Generator or an AbstractRandomness"
+    )
 
 
 def prf_secret(rng: AbstractRandomness) -> bytes:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from typing import TYPE_CHECKING, assert_never, final
 
 import attrs
@@ -11,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpalg._bottom import BOTTOM, Bottom
-from dpalg._errors import UncheckedPlan
+from dpalg._errors import InsecureRandomnessWarning, UncheckedPlan
 from dpalg.data import Dataset, as_dataset, key_codes, key_order, unit_index
 from dpalg.graph._accountant import KnownNode, _classify
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
@@ -21,7 +22,7 @@ from dpalg.graph._node import AbstractMeasurement, AbstractPrimitive, take_check
 from dpalg.graph._schema import plan_columns, validate_schema
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.noise._random import AbstractRandomness, RngLike, resolve_rng
-from dpalg.release._certificate import build_certificate, sign_certificate
+from dpalg.release._certificate import SEEDED_WARNING, build_certificate, sign_certificate
 from dpalg.release._serialize import JSON
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,6 +44,16 @@ class Release:
 
     value: object
     certificate: dict[str, JSON] = attrs.field(repr=False)
+
+    @property
+    def secure(self) -> bool:
+        """Whether the noise came from a cryptographically secure source (the certificate's claim)."""
+        randomness = self.certificate.get("randomness")
+        return isinstance(randomness, dict) and randomness.get("secure") is True
+
+    def __repr__(self) -> str:
+        flag = "" if self.secure else ", NOT SECURE: seeded randomness, not differentially private"
+        return f"Release(value={self.value!r}{flag})"
 
     def certificate_json(self) -> str:
         """The certificate as a JSON string (schema: ``docs/certificates.md``)."""
@@ -108,6 +119,8 @@ def execute(
     """Run ``plan`` (already checked and, in a session, already charged)."""
     dataset = as_dataset(data)
     source = resolve_rng(rng)
+    if not source.secure:  # depends on the caller's rng only, never on the data
+        warnings.warn(f"{SEEDED_WARNING} (randomness: {source.kind})", InsecureRandomnessWarning, stacklevel=3)
     value = _exec(plan, dataset, source, "")
     spend = None if session is None else (session.budget, session.spent_before, session.spent_after)
     certificate = build_certificate(
