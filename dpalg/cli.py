@@ -1,4 +1,4 @@
-"""The ``dpalg`` command line: ``check``, ``audit`` and ``demo``.
+"""The ``dpalg`` command line: ``check``, ``audit``, ``demo``, ``budget`` and ``report``.
 
 Exit codes:
 
@@ -11,7 +11,9 @@ Exit codes:
   1 refuted (the first differing node is named), 2 malformed, tampered, too
   large or too deep, or ``--require-secure`` without a trusted signature;
 * ``dpalg audit --empirical PLAN|--demo``: 0 no violation found, 1 a violation
-  (ε̂ > ε or δ̂ > δ), 2 bad usage or mechanisms that could not be audited.
+  (ε̂ > ε or δ̂ > δ), 2 bad usage or mechanisms that could not be audited;
+* ``dpalg budget LEDGER [--json]``: 0 shown, 2 not a ledger (unreadable, malformed);
+* ``dpalg report CERT.json [--html OUT]``: 0 rendered, 2 unreadable or malformed.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import importlib
 import importlib.util
 import json
 import sys
+from fractions import Fraction
 from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, Sequence, cast
@@ -156,6 +159,24 @@ def _check_json(plan: object, budget: Measure, derivation: Derivation, status: s
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False)
 
 
+_SUMMARY_NODES = 200  # larger plans: the summary is one call away (plan.summary()), not a screenful
+
+
+def _print_summary(args: argparse.Namespace, plan: AbstractMeasurement[PureDP] | AbstractMeasurement[ApproxDP] | AbstractMeasurement[ZCDP]) -> None:
+    """The plan's cost/noise/accuracy table (docs/accuracy.md), after the derivation."""
+    from dpalg.graph._summary import PlanSummary, summarise
+
+    alpha = _call_user(args.plan, lambda: to_fraction(args.alpha, owner="--alpha", field="alpha"), "reading --alpha")
+    summary = cast(PlanSummary, _call_user(args.plan, lambda: summarise(plan, cast(Fraction, alpha)), "summarising the plan"))
+    rows = summary.rows
+    print()
+    if len(rows) > _SUMMARY_NODES:
+        print(f"summary: {len(rows)} nodes (more than {_SUMMARY_NODES}); see plan.summary() in Python")
+    else:
+        print(summary)
+    print()
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     from dpalg.release._certificate import symbolic_check_records
 
@@ -187,6 +208,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if status == "unproven":
         print("REFUSED (--strict): the plan relies on symbolic checks sympy could not prove")
         return 1
+    _print_summary(args, plan)
     print(f"OK: total {short_measure(derivation.cost, 'up')} fits within {short_measure(budget, 'down')}")
     return 0
 
@@ -353,6 +375,18 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(seed=args.seed, rows=args.rows, out=Path(args.out))
 
 
+def _cmd_budget(args: argparse.Namespace) -> int:
+    from dpalg.graph._ledger import budget_command
+
+    return budget_command(args.path, as_json=args.json)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from dpalg.release._report import report_command
+
+    return report_command(args.certificate, html=args.html)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dpalg", description="differential privacy beyond global sensitivity")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -361,6 +395,7 @@ def _parser() -> argparse.ArgumentParser:
     p_check.add_argument("--budget", required=True, help='"eps=1", "eps=1,delta=1e-6" or "rho=0.5"')
     p_check.add_argument("--strict", action="store_true", help="refuse (exit 1) a plan relying on an unproven symbolic check")
     p_check.add_argument("--json", action="store_true", help="print the derivation as JSON (machine-readable, for CI)")
+    p_check.add_argument("--alpha", default="0.05", help="failure probability of the accuracy column (default 0.05)")
     p_check.set_defaults(func=_cmd_check)
     p_audit = sub.add_parser(
         "audit", help="re-derive a certificate's claim, or audit mechanisms empirically",
@@ -391,6 +426,14 @@ def _parser() -> argparse.ArgumentParser:
     p_demo.add_argument("--rows", type=int, default=100_000, help="rows of synthetic data")
     p_demo.add_argument("--out", default=".", metavar="DIR", help="directory for the certificate (default: the current directory)")
     p_demo.set_defaults(func=_cmd_demo)
+    p_budget = sub.add_parser("budget", help="show a budget ledger (Session.open): total, spent, remaining and the history")
+    p_budget.add_argument("path", help="the ledger's SQLite file")
+    p_budget.add_argument("--json", action="store_true", help="machine-readable output")
+    p_budget.set_defaults(func=_cmd_budget)
+    p_report = sub.add_parser("report", help="render a certificate for a person (text, or HTML with --html)")
+    p_report.add_argument("certificate", help="certificate JSON file")
+    p_report.add_argument("--html", metavar="OUT", help="write a self-contained HTML report to OUT")
+    p_report.set_defaults(func=_cmd_report)
     return parser
 
 

@@ -22,17 +22,21 @@ import abc
 import threading
 import weakref
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Generic, TypeVar, cast
+from fractions import Fraction
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast
 
 import attrs
 
 from dpalg._errors import BudgetExceeded, UncheckedPlan
+from dpalg._numbers import ExactLike
 from dpalg.data import ColumnUse, Dataset, Neighbouring
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.noise._random import AbstractRandomness, RngLike
 
 if TYPE_CHECKING:  # pragma: no cover
+    from dpalg.graph._accuracy import Accuracy
     from dpalg.graph._derivation import Derivation
+    from dpalg.graph._summary import PlanSummary
     from dpalg.release._release import Release
 
 __all__ = ["AbstractMeasurement", "AbstractPrimitive", "M", "PrivacyClaim", "claim_of", "neighbouring_of", "take_checked"]
@@ -110,6 +114,12 @@ def take_checked(plan: AbstractMeasurement[M]) -> tuple[M, Derivation]:
     )
 
 
+class _Printer(Protocol):
+    """IPython's pretty printer (only ``text`` is used)."""
+
+    def text(self, obj: str) -> None: ...
+
+
 class AbstractMeasurement(abc.ABC, Generic[M]):
     """A node of a plan whose privacy loss has type ``M``.
 
@@ -172,6 +182,42 @@ class AbstractMeasurement(abc.ABC, Generic[M]):
         if entry is None or entry.ref() is not self:
             return None
         return entry.budget  # type: ignore[return-value]  # stored by check(budget: M)
+
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20)) -> Accuracy:
+        """The (1 − ``alpha``) error this node's noise implies, before running (no data touched).
+
+        See :class:`~dpalg.graph.Accuracy` and ``docs/accuracy.md``. Mechanisms
+        whose error has a statement override this; a composition has none of
+        its own (``plan.summary()`` shows each part's).
+
+        Raises:
+            Unsupported: this node makes no accuracy statement.
+            InvalidArgument: ``alpha`` is not in (0, 1).
+        """
+        from dpalg._errors import Unsupported
+        from dpalg.graph._accuracy import alpha_param
+
+        alpha_param(type(self).__name__, alpha)
+        raise Unsupported(f"{type(self).__name__}: no accuracy statement (see plan.summary() for its parts, docs/accuracy.md)")
+
+    def summary(self, alpha: ExactLike = Fraction(1, 20)) -> PlanSummary:
+        """A table over the plan's nodes: cost, noise and (1 − ``alpha``) accuracy. No data touched.
+
+        ``str(plan.summary())`` is the table ``dpalg check`` prints.
+        """
+        from dpalg.graph._summary import summarise
+
+        return summarise(self, alpha)
+
+    def __str__(self) -> str:
+        """The plan as an indented tree, short decimals for exact numbers (``repr`` stays exact)."""
+        from dpalg.graph._pretty import plan_tree
+
+        return plan_tree(self)
+
+    def _repr_pretty_(self, printer: _Printer, cycle: bool) -> None:
+        """IPython shows plans as their tree."""
+        printer.text(repr(self) if cycle else str(self))
 
     def run(self, data: object, *, rng: RngLike = None) -> Release:
         """Release the plan's values with a certificate.

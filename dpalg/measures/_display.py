@@ -25,7 +25,7 @@ from typing import Literal
 
 from dpalg.measures._measures import ZCDP, ApproxDP, Measure, PureDP
 
-__all__ = ["SHORT", "short_measure", "short_number"]
+__all__ = ["SHORT", "decimal_measure", "decimal_text", "short_measure", "short_number"]
 
 SHORT = 16
 _DIGITS = 6
@@ -74,6 +74,74 @@ def short_number(x: Fraction, rounding: Rounding = "up") -> str:
     if digits == scaled:  # exact in 6 digits: nothing was rounded
         return text
     return ("<=" if rounding == "up" else ">=") + text
+
+
+def decimal_text(x: Fraction, rounding: Rounding = "up", digits: int = _DIGITS) -> str:
+    """``x`` as a decimal of at most ``digits`` significant digits, for people.
+
+    Exact when ``x`` fits (``'0.25'``, ``'1e-06'``); otherwise rounded in the
+    conservative direction and marked with it (``'<=0.333334'``).
+
+    Examples:
+        >>> decimal_text(Fraction(1, 4))
+        '0.25'
+        >>> decimal_text(Fraction(1, 10**6))
+        '1e-06'
+        >>> decimal_text(Fraction(1, 3))
+        '<=0.333334'
+        >>> decimal_text(Fraction(1, 3), "down")
+        '>=0.333333'
+        >>> decimal_text(Fraction(211207375699866670503, 92233720368547758080))
+        '<=2.28992'
+        >>> decimal_text(Fraction(0))
+        '0'
+    """
+    if x == 0:
+        return "0"
+    sign = -1 if x < 0 else 1
+    magnitude = abs(x)
+    e = _decimal_exponent(magnitude) - (digits - 1)
+    scaled = magnitude / Fraction(10) ** e
+    up = (rounding == "up") == (sign > 0)
+    d = -((-scaled.numerator) // scaled.denominator) if up else scaled.numerator // scaled.denominator
+    exp10 = _decimal_exponent(Fraction(d)) + e  # the rounded value's own exponent (9.99995 -> 10)
+    value = Decimal(sign * d).scaleb(e).normalize()
+    text = f"{value:f}" if -4 <= exp10 < 7 else f"{value:e}".replace("E", "e")
+    if "e" in text:
+        mantissa, _, power = text.partition("e")
+        if "." in mantissa:
+            mantissa = mantissa.rstrip("0").rstrip(".")
+        text = f"{mantissa}e{int(power):+03d}"
+    if d == scaled:
+        return text
+    return ("<=" if rounding == "up" else ">=") + text
+
+
+def decimal_measure(m: Measure, rounding: Rounding = "up") -> str:
+    """A measure for people: ``PureDP(ε=0.25)``, ``ApproxDP(ε<=2.28993, δ=1e-06)``, ``ZCDP(ρ=0.5)``.
+
+    Costs use ``rounding="up"`` and budgets ``"down"``; the exact values are
+    the measure's ``repr`` (and the certificate's).
+
+    Examples:
+        >>> decimal_measure(ApproxDP(1, 1e-6))
+        'ApproxDP(ε=1, δ<=1e-06)'
+        >>> decimal_measure(ZCDP("1/3"), "down")
+        'ZCDP(ρ>=0.333333)'
+    """
+
+    def show(name: str, x: Fraction) -> str:
+        text = decimal_text(x, rounding)
+        return f"{name}{text}" if text.startswith(("<=", ">=")) else f"{name}={text}"
+
+    match m:
+        case PureDP():
+            return f"PureDP({show('ε', m.epsilon)})"
+        case ApproxDP():
+            return f"ApproxDP({show('ε', m.epsilon)}, {show('δ', m.delta)})"
+        case ZCDP():
+            return f"ZCDP({show('ρ', m.rho)})"
+    return repr(m)  # pragma: no cover - Measure is a closed union
 
 
 def short_measure(m: Measure, rounding: Rounding = "up") -> str:

@@ -96,6 +96,9 @@ class PureDP:
     def __repr__(self) -> str:
         return f"PureDP({_fmt(self.epsilon)})"
 
+    def __str__(self) -> str:
+        return _people(self)
+
 
 @final
 @attrs.frozen(repr=False, order=False)
@@ -128,6 +131,9 @@ class ApproxDP:
 
     def __repr__(self) -> str:
         return f"ApproxDP({_fmt(self.epsilon)}, {_fmt(self.delta)})"
+
+    def __str__(self) -> str:
+        return _people(self)
 
 
 @final
@@ -229,8 +235,25 @@ class ZCDP:
     def __repr__(self) -> str:
         return f"ZCDP({_fmt(self.rho)})"
 
+    def __str__(self) -> str:
+        return _people(self)
+
 
 Measure = Union[PureDP, ApproxDP, ZCDP]
+
+
+def _people(m: PureDP | ApproxDP | ZCDP) -> str:
+    """``str(measure)``: short decimals rounded up (``repr`` stays exact).
+
+    Examples:
+        >>> print(ApproxDP(Fraction(211207375699866670503, 92233720368547758080), 1e-6))
+        ApproxDP(ε<=2.28992, δ<=1e-06)
+        >>> ApproxDP(1, "1e-6")
+        ApproxDP(1, '1/1000000')
+    """
+    from dpalg.measures._display import decimal_measure
+
+    return decimal_measure(m, "up")
 
 
 def exact_sum(values: Iterable[Fraction]) -> Fraction:

@@ -17,7 +17,9 @@ import numpy as np
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
 from dpalg.data import Dataset, LatticeSum, Neighbouring, Reductions, Relation, SumSpec, as_reductions
+from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
+from dpalg.mechanisms._global_accuracy import global_accuracy
 from dpalg.measures import ZCDP, PureDP
 from dpalg.mechanisms._common import floor_log2, granularity_param, positive_param, relation_param
 from dpalg.mechanisms._global_user import NoiseTerm, auto_k as _auto_k, lattice_centre, mean_bounds, user_noise_terms
@@ -303,6 +305,15 @@ class Laplace(AbstractPrimitive[PureDP]):
             (("epsilon", str(self.epsilon)), ("relation", self.relation)),
         )
 
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, n: int | None = None) -> Accuracy:
+        """The (1 − ``alpha``) error of the release, from the parameters only (no data touched).
+
+        Counts, sums and histogram cells: the exact (1 − α) quantile of the
+        noise (``tight``). Means: conditional on the true count, pass ``n`` (a
+        public lower bound on it) for a number. See ``docs/accuracy.md``.
+        """
+        return global_accuracy(self, alpha, n)
+
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """The noisy value (int, float, or dict for histograms)."""
         return _release(self, data, rng)
@@ -351,6 +362,15 @@ class Gaussian(AbstractPrimitive[ZCDP]):
             "discrete Gaussian mechanism, sigma^2 = sensitivity^2/(2 rho) (Canonne-Kamath-Steinke 2020 Thm 14)",
             (("rho", str(self.rho)), ("relation", self.relation)),
         )
+
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, n: int | None = None) -> Accuracy:
+        """The (1 − ``alpha``) error of the release, from the parameters only (no data touched).
+
+        Counts, sums and histogram cells: the exact (1 − α) quantile of the
+        noise (``tight``). Means: conditional on the true count, pass ``n`` (a
+        public lower bound on it) for a number. See ``docs/accuracy.md``.
+        """
+        return global_accuracy(self, alpha, n)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """The noisy value."""

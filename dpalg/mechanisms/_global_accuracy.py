@@ -1,0 +1,113 @@
+"""Accuracy of the global-sensitivity nodes (:class:`Laplace`, :class:`Gaussian`) before running.
+
+Each integer statistic ``v`` is released as ``(v + Z) * 2**k`` with ``Z``
+discrete Laplace or discrete Gaussian of a parameter fixed by the node
+(:func:`~dpalg.mechanisms._global.noise_terms`, evaluated on an empty dataset:
+the parameters never depend on data). The (1 − α) error of a count, sum or
+histogram cell is therefore ``m * 2**k`` with ``m`` the exact (1 − α)
+quantile of ``|Z|`` (:mod:`dpalg.noise._tails`).
+
+A mean is ``c + S̃/ñ`` where ``S`` is the sum of the values centred on the
+lattice midpoint ``c`` (each ``|x - c| <= h``) and ``n`` the count, each with
+its own noise. With ``|S̃ - S| <= e_s`` and ``|ñ - n| <= e_c`` (each at α/2,
+so both with probability >= 1 − α) and ``n > e_c``::
+
+    |S̃/ñ - S/n| = |a n - b S| / (n (n + b)) <= (e_s + e_c h) / (n - e_c)
+
+(``a = S̃ - S``, ``b = ñ - n``, ``|S| <= n h``); clamping to ``[l, u]`` only
+shrinks the error. The bound decreases in ``n``, so it holds for every true
+count at least the ``n`` given.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dpalg._errors import InvalidArgument
+from dpalg._numbers import ExactLike
+from dpalg.graph._accuracy import Accuracy, alpha_param
+from dpalg.measures._display import decimal_text
+from dpalg.noise._tails import gaussian_tail_quantile, laplace_tail_quantile
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dpalg.mechanisms._global import Gaussian, Laplace
+    from dpalg.mechanisms._global_user import NoiseTerm
+
+__all__ = ["global_accuracy"]
+
+
+def _terms(node: Laplace | Gaussian) -> list[NoiseTerm]:
+    from dpalg.data import as_dataset
+    from dpalg.mechanisms._global import noise_terms
+
+    columns = {c: np.zeros(0, dtype=np.float64) for c in (node.query.column, node.query.user) if c is not None}
+    return noise_terms(node, as_dataset(columns if columns else {"_": np.zeros(0)}))
+
+
+def _up(x: Fraction) -> str:
+    """A bound for people: 6 significant digits, rounded up (never understated)."""
+    return decimal_text(x, "up").removeprefix("<=")
+
+
+def _noise_text(laplace: bool, param: Fraction, k: int) -> str:
+    step = Fraction(2) ** k
+    if laplace:
+        text = f"discrete Laplace, scale {_up(param * step)}"
+    else:
+        text = f"discrete Gaussian, sigma {_up(_sqrt_up(param) * step)}"
+    return text + (f" (lattice step 2**{k})" if k != 0 else "")
+
+
+def _sqrt_up(x: Fraction) -> Fraction:
+    """sqrt(x) rounded up to 1e-9 relative (display only)."""
+    from math import isqrt
+
+    scale = 10**18
+    root = isqrt(-(-x.numerator * scale * scale // x.denominator))
+    return Fraction(root + 1, scale)
+
+
+def _quantile(laplace: bool, param: Fraction, alpha: Fraction) -> tuple[int, bool]:
+    if param == 0:
+        return 0, True
+    return laplace_tail_quantile(param, alpha) if laplace else gaussian_tail_quantile(param, alpha)
+
+
+def global_accuracy(node: Laplace | Gaussian, alpha: ExactLike, n: int | None = None) -> Accuracy:
+    """The (1 − α) accuracy of a :class:`Laplace` or :class:`Gaussian` node (module docstring)."""
+    from dpalg.mechanisms._global import Laplace
+    from dpalg.mechanisms._global_user import lattice_centre, mean_bounds
+
+    owner = type(node).__name__
+    a = alpha_param(f"{owner}.accuracy", alpha)
+    laplace = isinstance(node, Laplace)
+    terms = _terms(node)
+    kind = node.query.kind
+    if kind != "mean":
+        if n is not None:
+            raise InvalidArgument(f"{owner}.accuracy", "n", n, f"applies to means only (this is a {kind})")
+        term = terms[0]
+        m, tight = _quantile(laplace, term.param, a)
+        unit = "absolute, per key" if kind == "histogram" else "absolute"
+        notes: tuple[str, ...] = ()
+        if kind == "histogram" and len(terms) > 1:
+            m_all, _ = _quantile(laplace, term.param, a / len(terms))
+            notes = (f"all {len(terms)} keys at once: ±{_up(m_all * Fraction(2) ** term.k)} (union bound)",)
+        return Accuracy(a, m * Fraction(2) ** term.k, unit, _noise_text(laplace, term.param, term.k), tight, None, notes)
+    centred, count = terms
+    step = Fraction(2) ** centred.k
+    m_s, _ = _quantile(laplace, centred.param, a / 2)
+    m_c, _ = _quantile(laplace, count.param, a / 2)
+    lo, hi, c = lattice_centre(*mean_bounds(node.query), centred.k)
+    h = Fraction(max(c - lo, hi - c)) * step
+    e_s, e_c = m_s * step, Fraction(m_c)
+    noise = f"sum: {_noise_text(laplace, centred.param, centred.k)}; count: {_noise_text(laplace, count.param, 0)}"
+    formula = f"error <= ({_up(e_s)} + {m_c}*{_up(h)})/(n - {m_c})"
+    if n is None:
+        return Accuracy(a, None, "absolute", noise, False, f"the true count n > {m_c}", (formula, "pass n= (a public lower bound on n) for a number"))
+    if isinstance(n, bool) or not isinstance(n, int) or n <= m_c:
+        raise InvalidArgument(f"{owner}.accuracy", "n", n, f"must be an int > {m_c} (the count's noise bound at alpha/2)")
+    return Accuracy(a, (e_s + e_c * h) / (n - e_c), "absolute", noise, False, f"the true count is at least {n}", (formula,))

@@ -1,0 +1,455 @@
+"""``dpalg report``: a release certificate rendered for a person, as text or HTML.
+
+A certificate is untrusted input: anyone can write one. So the report
+
+* runs the same audit as ``dpalg audit`` first and shows its verdict at the
+  top (``CONFIRMED``, ``CONFIRMED (COST ONLY)``, ``REFUTED``, ``MALFORMED``):
+  whatever the rest shows, a tampered or refuted certificate is never
+  presented as fine;
+* escapes every string taken from the certificate (:func:`html.escape`) and
+  replaces control and bidi characters with ``\\uXXXX`` (in the terminal too),
+  and clips long strings: a hostile label renders as inert text;
+* shows amounts short (:mod:`dpalg.measures._display`): costs rounded up,
+  budgets and what remains rounded down; the exact fractions are in the HTML
+  as tooltips and in ``<details>``.
+
+The HTML is one small template (``report.html``, no JavaScript, a
+Content-Security-Policy that forbids scripts) filled with :class:`string.Template`.
+The command exits 0 when it rendered the document, whatever the verdict (use
+``dpalg audit`` as a gate), and 2 when the file is not a certificate.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import math
+import string
+import sys
+from collections.abc import Mapping
+from fractions import Fraction
+from html import escape
+from pathlib import Path
+from typing import Literal, final
+
+import attrs
+
+from dpalg._errors import DPAlgError
+from dpalg.graph._derivation import measure_from_json
+from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
+from dpalg.measures._display import short_measure, short_number
+from dpalg.release._audit import _FIELDS, MAX_CERTIFICATE_BYTES, MAX_JSON_DEPTH, audit_certificate, parse_certificate
+from dpalg.release._certificate import CERTIFICATE_FORMAT, certificate_digest, library_version, verify_signature
+from dpalg.release._serialize import JSON, CertificateMalformed
+
+__all__ = ["load_certificate", "render_html", "render_text", "report_command"]
+
+_HEADLINES = {
+    "confirmed": "CONFIRMED", "cost_confirmed": "CONFIRMED (COST ONLY)", "refuted": "REFUTED",
+    "malformed": "MALFORMED", "unverifiable": "UNVERIFIABLE", "error": "NOT AUDITED",
+}  # fmt: skip
+_COST_ONLY = (
+    "the plan, its derivation and its cost re-derive from the plan alone; no trusted signature covers the rest, so the "
+    "value, randomness, budget, session, created and dpalg_version fields are UNVERIFIABLE CLAIMS "
+    "(check a signature with: dpalg audit CERT.json --public-key KEY)"
+)
+_MAX_ROWS = 200  # released values listed one per row before "... more"
+_BAR = 40  # characters of a text budget bar
+
+
+def _clean(text: object, limit: int = 300) -> str:
+    """Certificate text made safe to show: clipped, control and bidi characters as ``\\uXXXX``."""
+    s = text if isinstance(text, str) else repr(text)
+    if len(s) > limit:
+        s = s[: limit - 1] + f"… ({len(s)} characters)"
+    return "".join(ch if ch.isprintable() else f"\\u{ord(ch):04x}" for ch in s)
+
+
+def _measure(obj: JSON) -> Measure | None:
+    try:
+        return measure_from_json(obj)
+    except (DPAlgError, KeyError, ValueError, ZeroDivisionError):
+        return None
+
+
+def _components(m: Measure) -> list[tuple[str, Fraction]]:
+    match m:
+        case PureDP():
+            return [("epsilon", m.epsilon)]
+        case ApproxDP():
+            return [("epsilon", m.epsilon), ("delta", m.delta)]
+        case ZCDP():
+            return [("rho", m.rho)]
+
+
+def _exact(m: Measure | None) -> str:
+    return "unreadable" if m is None else ", ".join(f"{k} = {v}" for k, v in _components(m))
+
+
+def _short(m: Measure | None, rounding: Literal["up", "down"]) -> str:
+    return "(unreadable measure)" if m is None else short_measure(m, rounding)
+
+
+@final
+@attrs.frozen
+class _Node:
+    kind: str
+    path: str
+    rule: str
+    cost: str
+    exact: str
+    repr: str
+    inputs: str
+    combine: str
+    children: tuple[_Node, ...]
+
+
+@final
+@attrs.frozen
+class _Bar:
+    name: str
+    before: Fraction  # share of the budget spent before this release (0 outside a session)
+    this: Fraction  # share of this release
+    text: str
+    exact: str
+
+
+@final
+@attrs.frozen
+class _Model:
+    status: str
+    reason: str
+    findings: tuple[str, ...]
+    warnings: tuple[str, ...]
+    facts: tuple[tuple[str, str, str], ...]  # (label, shown, exact or "")
+    secure: bool
+    randomness: str
+    bars: tuple[_Bar, ...]
+    budget_lines: tuple[str, ...]
+    checks: tuple[tuple[str, str, str], ...]  # (status, path, detail)
+    values: tuple[tuple[str, str], ...]  # (path, value)
+    tree: _Node | None
+
+    @property
+    def passed(self) -> bool:
+        return self.status in ("confirmed", "cost_confirmed")
+
+
+def _node(obj: JSON, depth: int = 0) -> _Node:
+    d = obj if isinstance(obj, dict) else {}
+    cost = _measure(d.get("cost"))
+    text = d.get("node")
+    kind = text.split("(", 1)[0] if isinstance(text, str) and text.split("(", 1)[0] else "?"
+    inputs = d.get("inputs")
+    pairs = [f"{p[0]}={p[1]}" for p in inputs if isinstance(p, list) and len(p) == 2] if isinstance(inputs, list) else []
+    raw = d.get("children")
+    kids = raw if isinstance(raw, list) and depth < MAX_JSON_DEPTH else []
+    return _Node(
+        _clean(kind, 60), _clean(d.get("path", "?"), 200), _clean(d.get("rule", "?"), 200), _short(cost, "up"), _exact(cost),
+        _clean(text if text is not None else "?", 1000), _clean(", ".join(pairs), 500), _clean(d.get("combine", "?"), 20),
+        tuple(_node(c, depth + 1) for c in kids),
+    )  # fmt: skip
+
+
+def _value(v: JSON, limit: int = 300) -> str:
+    """A released value for people: ⊥ for ``{"$bottom": true}``, floats from ``{"$float": hex}``, clipped."""
+    parts: list[str] = []
+    used = 0
+
+    def put(s: str) -> bool:
+        nonlocal used
+        parts.append(s)
+        used += len(s)
+        return used <= limit
+
+    def walk(x: JSON, depth: int) -> bool:
+        if isinstance(x, dict) and x == {"$bottom": True}:
+            return put("⊥")
+        if isinstance(x, dict) and set(x) == {"$float"} and isinstance(x["$float"], str):
+            try:
+                return put(repr(float.fromhex(x["$float"])))
+            except (ValueError, OverflowError):
+                return put(repr(x["$float"]))
+        if depth > MAX_JSON_DEPTH:
+            return put("…")
+        if isinstance(x, (list, dict)):
+            items = list(x.items()) if isinstance(x, dict) else [(None, y) for y in x]
+            put("{" if isinstance(x, dict) else "[")
+            for i, (k, y) in enumerate(items):
+                if (i and not put(", ")) or (k is not None and not put(f"{k!r}: ")) or not walk(y, depth + 1):
+                    return False
+            return put("}" if isinstance(x, dict) else "]")
+        return put(repr(x) if isinstance(x, (str, float)) else "null" if x is None else str(x))
+
+    complete = walk(v, 0)
+    text = "".join(parts)
+    return _clean(text if complete else text[:limit] + " …", limit + 40)
+
+
+def _values(node: JSON, value: JSON, out: list[tuple[str, str]], depth: int = 0) -> None:
+    """One row per released part: a Compose's list is matched to its children, a conversion to its child."""
+    d = node if isinstance(node, dict) else {}
+    raw = d.get("children")
+    kids = raw if isinstance(raw, list) and depth < MAX_JSON_DEPTH else []
+    if len(out) >= _MAX_ROWS:
+        return
+    if d.get("combine") == "convert" and len(kids) == 1:
+        return _values(kids[0], value, out, depth + 1)
+    if d.get("combine") == "sum" and isinstance(value, list) and len(value) == len(kids) and kids:
+        for k, v in zip(kids, value):
+            _values(k, v, out, depth + 1)
+        return
+    out.append((_clean(d.get("path", "value"), 200), _value(value)))
+
+
+def _pct(share: Fraction) -> str:
+    """A share of the budget as a percentage with 2 decimals, rounded up (a spend is never understated)."""
+    n = math.ceil(min(max(share, Fraction(0)), Fraction(1)) * 10000)
+    return f"{n // 100}.{n % 100:02d}"
+
+
+def _share(x: Fraction, total: Fraction) -> Fraction:
+    return (Fraction(0) if x == 0 else Fraction(1)) if total == 0 else x / total
+
+
+def _budget(cost: Measure | None, budget: Measure | None, session: JSON) -> tuple[tuple[_Bar, ...], tuple[str, ...]]:
+    if cost is None or budget is None or type(cost) is not type(budget):
+        return (), ("cost and budget cannot be compared (unreadable, or different measures)",)
+    lines = [f"this release costs {short_measure(cost, 'up')} of the budget {short_measure(budget, 'down')}"]
+    before: Measure | None = None
+    if isinstance(session, dict):
+        before, after = _measure(session.get("spent_before")), _measure(session.get("spent_after"))
+        if before is None or after is None or type(before) is not type(cost):
+            lines.append("session: spend unreadable")
+            before = None
+        else:
+            lines.append(f"session: spent {short_measure(before, 'up')} before this release, {short_measure(after, 'up')} after")
+    bars: list[_Bar] = []
+    spent = dict(_components(before)) if before is not None else {}
+    for (name, c), (_, b) in zip(_components(cost), _components(budget)):
+        s = spent.get(name, Fraction(0))
+        used = s + c
+        text = (f"{short_number(c, 'up')} of {short_number(b, 'down')}" if before is None else
+                f"{short_number(s, 'up')} + {short_number(c, 'up')} = {short_number(used, 'up')} of {short_number(b, 'down')}")
+        over = " OVER BUDGET" if used > b else ""
+        text += f" ({_pct(_share(used, b))}%{over}); remaining {short_number(max(b - used, Fraction(0)), 'down')}"
+        exact = f"{name}: before {s}, this release {c}, budget {b}" if before is not None else f"{name}: cost {c}, budget {b}"
+        bars.append(_Bar(name, _share(s, b), _share(c, b), text, exact))
+    return tuple(bars), tuple(lines)
+
+
+def _randomness(rnd: JSON) -> tuple[bool, str]:
+    """Fail closed: secure only when recorded as a bool ``True`` and the kind does not say otherwise."""
+    if not isinstance(rnd, dict) or not isinstance(rnd.get("kind"), str):
+        return False, "unreadable randomness record"
+    kind = str(rnd["kind"])
+    return rnd.get("secure") is True and "NOT SECURE" not in kind.upper(), _clean(kind, 200)
+
+
+def _audit(cert: Mapping[str, JSON]) -> tuple[str, str, tuple[str, ...], tuple[str, ...]]:
+    try:
+        report = audit_certificate(cert)
+    except Exception as exc:  # noqa: BLE001 - a hostile document must not crash the report; it is then not confirmed
+        return "error", f"the audit failed ({type(exc).__name__}): nothing in this certificate is confirmed", (), ()
+    findings = tuple(_clean(f, 600) for f in report.findings)
+    reasons = [f for f in findings if f.startswith(("REFUTED", "MALFORMED", "UNVERIFIABLE"))]
+    if report.status == "cost_confirmed":
+        reason = _COST_ONLY
+    elif report.status == "confirmed":
+        reason = report.verdict
+    else:
+        reason = reasons[0] if reasons else report.verdict
+    return report.status, reason, findings, tuple(_clean(w, 600) for w in report.warnings)
+
+
+def _model(cert: Mapping[str, JSON]) -> _Model:
+    status, reason, findings, warnings = _audit(cert)
+    passed = status in ("confirmed", "cost_confirmed")
+    secure, kind = _randomness(cert.get("randomness"))
+    cost, budget = _measure(cert.get("claimed_cost")), _measure(cert.get("budget"))
+    bars, budget_lines = _budget(cost, budget, cert.get("session"))
+    digest = cert.get("digest")
+    try:
+        matches = isinstance(digest, dict) and str(digest.get("value", "")).lower() == certificate_digest(cert)
+    except (TypeError, ValueError):  # not canonical JSON (a NaN, a non-JSON value): it cannot match
+        matches = False
+    digest_text = f"{digest.get('algorithm')} {digest.get('value')}" if isinstance(digest, dict) else "absent"
+    sig = verify_signature(cert) if isinstance(cert.get("signature"), dict) else None
+    signature = "absent (unsigned)" if sig is None else (
+        f"present: {sig.status}" + (" (not checked against a trusted key: dpalg audit --public-key KEY)" if sig.status == "valid" else "")
+        + (f"; key {sig.public_key}" if sig.public_key else "")
+    )  # fmt: skip
+    nb = cert.get("neighbouring")
+    version = _clean(cert.get("dpalg_version", "?"), 40)
+    facts = (
+        ("randomness", f"secure, as claimed: {kind}" if secure and passed else f"NOT SECURE: {kind}" + (
+            "" if not secure else " (claimed secure, but the audit did not pass)"), ""),
+        ("cost", _short(cost, "up"), _exact(cost)),
+        ("budget", _short(budget, "down"), _exact(budget)),
+        ("privacy unit", _clean(nb.get("description", "?") if isinstance(nb, dict) else "?", 200), ""),
+        ("format", _clean(cert.get("format", "?"), 60), ""),
+        ("dpalg version", version + ("" if version == library_version() else f" (this dpalg: {library_version()})"), ""),
+        ("created", _clean(cert.get("created", "?"), 60), ""),
+        ("digest", _clean(digest_text, 120) + (" (matches the content)" if matches else " (DOES NOT MATCH the content: tampered)"), ""),
+        ("signature", _clean(signature, 300), ""),
+    )  # fmt: skip
+    raw_checks = cert.get("symbolic_checks")
+    checks = tuple(
+        (str(c["status"]) if c.get("status") in ("proven", "unproven", "refuted", "note") else "?",
+         _clean(c.get("path", "?"), 200), _clean(c.get("detail", "?"), 600))
+        for c in (raw_checks if isinstance(raw_checks, list) else []) if isinstance(c, dict)
+    )  # fmt: skip
+    values: list[tuple[str, str]] = []
+    _values(cert.get("derivation"), cert.get("value"), values)
+    tree = _node(cert["derivation"]) if isinstance(cert.get("derivation"), dict) else None
+    return _Model(status, _clean(reason, 800), findings, warnings, facts, secure and passed, kind, bars, budget_lines, checks, tuple(values), tree)
+
+
+def _insecure(m: _Model) -> str:
+    if m.passed:
+        return (f"NOT SECURE randomness ({m.randomness}): anyone who knows the seed can remove the noise; "
+                "this release is NOT differentially private")
+    return f"NOT SECURE randomness, as far as this report can tell ({m.randomness}): the audit did not pass, so no claim is confirmed"
+
+
+# --- text -------------------------------------------------------------------------------------------
+
+
+def _tree_lines(node: _Node, lead: str, branch: str, out: list[str]) -> None:
+    out.append(f"{lead}{branch}{node.kind}  {node.cost}  at {node.path}  <- {node.rule}")
+    rest = lead + ("" if not branch else "   " if branch == "└─ " else "│  ")
+    for i, child in enumerate(node.children):
+        _tree_lines(child, rest, "└─ " if i == len(node.children) - 1 else "├─ ", out)
+
+
+def _text(m: _Model) -> str:
+    out = [f"VERDICT: {_HEADLINES.get(m.status, m.status.upper())}", f"  {m.reason}"]
+    if not m.passed:
+        out.append("  !!! nothing below is confirmed: the audit did not pass !!!")
+    if not m.secure:
+        out.append(f"!!! {_insecure(m)} !!!")
+    out += ["", "Released value"] + [f"  {path}: {v}" for path, v in m.values]
+    if len(m.values) >= _MAX_ROWS:
+        out.append("  … (more values not shown)")
+    out += ["", "Budget (costs rounded up, budgets and remaining rounded down)"] + [f"  {line}" for line in m.budget_lines]
+    for bar in m.bars:
+        start = math.floor(min(bar.before, Fraction(1)) * _BAR)
+        end = max(start, min(math.ceil(min(bar.before + bar.this, Fraction(1)) * _BAR), _BAR))
+        out.append(f"  {bar.name:<7} [{'=' * start}{'#' * (end - start)}{'.' * (_BAR - end)}] {bar.text}")
+    out += ["", "Plan (derivation tree: node, cost rounded up, path, theorem)"]
+    if m.tree is None:
+        out.append("  (no readable derivation)")
+    else:
+        _tree_lines(m.tree, "  ", "", out)
+    out += ["", "Symbolic checks"] + ([f"  {s.upper()} at {p}: {d}" for s, p, d in m.checks] or ["  (none)"])
+    out += ["", "Certificate"] + [f"  {label:<13} {shown}" for label, shown, _ in m.facts]
+    out += ["", "Audit (as dpalg audit CERT.json)"] + [f"  WARNING: {w}" for w in m.warnings] + [f"  {f}" for f in m.findings]
+    return "\n".join(out) + "\n"
+
+
+# --- HTML -------------------------------------------------------------------------------------------
+
+
+def _tree_html(node: _Node) -> str:
+    kids = "".join(_tree_html(c) for c in node.children)
+    return (
+        f'<li class="node"><span class="kind">{escape(node.kind)}</span> '
+        f'<span class="cost" title="exact: {escape(node.exact)}">{escape(node.cost)}</span> '
+        f'<code class="path">{escape(node.path)}</code> <span class="rule">{escape(node.rule)}</span>'
+        f"<details><summary>exact</summary><dl><dt>node</dt><dd><code>{escape(node.repr)}</code></dd>"
+        f"<dt>inputs</dt><dd>{escape(node.inputs) or '(none)'}</dd><dt>cost</dt><dd>{escape(node.exact)}</dd>"
+        f"<dt>combine</dt><dd>{escape(node.combine)}</dd></dl></details>"
+        + (f'<ul class="tree">{kids}</ul>' if kids else "") + "</li>"
+    )  # fmt: skip
+
+
+def _html(m: _Model) -> str:
+    bars = "".join(
+        f'<div class="budget-row"><span class="name">{escape(b.name)}</span>'
+        f'<div class="bar" title="{escape(b.exact)}"><span class="before" style="width: {_pct(b.before)}%"></span>'
+        f'<span class="this" style="width: {_pct(b.this)}%"></span></div>'
+        f'<span class="amount">{escape(b.text)}</span></div>'
+        for b in m.bars
+    )
+    cls = "ok" if m.status == "confirmed" else "partial" if m.passed else "bad"
+    secure = f'<p class="insecure">{escape(_insecure(m))}</p>' if not m.secure else ""
+    fields = {
+        "verdict_class": cls,
+        "verdict": escape(_HEADLINES.get(m.status, m.status.upper())),
+        "reason": escape(m.reason) + ("" if m.passed else "<br><strong>Nothing below is confirmed.</strong>"),
+        "secure": secure,
+        "values": "".join(f"<tr><td><code>{escape(p)}</code></td><td class=\"value\">{escape(v)}</td></tr>" for p, v in m.values),
+        "budget_lines": "".join(f"<li>{escape(line)}</li>" for line in m.budget_lines),
+        "bars": bars,
+        "tree": f'<ul class="tree root">{_tree_html(m.tree)}</ul>' if m.tree else "<p>(no readable derivation)</p>",
+        "checks": "".join(
+            f'<tr class="check {escape(s)}"><td>{escape(s.upper())}</td><td><code>{escape(p)}</code></td><td>{escape(d)}</td></tr>'
+            for s, p, d in m.checks
+        ) or '<tr><td colspan="3">(none)</td></tr>',
+        "facts": "".join(
+            f"<tr><th>{escape(label)}</th><td" + (f' title="{escape(exact)}"' if exact else "") + f">{escape(shown)}</td></tr>"
+            for label, shown, exact in m.facts
+        ),
+        "audit": "".join(f'<li class="warning">WARNING: {escape(w)}</li>' for w in m.warnings) + "".join(f"<li>{escape(f)}</li>" for f in m.findings),
+    }  # fmt: skip
+    template = importlib.resources.files("dpalg.release").joinpath("report.html").read_text(encoding="utf-8")
+    return string.Template(template).substitute(fields)
+
+
+def render_text(cert: Mapping[str, JSON]) -> str:
+    """The certificate as plain text: the audit verdict first, then value, budget, plan tree, checks and facts.
+
+    Control and bidi characters in the certificate are shown as ``\\uXXXX``, so
+    a hostile label cannot drive the terminal or break a line.
+    """
+    return _text(_model(cert))
+
+
+def render_html(cert: Mapping[str, JSON]) -> str:
+    """The certificate as a self-contained HTML page (no JavaScript; every certificate string escaped)."""
+    return _html(_model(cert))
+
+
+def load_certificate(path: str) -> dict[str, JSON]:
+    """Read a certificate file with ``dpalg audit``'s limits (size, depth, no NaN) and check it is one.
+
+    A document that has the certificate's format and fields is returned even
+    if it is tampered or refuted: the report shows the audit's verdict.
+
+    Raises:
+        CertificateMalformed: unreadable, not JSON, too large or too deep, or not a certificate.
+    """
+    try:
+        with Path(path).open("rb") as handle:
+            data = handle.read(MAX_CERTIFICATE_BYTES + 1)  # never more than the limit, whatever the file's size
+    except OSError as exc:
+        raise CertificateMalformed(path, exc.strerror or type(exc).__name__) from None
+    doc = parse_certificate(data)
+    if not isinstance(doc, dict):
+        raise CertificateMalformed(path, "not a dpalg certificate (not a JSON object)")
+    if doc.get("format") != CERTIFICATE_FORMAT:
+        raise CertificateMalformed(path, f"not a dpalg certificate (format {_clean(doc.get('format'), 60)}, expected {CERTIFICATE_FORMAT})")
+    for name, types in _FIELDS.items():
+        if name not in doc or not isinstance(doc[name], types):
+            raise CertificateMalformed(path, f"not a dpalg certificate: field {name!r} is missing or has the wrong type")
+    return doc
+
+
+def report_command(path: str, *, html: str | None) -> int:
+    """``dpalg report CERT.json [--html OUT]``: 0 rendered (whatever the verdict), 2 not a certificate."""
+    try:
+        cert = load_certificate(path)
+    except CertificateMalformed as exc:
+        print(f"dpalg: error: {_clean(path, 200)}: {exc.problem}", file=sys.stderr)
+        return 2
+    model = _model(cert)
+    text = _text(model)
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    sys.stdout.write(text.encode(encoding, "replace").decode(encoding))  # ⊥ and the tree glyphs, in any locale
+    if html is not None:
+        try:
+            Path(html).write_text(_html(model), encoding="utf-8")
+        except OSError as exc:
+            print(f"dpalg: error: --html {_clean(html, 200)}: {exc.strerror or type(exc).__name__}", file=sys.stderr)
+            return 2
+        print(f"HTML report: {html}")
+    return 0
