@@ -36,7 +36,7 @@ import attrs
 from dpalg._errors import DPAlgError
 from dpalg.graph._derivation import measure_from_json
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
-from dpalg.measures._display import short_measure, short_number
+from dpalg.measures._display import decimal_measure as short_measure, decimal_text as short_number
 from dpalg.release._audit import _FIELDS, MAX_CERTIFICATE_BYTES, MAX_JSON_DEPTH, audit_certificate, parse_certificate
 from dpalg.release._certificate import CERTIFICATE_FORMAT, certificate_digest, library_version, verify_signature
 from dpalg.release._serialize import JSON, CertificateMalformed

@@ -173,7 +173,7 @@ def test_costs_are_short_with_the_exact_fraction_in_a_tooltip() -> None:
     titles = [a["title"] or "" for a in page.with_class("cost")]
     assert any(str(cost["epsilon"]) in t for t in titles)
     assert str(cost["epsilon"]) not in page.text("cost")  # shown short, rounded up
-    assert any(t.startswith("ApproxDP(<=") for t in page.text("cost").split(")") if t)
+    assert any(t.startswith("ApproxDP(ε<=") for t in page.text("cost").split(")") if t)
 
 
 def bar_widths(page: Page) -> list[tuple[str, str]]:
@@ -192,8 +192,8 @@ def test_the_budget_bar_shows_the_session_spend_before_and_after() -> None:
     doc = cert("second")
     page = Page(render_html(doc))
     assert bar_widths(page) == [("width: 30.00%", "width: 30.00%")]
-    assert "3/10 + 3/10 = 3/5 of 1 (60.00%); remaining 2/5" in page.text("amount")
-    assert "epsilon [============############................] 3/10 + 3/10 = 3/5 of 1" in render_text(doc)
+    assert "0.3 + 0.3 = 0.6 of 1 (60.00%); remaining 0.4" in page.text("amount")
+    assert "epsilon [============############................] 0.3 + 0.3 = 0.6 of 1" in render_text(doc)
 
 
 def test_approx_dp_has_a_bar_per_parameter_rounded_up() -> None:
