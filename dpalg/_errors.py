@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
+    from fractions import Fraction
+
     from dpalg.graph._derivation import Derivation
 
 __all__ = ["BudgetExceeded", "DPAlgError", "InsecureRandomnessWarning", "InvalidArgument", "Unsupported", "UncheckedPlan"]
@@ -52,25 +54,32 @@ _LONG = 120
 def _short_value(value: object) -> str:
     """The offending value's repr for a message, shortened when long.
 
-    A 400-digit fraction is shown as a 6-digit decimal and a huge string (a
-    hostile formula, say) by its head and length; the exact value stays on
-    :attr:`InvalidArgument.value`.
+    A long fraction (a float converted exactly, a 400-digit conversion
+    result) is shown to about 12 significant digits, a float likewise, and a
+    huge string (a hostile formula, say) by its head and length; the exact
+    value stays on :attr:`InvalidArgument.value`.
 
     Examples:
         >>> _short_value("eps")
         "'eps'"
         >>> _short_value("x" * 500)
         "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'... (500 characters)"
+        >>> from fractions import Fraction
+        >>> _short_value(Fraction(0.1))
+        '~0.1'
+        >>> _short_value(Fraction(2, 3) + Fraction(1, 10**40))
+        '~0.666666666667'
+        >>> _short_value(0.1 + 0.2)
+        '0.3'
+        >>> _short_value(Fraction(3, 7))
+        'Fraction(3, 7)'
     """
     from fractions import Fraction
 
     if isinstance(value, Fraction) and value.numerator.bit_length() + value.denominator.bit_length() > 64:
-        from dpalg.measures._display import short_number
-
-        try:
-            return f"~{short_number(value, 'up').removeprefix('<=')}"
-        except ValueError:  # beyond Python's int-to-str limit
-            return f"<Fraction of {value.numerator.bit_length() + value.denominator.bit_length()} bits>"
+        return f"~{_twelve_digits(value)}"
+    if isinstance(value, float):
+        return f"{value:.12g}"
     if type(value).__name__ in ("PureDP", "ApproxDP", "ZCDP") and type(value).__module__.startswith("dpalg."):
         from dpalg.measures._display import short_measure
 
@@ -84,6 +93,19 @@ def _short_value(value: object) -> str:
     if len(text) > _LONG:
         return text[: _LONG - 3] + f"... ({len(text)} characters)"
     return text
+
+
+def _twelve_digits(value: Fraction) -> str:
+    """``value`` rounded to 12 significant digits (nearest), for messages only."""
+    from decimal import Context, Decimal
+
+    bits = value.numerator.bit_length() + value.denominator.bit_length()
+    ctx = Context(prec=12, Emax=10**9, Emin=-(10**9))
+    try:
+        quotient = ctx.divide(Decimal(value.numerator), Decimal(value.denominator))
+    except ValueError:  # beyond Python's int-to-str limit: say how big, not what
+        return f"<Fraction of {bits} bits>"
+    return f"{quotient.normalize(ctx):g}".replace("E", "e")
 
 
 class Unsupported(DPAlgError, TypeError):
