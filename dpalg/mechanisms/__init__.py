@@ -6,14 +6,17 @@ from dpalg.mechanisms._exponential import ExponentialQuantile, NoisyMax
 from dpalg.mechanisms._global import Gaussian, Laplace
 from dpalg.mechanisms._per_coordinate import CalibratedGaussianSum, CalibratedLaplaceSum
 from dpalg.mechanisms._ratio import BoundedLSRatio, KSWRatio, NaiveRatio, PrivateRatio
+from dpalg.mechanisms._ddp_accuracy import ptr_bottom_probability
 from dpalg.mechanisms._ptr import LocalSensAtDistance, ProposeTest, PTRMode
+from dpalg.mechanisms._ptr_guidance import PTRBoundSuggestion, suggest_ptr_bound
 from dpalg.mechanisms._sample_aggregate import SampleAggregateMean, SampleAggregateMedian, SampleAggregateMode
 from dpalg.mechanisms._smooth_bound import SmoothBound, SmoothBoundCauchy
 from dpalg.mechanisms._shifted_inverse import ShiftedInverse, ShiftedInverseSearch, ShiftedInverseSearchZCDP
 from dpalg.mechanisms._stable_histogram import StableHistogram
 
 __all__ = [
-    "LocalSensAtDistance", "ProposeTest", "PTRMode", "StableHistogram",
+    "LocalSensAtDistance", "ProposeTest", "PTRMode", "PTRBoundSuggestion", "StableHistogram",
+    "ptr_bottom_probability", "suggest_ptr_bound",
     "AutoClipSum", "BoundedLS", "BoundedLSRatio", "CalibratedGaussianSum", "CalibratedLaplaceSum",
     "ExponentialQuantile", "Gaussian", "KSWRatio", "Laplace", "NaiveRatio", "NoisyCount", "NoisyMax",
     "PrivateRatio", "ShiftedInverse",

@@ -13,6 +13,7 @@ from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
 from dpalg.data import Dataset, Neighbouring, Relation, as_reductions
 from dpalg.data._numpy_reductions import MAX_COUNTED_GRID_BITS
+from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import PureDP
 from dpalg.mechanisms._common import floor_log2, positive_param, relation_param
@@ -180,6 +181,19 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
             (("epsilon", str(self.epsilon)), ("Delta", str(self.sensitivity())), ("grid", f"2**{self.grid_bits}")),
         )
 
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20)) -> Accuracy:
+        """The (1 − ``alpha``) rank error, from the parameters only (no data touched).
+
+        With probability ≥ 1 − α, ``|(1 − q)·#{x < c} − q·#{x > c}|`` at the
+        output ``c`` is within ``(2Δ/ε)·ln((N − 1)/α)`` (rounded to whole
+        scores) of the best grid point's, N = 2**grid_bits + 1 (McSherry–Talwar
+        2007 Thm 8; Dwork–Roth Thm 3.11). Proof in
+        :mod:`dpalg.mechanisms._ddp_accuracy`; see ``docs/accuracy.md``.
+        """
+        from dpalg.mechanisms._ddp_accuracy import exponential_quantile_accuracy
+
+        return exponential_quantile_accuracy(self, alpha)
+
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """A grid point as a float."""
         lower, upper = grid_bounds(self.query)
@@ -258,6 +272,18 @@ class NoisyMax(AbstractPrimitive[PureDP]):
             f"exponential mechanism on counts, exp({factor}/Linf) (McSherry-Talwar 2007)",
             (("epsilon", str(self.epsilon)), ("Linf", str(self.linf()))),
         )
+
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20)) -> Accuracy:
+        """The (1 − ``alpha``) score error, from the parameters only (no data touched).
+
+        With probability ≥ 1 − α the released key's count is within
+        ``ln((K − 1)/α)/r`` (rounded to whole counts) of the largest count, K keys,
+        r = ε/L∞ (add/remove) or ε/(2L∞) (McSherry–Talwar 2007 Thm 8; Dwork–Roth
+        Thm 3.11). Proof in :mod:`dpalg.mechanisms._ddp_accuracy`.
+        """
+        from dpalg.mechanisms._ddp_accuracy import noisy_max_accuracy
+
+        return noisy_max_accuracy(self, alpha)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """The chosen key."""

@@ -29,6 +29,7 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
 from dpalg.data import Dataset, Neighbouring, Relation
+from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP
 from dpalg.mechanisms._common import (
@@ -284,6 +285,21 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
         if isinstance(self.target, LocalSensAtDistance):
             return self.target.distance(values, self.bound, self.relation, cap)
         return distance_to_instability(self.stat_query, values, float_at_most(self.bound), self.relation, cap=cap)
+
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, distance: int | None = None) -> Accuracy:
+        """The (1 − ``alpha``) error when it releases, and P(⊥) at a stated distance (no data touched).
+
+        Given a release, the error is the exact (1 − α) quantile of the discrete
+        Laplace release noise (tight). ``distance``: a public lower bound on the
+        data's distance to instability at ``bound``; the note then gives
+        ``P(⊥) = P[Z <= ceil(ln(1/δ)/ε) − 1 − d]``, Z discrete Laplace of scale
+        1/ε, exactly (rounded up; Dwork–Lei 2009). Proof in
+        :mod:`dpalg.mechanisms._ddp_accuracy`; choose ``bound`` with
+        :func:`~dpalg.mechanisms._ptr_guidance.suggest_ptr_bound`.
+        """
+        from dpalg.mechanisms._ddp_accuracy import ptr_accuracy
+
+        return ptr_accuracy(self, alpha, distance)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """⊥ or the noisy value (a multiple of 2^k)."""

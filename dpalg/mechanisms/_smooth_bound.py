@@ -44,6 +44,7 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import Dataset, Neighbouring, Relation, as_reductions
+from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP, PureDP
 from dpalg.mechanisms._common import floor_log2, granularity_param, positive_param, relation_param, require_fixed_n
@@ -321,6 +322,19 @@ class SmoothBound(AbstractPrimitive[ApproxDP]):
              ("relation", self.relation), ("lattice", f"2**{self.lattice_k()}")),
         )  # fmt: skip
 
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, smooth_sensitivity: ExactLike | None = None) -> Accuracy:
+        """The (1 − ``alpha``) error, given a public bound on the data's smooth bound (no data touched).
+
+        The noise scale ``(S(x) + 2^k)/α_c`` depends on the data through S(x),
+        the node's β-smooth bound: the statement is conditional; pass
+        ``smooth_sensitivity=s`` (s >= S(x)) for the exact (1 − α) quantile of
+        the lattice noise at that scale, rounded up (NRS07 Lemma 2.6). Proof
+        in :mod:`dpalg.mechanisms._ddp_accuracy`.
+        """
+        from dpalg.mechanisms._ddp_accuracy import smooth_accuracy
+
+        return smooth_accuracy(self, alpha, smooth_sensitivity)
+
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """The noisy statistic (a float, a multiple of 2^k)."""
         return _release_query(self, data, rng)
@@ -429,6 +443,19 @@ class SmoothBoundCauchy(AbstractPrimitive[PureDP]):
             (("epsilon", str(self.epsilon)), ("gamma", str(self.gamma)), ("alpha", str(c.alpha)), ("beta", str(c.beta)),
              ("relation", self.relation), ("lattice", f"2**{self.lattice_k()}")),
         )  # fmt: skip
+
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, smooth_sensitivity: ExactLike | None = None) -> Accuracy:
+        """The (1 − ``alpha``) error, given a public bound on the data's smooth bound (no data touched).
+
+        The noise scale ``(S(x) + 2^k)/α_c`` depends on the data through S(x),
+        the node's β-smooth bound: the statement is conditional; pass
+        ``smooth_sensitivity=s`` (s >= S(x)) for the exact (1 − α) quantile of
+        the lattice noise at that scale, rounded up (NRS07 Lemma 2.6). Proof
+        in :mod:`dpalg.mechanisms._ddp_accuracy`.
+        """
+        from dpalg.mechanisms._ddp_accuracy import smooth_accuracy
+
+        return smooth_accuracy(self, alpha, smooth_sensitivity)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """The noisy statistic (a float, a multiple of 2^k)."""

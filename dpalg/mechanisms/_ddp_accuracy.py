@@ -1,0 +1,323 @@
+"""Accuracy of the data-dependent mechanisms before running (issue 20 item 2).
+
+Every statement is a function of the node's parameters and, where the error
+depends on the data, of a *public assumption* the caller states (a distance to
+instability, a smooth-sensitivity bound); it is then given under that
+``condition``. Bounds are rounded up: each is proven with mpmath interval
+arithmetic, or with a high-precision evaluation widened by a relative slack of
+``10**-40`` (as :mod:`dpalg.noise._tails` does for ``erfc``).
+
+**Exponential mechanism** (:class:`ExponentialQuantile`, :class:`NoisyMax`).
+Both sample candidate ``c`` with probability ``∝ exp(−γ·s_c)`` for integer
+scores ``s_c ≥ 0`` (:func:`~dpalg.noise.sample_exp_runs` weighs a run of
+``len`` equal scores by ``len·exp(−γ s)`` and then draws uniformly inside it,
+so each candidate still has weight ``exp(−γ s_c)``). With ``s* = min s_c``
+attained by ``c*`` and ``B = {c : s_c ≥ s* + t}`` (``t ≥ 1``, so ``c* ∉ B``)::
+
+    P[s_out − s* ≥ t] = Σ_B e^{−γ s_c} / Σ_c e^{−γ s_c} <= (N − 1) e^{−γ(s* + t)} / e^{−γ s*} = (N − 1) e^{−γ t}
+
+(McSherry–Talwar 2007 Thm 8; Dwork–Roth 2014 Thm 3.11 with ``|R|`` replaced by
+``N − 1``). With ``t`` the smallest integer ``≥ 1`` making the right side
+``<= α``, the score gap is at most ``t − 1`` with probability ``≥ 1 − α``.
+
+* :class:`ExponentialQuantile`: ``N = 2**grid_bits + 1`` grid points, score
+  ``den(q)·|(1 − q)·#{x < c} − q·#{x > c}|``, ``γ = ε/(2Δ·den(q))``. The
+  "rank" error is the gap of ``|(1 − q)·#{x < c} − q·#{x > c}|`` between the
+  output and the best grid point: ``(t − 1)/den(q) ≈ (2Δ/ε)·ln((N − 1)/α)``.
+  For an output ``c`` holding ``E`` values with ``L`` below, that quantity is
+  ``|L + qE − qn|``, at least the distance from ``qn`` to ``c``'s ranks
+  ``[L, L + E]``. The best grid point is within ``max(q, 1 − q)·E*`` of 0
+  (``E*`` the ties at the grid point holding the true quantile; below 1 for
+  distinct values); snapping the data to the grid comes on top.
+* :class:`NoisyMax`: ``N`` keys, score ``max count − count``, ``γ = ε/L∞``
+  (add/remove) or ``ε/(2L∞)`` (substitution): the released key's count is
+  within ``t − 1`` of the largest count.
+
+**Propose-test-release** (:class:`ProposeTest`). The test releases ⊥ when
+``γ + Z <= M`` with ``M = ceil(ln(1/δ)/ε) − 1``, ``Z`` discrete Laplace of scale
+``1/ε`` (``q = e^{−ε}``, ``P[Z = z] = (1 − q)/(1 + q)·q^|z|``), and ``γ`` the
+node's distance (the distance to instability at the proposed bound, capped at
+``min(n + 2, cap)``). Hence exactly::
+
+    P(⊥ | γ) = P[Z <= M − γ] = 1 − q^{t+1}/(1 + q)   (t = M − γ >= 0),   q^{−t}/(1 + q)   (t < 0)
+
+decreasing in ``γ``, so a distance *at least* ``d`` gives ``P(⊥) <=
+P(⊥ | min(d, cap))``. When it releases, the value is
+``2^k (round(f/2^k) + Z')`` with ``Z'`` discrete Laplace of the public scale
+``release_scale()/2^k``, drawn independently of the test: the error given a
+release is the exact (1 − α) quantile of ``|Z'|`` (tight).
+
+**Smooth sensitivity** (:class:`SmoothBound`, :class:`SmoothBoundCauchy`). The
+output is ``2^k (round(f/2^k) + N)`` with ``N`` the exact law of
+``round(b·Z)``, ``b = (Ŝ(x) + 2^k)/(α_c 2^k)``, ``Ŝ`` the node's β-smooth bound
+and ``Z`` standard Laplace or generalised Cauchy (NRS07 Lemma 2.6 / 2.9). So
+``|N| > m`` iff ``b|Z| >= m + ½`` (ties have probability 0) and::
+
+    Laplace:  P[|N| > m] = exp(−(m + ½)/b)
+    Cauchy γ: P[|N| > m] = I_{1/(1 + u^γ)}(1 − 1/γ, 1/γ),   u = (m + ½)/b   (|Z|^γ is beta-prime)
+
+both increasing in ``b``, so a public upper bound ``s >= Ŝ(x)`` gives the
+bound ``2^k m`` at ``b = (s + 2^k)/(α_c 2^k)``. Clamping to ``[l, u]`` moves
+the output towards ``f(x) ∈ [l, u]`` and never increases the error; with it
+the error is always at most ``u − l``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+from dpalg._errors import InvalidArgument
+from dpalg._numbers import ExactLike, to_fraction
+from dpalg.graph._accuracy import Accuracy, alpha_param
+from dpalg.measures._display import decimal_text
+from dpalg.noise._tails import _iv_dps as _iv, laplace_tail_quantile
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mpmath import mpf
+
+    from dpalg.mechanisms._exponential import ExponentialQuantile, NoisyMax
+    from dpalg.mechanisms._ptr import ProposeTest
+    from dpalg.mechanisms._smooth_bound import SmoothBound, SmoothBoundCauchy
+
+__all__ = [
+    "exp_mech_gap",
+    "exponential_quantile_accuracy",
+    "noisy_max_accuracy",
+    "ptr_accuracy",
+    "ptr_bottom_probability",
+    "ptr_distance_for",
+    "rounded_noise_quantile",
+    "smooth_accuracy",
+]
+
+_DPS = 60
+_SLACK_DIGITS = 40  # relative widening of non-interval mpmath evaluations
+
+
+def _up(x: Fraction) -> str:
+    """A bound for people: 6 significant digits, rounded up (never understated)."""
+    return decimal_text(x, "up").removeprefix("<=")
+
+
+def _mpf_fraction(x: mpf) -> Fraction:
+    """An mpf (a binary float) as the exact Fraction it is."""
+    from mpmath import mp
+
+    man, exp = mp.mpf(x).man_exp
+    return Fraction(int(man)) * Fraction(2) ** int(exp)
+
+
+def _smallest(ok: Callable[[int], bool], start: int = 0) -> int:
+    """The smallest integer ``m >= start`` with ``ok(m)``, for ``ok`` monotone (False then True)."""
+    if ok(start):
+        return start
+    lo, step = start, 1
+    while not ok(lo + step):  # lo fails throughout
+        lo, step = lo + step, step * 2
+    hi = lo + step
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+# --- the exponential mechanism --------------------------------------------------------
+
+
+def exp_mech_gap(candidates: int, gamma: Fraction, alpha: Fraction) -> int:
+    """The smallest integer ``g >= 0`` with ``(candidates − 1)·exp(−γ(g + 1)) <= α``, proven.
+
+    With probability ``>= 1 − α`` the exponential mechanism sampling ``∝
+    exp(−γ s)`` over ``candidates`` integer scores outputs a score at most
+    ``g`` above the best (module docstring; McSherry–Talwar 2007 Thm 8).
+
+    Examples:
+        >>> exp_mech_gap(2, Fraction(1), Fraction(1, 20))  # e^-3 = 0.0498 <= 0.05 < e^-2
+        2
+        >>> exp_mech_gap(1, Fraction(1), Fraction(1, 20))
+        0
+    """
+    from mpmath import iv
+
+    if candidates <= 1:
+        return 0
+    with _iv(_DPS):
+        g = iv.mpf(gamma.numerator) / gamma.denominator
+        a = iv.mpf(alpha.numerator) / alpha.denominator
+
+        def ok(t: int) -> bool:
+            return bool(((candidates - 1) * iv.exp(-g * (t + 1))).b <= a.a)
+
+        return _smallest(ok)
+
+
+def exponential_quantile_accuracy(node: ExponentialQuantile, alpha: ExactLike) -> Accuracy:
+    """The (1 − α) rank error of :class:`ExponentialQuantile` (module docstring)."""
+    a = alpha_param("ExponentialQuantile.accuracy", alpha)
+    den = node.q.denominator
+    delta_u = node.sensitivity()
+    gamma = node.epsilon / (2 * delta_u * den)  # the release's rate per integer score unit
+    candidates = (1 << node.grid_bits) + 1
+    gap = exp_mech_gap(candidates, gamma, a)
+    noise = f"exponential mechanism over {candidates} grid points, exp(eps*u/(2*Delta)), Delta={_up(delta_u)}"
+    notes = (
+        f"rank error: |(1-q)*#{{x<c}} - q*#{{x>c}}| of the output c exceeds the best grid point's by at most this "
+        f"(q={node.q}); off the data it is |#{{x<c}} - q*n|",
+        f"bound: (2*Delta/eps)*ln({candidates - 1}/alpha), rounded to whole scores (McSherry-Talwar 2007 Thm 8)",
+    )
+    return Accuracy(a, Fraction(gap, den), "rank", noise, False, None, notes)
+
+
+def noisy_max_accuracy(node: NoisyMax, alpha: ExactLike) -> Accuracy:
+    """The (1 − α) score error of :class:`NoisyMax`: the released key's count is within this of the largest."""
+    a = alpha_param("NoisyMax.accuracy", alpha)
+    assert node.query.keys is not None
+    keys = len(node.query.keys)
+    gamma = (node.epsilon if node.relation == "add_remove" else node.epsilon / 2) / node.linf()
+    gap = exp_mech_gap(keys, gamma, a)
+    factor = "eps*count/Linf" if node.relation == "add_remove" else "eps*count/(2*Linf)"
+    noise = f"exponential mechanism over {keys} keys, exp({factor}), Linf={node.linf()}"
+    notes = (f"the released key's count is at most this below the largest count (bound: ln({keys - 1}/alpha)/rate)",)
+    return Accuracy(a, Fraction(gap), "count below the top key's", noise, False, None, notes)
+
+
+# --- propose-test-release -------------------------------------------------------------
+
+
+def ptr_bottom_probability(epsilon: Fraction, delta: Fraction, distance: int) -> Fraction:
+    """An upper bound (within ``10**-50`` relative) on ``P(⊥)`` of the PTR test at distance ``γ = distance``.
+
+    The test of :func:`~dpalg.mechanisms._ptr.ptr_test_passes`: ⊥ iff
+    ``γ + Z <= M``, ``M = ceil(ln(1/δ)/ε) − 1``, ``Z`` discrete Laplace of scale
+    ``1/ε``. ``distance`` is capped at :func:`~dpalg.mechanisms._ptr.ptr_cap`
+    as the node caps it.
+
+    Examples:
+        >>> round(float(ptr_bottom_probability(Fraction(1), Fraction(1, 1000), 0)), 6)  # 1 - e^-7/(1 + e^-1)
+        0.999333
+    """
+    from mpmath import iv
+
+    from dpalg.mechanisms._ptr import ptr_cap
+    from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
+
+    if isinstance(distance, bool) or not isinstance(distance, int) or distance < 0:
+        raise InvalidArgument("ptr_bottom_probability", "distance", distance, "must be an int >= 0")
+    gamma = min(distance, ptr_cap(epsilon, delta))
+    t = ceil_log_inv_delta_over_eps(epsilon, delta) - 1 - gamma
+    with _iv(_DPS):
+        q = iv.exp(-iv.mpf(epsilon.numerator) / epsilon.denominator)
+        p = 1 - q ** (t + 1) / (1 + q) if t >= 0 else q ** (-t) / (1 + q)
+        return min(Fraction(1), _mpf_fraction(iv.mpf(p).b))
+
+
+def ptr_distance_for(epsilon: Fraction, delta: Fraction, bottom: Fraction) -> int | None:
+    """The smallest distance ``d`` with ``P(⊥ | d) <= bottom`` (:func:`ptr_bottom_probability`), or None beyond the cap."""
+    from dpalg.mechanisms._ptr import ptr_cap
+
+    cap = ptr_cap(epsilon, delta)
+    if ptr_bottom_probability(epsilon, delta, cap) > bottom:
+        return None
+    return _smallest(lambda d: ptr_bottom_probability(epsilon, delta, d) <= bottom)
+
+
+def ptr_accuracy(node: ProposeTest, alpha: ExactLike, distance: int | None) -> Accuracy:
+    """The (1 − α) error of :class:`ProposeTest` when it releases, and ``P(⊥)`` at a stated distance."""
+    owner = "ProposeTest.accuracy"
+    a = alpha_param(owner, alpha)
+    k = node.lattice_k()
+    step = Fraction(2) ** k
+    units = node.release_scale() / step
+    m, tight = laplace_tail_quantile(units, a)
+    noise = f"discrete Laplace, scale {_up(node.release_scale())}" + (f" (lattice step 2**{k})" if k != 0 else "")
+    bound = _up(node.bound)
+    if distance is None:
+        need = ptr_distance_for(node.epsilon, node.delta, a)
+        reach = f"; P(⊥) <= {_percent(a)} once it is >= {need}" if need is not None else ""
+        notes: tuple[str, ...] = (
+            f"P(⊥) depends on the data's distance to instability at bound {bound}{reach}; pass distance= for a number",
+        )
+    else:
+        if isinstance(distance, bool) or not isinstance(distance, int) or distance < 0:
+            raise InvalidArgument(owner, "distance", distance, "must be an int >= 0 (a public lower bound on the distance)")
+        p = ptr_bottom_probability(node.epsilon, node.delta, distance)
+        notes = (f"P(⊥) <= {_up(p)} if the distance to instability at bound {bound} (capped at n + 2) is at least {distance}",)
+    return Accuracy(a, m * step, "absolute", noise, tight, "it releases (no ⊥)", notes)
+
+
+def _percent(x: Fraction) -> str:
+    return f"{float(x * 100):.10g}%"
+
+
+# --- smooth sensitivity ---------------------------------------------------------------
+
+
+def rounded_noise_quantile(b: Fraction, alpha: Fraction, gamma: Fraction | None) -> int:
+    """The smallest ``m >= 0`` with ``P[|round(b·Z)| > m] <= α`` (proven; module docstring).
+
+    ``Z`` standard Laplace (``gamma=None``) or generalised Cauchy ``∝ 1/(1 + |z|^γ)``.
+
+    Examples:
+        >>> rounded_noise_quantile(Fraction(10), Fraction(1, 20), None)  # 10 ln 20 - 1/2 = 29.46
+        30
+        >>> rounded_noise_quantile(Fraction(1), Fraction(1, 20), Fraction(2))  # 1/tan(pi/40) - 1/2 = 12.2
+        13
+    """
+    from mpmath import iv, mp
+
+    with _iv(_DPS):
+        a = iv.mpf(alpha.numerator) / alpha.denominator
+        bb = iv.mpf(b.numerator) / b.denominator
+        if gamma is None:
+            def ok(m: int) -> bool:
+                return bool(iv.exp(-(iv.mpf(m) + iv.mpf(1) / 2) / bb).b <= a.a)
+
+            return _smallest(ok)
+        g = mp.mpf(gamma.numerator) / gamma.denominator
+        slack = mp.mpf(10) ** -_SLACK_DIGITS
+        with mp.workdps(_DPS + 20):
+            def ok_c(m: int) -> bool:
+                u = iv.mpf(2 * m + 1) / (2 * bb)  # (m + 1/2)/b, an interval; the tail decreases in u
+                w = 1 / (1 + mp.mpf(u.a) ** g)
+                tail = mp.betainc(1 - 1 / g, 1 / g, 0, w, regularized=True) * (1 + slack)
+                return bool(tail <= mp.mpf(a.a))
+
+            return _smallest(ok_c)
+
+
+def smooth_accuracy(node: SmoothBound | SmoothBoundCauchy, alpha: ExactLike, smooth_sensitivity: ExactLike | None) -> Accuracy:
+    """The (1 − α) error of :class:`SmoothBound` / :class:`SmoothBoundCauchy` given a bound on Ŝ(x)."""
+    from dpalg.mechanisms._smooth_bound import SmoothBound
+
+    owner = f"{type(node).__name__}.accuracy"
+    a = alpha_param(owner, alpha)
+    c = node.constants()
+    k = node.lattice_k()
+    step = Fraction(2) ** k
+    laplace = isinstance(node, SmoothBound)
+    gamma = None if isinstance(node, SmoothBound) else node.gamma
+    kind = "Laplace" if laplace else f"generalised Cauchy (gamma={gamma})"
+    noise = f"{kind}, scale (S + 2**{k})/{_up(c.alpha)}, S the beta-smooth bound (beta={_up(c.beta)}), lattice step 2**{k}"
+    lower, upper = node.stat_query.require_bounds(owner)
+    notes: tuple[str, ...] = ()
+    if node.clamp:
+        notes = (f"clamped to [{_up(lower)}, {_up(upper)}]: always within {_up(upper - lower)}",)
+    if smooth_sensitivity is None:
+        unit_rate = "ln(1/alpha)" if laplace else "(the Cauchy tail quantile)"
+        return Accuracy(a, None, "absolute", noise, False, "the node's smooth bound S(x) is at most s",
+                        (f"error <= (s + 2**{k})/{_up(c.alpha)} * {unit_rate} (rounded to the lattice)",
+                         "pass smooth_sensitivity=s (a public upper bound on S(x)) for a number", *notes))
+    s = to_fraction(smooth_sensitivity, owner=owner, field="smooth_sensitivity")
+    if s < 0:
+        raise InvalidArgument(owner, "smooth_sensitivity", s, "must be >= 0")
+    b = (s + step) / (c.alpha * step)
+    m = rounded_noise_quantile(b, a, gamma)
+    error = m * step
+    if node.clamp:
+        error = min(error, upper - lower)
+    return Accuracy(a, error, "absolute", noise, False, f"the node's smooth bound S(x) is at most {_up(s)}", notes)
