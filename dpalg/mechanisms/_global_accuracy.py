@@ -35,8 +35,9 @@ from dpalg.noise._tails import gaussian_tail_quantile, laplace_tail_quantile
 if TYPE_CHECKING:  # pragma: no cover
     from dpalg.mechanisms._global import Gaussian, Laplace
     from dpalg.mechanisms._global_user import NoiseTerm
+    from dpalg.mechanisms._per_coordinate import CalibratedGaussianSum, CalibratedLaplaceSum
 
-__all__ = ["global_accuracy"]
+__all__ = ["global_accuracy", "per_coordinate_accuracy"]
 
 
 def _terms(node: Laplace | Gaussian) -> list[NoiseTerm]:
@@ -111,3 +112,25 @@ def global_accuracy(node: Laplace | Gaussian, alpha: ExactLike, n: int | None = 
     if isinstance(n, bool) or not isinstance(n, int) or n <= m_c:
         raise InvalidArgument(f"{owner}.accuracy", "n", n, f"must be an int > {m_c} (the count's noise bound at alpha/2)")
     return Accuracy(a, (e_s + e_c * h) / (n - e_c), "absolute", noise, False, f"the true count is at least {n}", (formula,))
+
+
+def per_coordinate_accuracy(node: CalibratedGaussianSum | CalibratedLaplaceSum, alpha: ExactLike) -> Accuracy:
+    """Per-coordinate (1 − α) errors of a calibrated vector sum: coordinate ``i`` gets its own exact
+    noise on its own lattice, so its bound is that noise's exact quantile times ``2**k_i``; ``error`` is
+    the largest, and a note gives every coordinate's and the simultaneous bound (α/d each, a union bound)."""
+    from dpalg.mechanisms._per_coordinate import CalibratedLaplaceSum
+
+    owner = type(node).__name__
+    a = alpha_param(f"{owner}.accuracy", alpha)
+    laplace = isinstance(node, CalibratedLaplaceSum)
+    ks, _, params = node.lattice()
+    units = [v / Fraction(2) ** k if laplace else v / Fraction(4) ** k for k, v in zip(ks, params)]
+    each = [_quantile(laplace, u, a)[0] * Fraction(2) ** k for u, k in zip(units, ks)]
+    together = [_quantile(laplace, u, a / len(units))[0] * Fraction(2) ** k for u, k in zip(units, ks)]
+    name = "discrete Laplace" if laplace else "discrete Gaussian"
+    notes = (
+        "per coordinate: " + ", ".join(f"±{_up(e)}" for e in each),
+        "all coordinates at once (union bound): " + ", ".join(f"±{_up(e)}" for e in together),
+    )
+    tight = len(units) == 1  # one coordinate: its exact quantile; several: the largest of exact per-coordinate quantiles
+    return Accuracy(a, max(each), "absolute, largest coordinate", f"{name} per coordinate, calibrated ({node.calibration})", tight, None, notes)

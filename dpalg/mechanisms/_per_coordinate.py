@@ -35,6 +35,7 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import Dataset, Neighbouring, Relation, SumSpec, as_reductions
+from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ZCDP, PureDP
 from dpalg.mechanisms._common import floor_log2, positive_param, relation_param
@@ -269,6 +270,16 @@ class _VectorSum:
             else:
                 out.append(discrete_laplace(v / Fraction(2) ** k, size=trials, rng=rng))
         return out
+
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20)) -> Accuracy:
+        """The (1 − ``alpha``) error of each coordinate, from the parameters only (no data touched).
+
+        ``error`` is the largest coordinate's exact noise quantile; the notes
+        list every coordinate's, and the bounds that hold for all at once.
+        """
+        from dpalg.mechanisms._global_accuracy import per_coordinate_accuracy
+
+        return per_coordinate_accuracy(self, alpha)  # type: ignore[arg-type]  # only the two nodes mix this in
 
     def simulate_noise(self, trials: int, rng: AbstractRandomness) -> FloatArray:
         """``trials × d`` noise vectors in real units (exact integers times ``2**k_i``)."""

@@ -14,7 +14,7 @@ from dpalg.data import ROW, Dataset, Neighbouring
 from dpalg.noise import AbstractRandomness
 from dpalg.data import as_dataset
 from dpalg.graph._accuracy import Accuracy
-from dpalg.mechanisms import Gaussian, Laplace
+from dpalg.mechanisms import CalibratedGaussianSum, CalibratedLaplaceSum, Gaussian, Laplace
 from dpalg.noise import SeededRandomness, discrete_gaussian, discrete_laplace
 from dpalg.mechanisms._global_accuracy import _terms
 from dpalg.noise._tails import gaussian_tail_quantile, laplace_tail_quantile
@@ -226,3 +226,30 @@ def test_session_runs_match_the_stated_error() -> None:
     assert all(isinstance(v, int) for v in values)
     errors = [abs(int(str(v)) - 7) for v in values]
     assert np.mean(np.array(errors) > float(acc.error)) <= _exceed_limit(0.2, 400)
+
+
+@pytest.mark.parametrize("kind", ["laplace", "gaussian"])
+def test_per_coordinate_accuracy_holds_per_coordinate(kind: str) -> None:
+    """Each coordinate's stated bound is exceeded at most alpha of the time; one lattice step less, more."""
+    queries = [Query.sum("a") | Clip(0, 1), Query.sum("b") | Clip(0, 100)]
+    node: CalibratedLaplaceSum | CalibratedGaussianSum = (
+        CalibratedLaplaceSum(queries, epsilon=1) if kind == "laplace" else CalibratedGaussianSum(queries, rho=1)
+    )
+    alpha, trials = Fraction(1, 10), 100_000
+    acc = node.accuracy(alpha)
+    bounds = [Fraction(b.strip().lstrip("±")) for b in acc.notes[0].removeprefix("per coordinate: ").split(",")]
+    assert acc.error == max(bounds) or float(acc.error or 0) == pytest.approx(float(max(bounds)), rel=1e-5)
+    noise = np.abs(node.simulate_noise(trials, SeededRandomness(5)))
+    ks, _, _ = node.lattice()
+    for i, k in enumerate(ks):
+        exact = _per_coordinate_bound(node, i, alpha)
+        assert np.mean(noise[:, i] > float(exact)) <= _exceed_limit(float(alpha), trials)
+        assert np.mean(noise[:, i] > float(exact - Fraction(2) ** k)) > float(alpha) - math.sqrt(math.log(1e6) / (2 * trials))
+
+
+def _per_coordinate_bound(node: CalibratedLaplaceSum | CalibratedGaussianSum, i: int, alpha: Fraction) -> Fraction:
+    ks, _, params = node.lattice()
+    k, v = ks[i], params[i]
+    if isinstance(node, CalibratedLaplaceSum):
+        return laplace_tail_quantile(v / Fraction(2) ** k, alpha)[0] * Fraction(2) ** k
+    return gaussian_tail_quantile(v / Fraction(4) ** k, alpha)[0] * Fraction(2) ** k
