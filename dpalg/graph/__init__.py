@@ -4,12 +4,13 @@ from dpalg.graph._accountant import check, derive, supports
 from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox, compose
 from dpalg.graph._derivation import Derivation
+from dpalg.graph._ledger import LedgerError
 from dpalg.graph._group import GroupPrivacy
 from dpalg.graph._node import AbstractMeasurement, AbstractPrimitive, PrivacyClaim
 from dpalg.graph._session import Session
 from dpalg.graph._summary import PlanSummary, SummaryRow
 
 __all__ = [
-    "AbstractMeasurement", "AbstractPrimitive", "Accuracy", "Compose", "Derivation", "GroupPrivacy", "Parallel", "PlanSummary", "PrivacyClaim",
+    "AbstractMeasurement", "AbstractPrimitive", "Accuracy", "Compose", "Derivation", "GroupPrivacy", "LedgerError", "Parallel", "PlanSummary", "PrivacyClaim",
     "PureToApprox", "PureToZCDP", "Session", "SummaryRow", "ZCDPToApprox", "check", "compose", "derive", "supports",
 ]  # fmt: skip
