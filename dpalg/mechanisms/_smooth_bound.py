@@ -236,9 +236,26 @@ def _check_k(owner: str, node: SmoothBound | SmoothBoundCauchy) -> None:
             raise InvalidArgument(owner, "granularity", node.granularity, f"must be >= {k_min} (range of the exact Laplace sampler)")
 
 
+class _SmoothAccuracy:
+    """The accuracy statement shared by :class:`SmoothBound` and :class:`SmoothBoundCauchy` (not a node)."""
+
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, smooth_sensitivity: ExactLike | None = None) -> Accuracy:
+        """The (1 − ``alpha``) error, given a public bound on the data's smooth bound (no data touched).
+
+        The noise scale ``(S(x) + 2^k)/α_c`` depends on the data through S(x),
+        the node's β-smooth bound: the statement is conditional; pass
+        ``smooth_sensitivity=s`` (s >= S(x)) for the exact (1 − α) quantile of
+        the lattice noise at that scale, rounded up (NRS07 Lemma 2.6). Proof
+        in :mod:`dpalg.mechanisms._ddp_accuracy`.
+        """
+        from dpalg.mechanisms._ddp_accuracy import smooth_accuracy
+
+        return smooth_accuracy(self, alpha, smooth_sensitivity)  # type: ignore[arg-type]  # mixed into the two nodes only
+
+
 @final
 @attrs.frozen
-class SmoothBound(AbstractPrimitive[ApproxDP]):
+class SmoothBound(_SmoothAccuracy, AbstractPrimitive[ApproxDP]):
     """A quantile, median, max or min with Laplace noise scaled to its smooth sensitivity.
 
     Releases ``f(x) + Lap(2S'(x)/ε)`` on the lattice ``2^k ℤ`` (exact noise), where
@@ -322,19 +339,6 @@ class SmoothBound(AbstractPrimitive[ApproxDP]):
              ("relation", self.relation), ("lattice", f"2**{self.lattice_k()}")),
         )  # fmt: skip
 
-    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, smooth_sensitivity: ExactLike | None = None) -> Accuracy:
-        """The (1 − ``alpha``) error, given a public bound on the data's smooth bound (no data touched).
-
-        The noise scale ``(S(x) + 2^k)/α_c`` depends on the data through S(x),
-        the node's β-smooth bound: the statement is conditional; pass
-        ``smooth_sensitivity=s`` (s >= S(x)) for the exact (1 − α) quantile of
-        the lattice noise at that scale, rounded up (NRS07 Lemma 2.6). Proof
-        in :mod:`dpalg.mechanisms._ddp_accuracy`.
-        """
-        from dpalg.mechanisms._ddp_accuracy import smooth_accuracy
-
-        return smooth_accuracy(self, alpha, smooth_sensitivity)
-
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """The noisy statistic (a float, a multiple of 2^k)."""
         return _release_query(self, data, rng)
@@ -370,7 +374,7 @@ def _sc_k(value: int | None) -> int | None:
 
 @final
 @attrs.frozen
-class SmoothBoundCauchy(AbstractPrimitive[PureDP]):
+class SmoothBoundCauchy(_SmoothAccuracy, AbstractPrimitive[PureDP]):
     """A quantile, median, max or min with generalised Cauchy noise: pure ε-DP.
 
     Releases ``f(x) + (S'(x)/α)·Z``, ``Z ∝ 1/(1 + |z|^γ)``, on the lattice ``2^k ℤ``
@@ -443,19 +447,6 @@ class SmoothBoundCauchy(AbstractPrimitive[PureDP]):
             (("epsilon", str(self.epsilon)), ("gamma", str(self.gamma)), ("alpha", str(c.alpha)), ("beta", str(c.beta)),
              ("relation", self.relation), ("lattice", f"2**{self.lattice_k()}")),
         )  # fmt: skip
-
-    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, smooth_sensitivity: ExactLike | None = None) -> Accuracy:
-        """The (1 − ``alpha``) error, given a public bound on the data's smooth bound (no data touched).
-
-        The noise scale ``(S(x) + 2^k)/α_c`` depends on the data through S(x),
-        the node's β-smooth bound: the statement is conditional; pass
-        ``smooth_sensitivity=s`` (s >= S(x)) for the exact (1 − α) quantile of
-        the lattice noise at that scale, rounded up (NRS07 Lemma 2.6). Proof
-        in :mod:`dpalg.mechanisms._ddp_accuracy`.
-        """
-        from dpalg.mechanisms._ddp_accuracy import smooth_accuracy
-
-        return smooth_accuracy(self, alpha, smooth_sensitivity)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """The noisy statistic (a float, a multiple of 2^k)."""
