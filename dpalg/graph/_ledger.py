@@ -33,7 +33,7 @@ from dpalg._errors import BudgetExceeded, DPAlgError, InvalidArgument
 from dpalg.graph._accountant import add_measures, fits, subtract_measures
 from dpalg.graph._derivation import measure_from_json, measure_to_json, strip_addresses
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
-from dpalg.measures._display import short_measure
+from dpalg.measures._display import decimal_measure as short_measure
 from dpalg.measures._measures import exact_sum
 
 __all__ = ["FORMAT", "LedgerEntry", "LedgerError", "LedgerReport", "budget_command", "now", "over_budget", "plan_digest", "read_ledger", "zero_like"]
@@ -194,8 +194,11 @@ def _not_a_ledger(path: str, why: str) -> InvalidArgument:
 
 def _file_kind(conn: sqlite3.Connection, path: str) -> Literal["empty", "ledger"]:
     """Whether the database is a dpalg ledger or empty (fresh); anything else is refused, untouched."""
-    application_id = conn.execute("PRAGMA application_id").fetchone()[0]  # NOTADB: see _connection
-    tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    # one statement, so one snapshot: read separately, a ledger another process commits in between
+    # would show application_id 0 (before) and its tables (after), and look foreign
+    application_id, tables = conn.execute(
+        "SELECT (SELECT application_id FROM pragma_application_id()), (SELECT count(*) FROM sqlite_master)"
+    ).fetchone()  # NOTADB: see _connection
     if application_id == APPLICATION_ID:
         return "ledger"
     if application_id == 0 and tables == 0:
@@ -233,6 +236,18 @@ def _initialise(conn: sqlite3.Connection, budget: Measure) -> None:
     conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta)
 
 
+def _try_wal(conn: sqlite3.Connection) -> None:
+    """Switch the file to WAL (persistent) if it is not yet. Only for concurrency: every charge is
+    an IMMEDIATE transaction in any journal mode. Switching needs the file to itself; while another
+    connection holds it SQLite may answer busy at once (no busy wait), so a later open retries."""
+    try:
+        if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
+    except sqlite3.OperationalError as exc:
+        if not _is_busy(exc):
+            raise
+
+
 def _is_busy(exc: sqlite3.Error) -> bool:
     return "locked" in str(exc) or "busy" in str(exc)
 
@@ -260,8 +275,7 @@ class _SQLiteLedger:
         ledger = cls(full, budget, float(timeout))
         with ledger._connection("rw" if os.path.exists(full) else "rwc") as conn:
             if _file_kind(conn, full) == "empty":
-                conn.execute("PRAGMA journal_mode = WAL")  # persistent; only ever set on a fresh file
-                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("BEGIN IMMEDIATE")  # the write lock (waits up to the timeout), then check again
                 try:
                     if _file_kind(conn, full) == "empty":  # another process may have won the race
                         _initialise(conn, budget)
@@ -269,6 +283,7 @@ class _SQLiteLedger:
                 except BaseException:
                     conn.execute("ROLLBACK")
                     raise
+            _try_wal(conn)
             stored, _ = _read_meta(conn, full)
         if stored != budget:
             raise InvalidArgument(

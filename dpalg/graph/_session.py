@@ -15,7 +15,7 @@ from dpalg.graph._accountant import add_measures, derive, fits, subtract_measure
 from dpalg.graph._ledger import DEFAULT_TIMEOUT, LedgerEntry, LedgerError, _SQLiteLedger, now, over_budget, plan_digest, zero_like
 from dpalg.graph._node import AbstractMeasurement, M
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
-from dpalg.measures._display import short_measure
+from dpalg.measures._display import decimal_measure as short_measure
 from dpalg.noise._random import RngLike
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -103,7 +103,7 @@ class Session(Generic[M]):
         >>> s.remaining
         PureDP('3/4')
         >>> s
-        Session(budget=PureDP(1), spent=PureDP('1/4'), remaining=PureDP('3/4'), charges=1)
+        Session(budget=PureDP(ε=1), spent=PureDP(ε=0.25), remaining=PureDP(ε=0.75), charges=1)
     """
 
     def __init__(self, budget: M) -> None:
