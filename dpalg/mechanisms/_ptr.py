@@ -374,6 +374,22 @@ class PTRMode(AbstractPrimitive[ApproxDP]):
             (("epsilon", str(self.epsilon)), ("delta", str(self.delta)), ("relation", self.relation)),
         )
 
+    def accuracy(
+        self, alpha: ExactLike = Fraction(1, 20), *, distance: int | None = None, gap: int | None = None
+    ) -> Accuracy:
+        """Error 0 when it releases (the exact mode), and P(⊥) at a stated distance or gap (no data touched).
+
+        ``distance``: a public lower bound on the mode's distance to instability
+        (:func:`~dpalg.sensitivity.mode_gap_distance`); or ``gap``: one on the
+        mode's count minus the runner-up's (``γ >= gap − 1``, or ``ceil(gap/2) − 1``
+        under substitution). ``P(⊥) = P[Z <= ceil(ln(1/δ)/ε) − 1 − γ]`` exactly, Z
+        discrete Laplace of scale 1/ε (seed 003 "PTR for the mode"; Dwork–Lei
+        2009). Proof in :mod:`dpalg.mechanisms._accuracy_more`.
+        """
+        from dpalg.mechanisms._accuracy_more import ptr_mode_accuracy
+
+        return ptr_mode_accuracy(self, alpha, distance, gap)
+
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """⊥ or the mode."""
         from dpalg.queries import evaluate_values

@@ -50,6 +50,7 @@ from dpalg._bottom import BOTTOM
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import ColumnUse, Dataset, Neighbouring
+from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP, PureDP
 from dpalg.mechanisms._common import floor_log2, granularity_param, positive_param
@@ -329,6 +330,18 @@ class SampleAggregateMean(AbstractPrimitive[PureDP]):
             (("blocks", str(self.blocks)), ("range", f"[{self.lower}, {self.upper}]"), ("epsilon", str(self.epsilon))),
         )
 
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20)) -> Accuracy:
+        """The (1 − ``alpha``) error to the mean of the clipped block outputs (no data touched).
+
+        The exact (1 − α) quantile of the discrete Laplace noise of scale
+        ``((u − l)/m + 2^k + e)/ε`` (tight; NRS 2007, Dwork et al. 2006). It is the
+        error to the aggregate of the block outputs, not to the statistic on the
+        full data. Proof in :mod:`dpalg.mechanisms._accuracy_more`.
+        """
+        from dpalg.mechanisms._accuracy_more import sample_aggregate_mean_accuracy
+
+        return sample_aggregate_mean_accuracy(self, alpha)
+
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """The noisy mean of the block outputs."""
         labels = block_labels(data, self.blocks, self.unit, rng)
@@ -435,6 +448,20 @@ class SampleAggregateMedian(AbstractPrimitive[ApproxDP]):
              ("delta", str(self.delta)), ("beta", str(c.beta))),
         )  # fmt: skip
 
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, smooth_sensitivity: ExactLike | None = None) -> Accuracy:
+        """The (1 − ``alpha``) error to the median of the clipped block outputs, given a bound on its smooth bound.
+
+        ``smooth_sensitivity``: a public upper bound s on the β-smooth bound Ŝ of
+        the block outputs' median (under substitution); the error is then the
+        exact quantile of the lattice Laplace noise of scale ``(s + 2^k)/α``
+        (NRS07 Lemmas 2.6, 2.9), and never above ``upper − lower`` (clamped). It is
+        the error to the aggregate of the block outputs, not to the statistic on
+        the full data. Proof in :mod:`dpalg.mechanisms._accuracy_more`.
+        """
+        from dpalg.mechanisms._accuracy_more import sample_aggregate_median_accuracy
+
+        return sample_aggregate_median_accuracy(self, alpha, smooth_sensitivity)
+
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """The noisy median of the block outputs (clamped to the range)."""
         labels = block_labels(data, self.blocks, self.unit, rng)
@@ -520,6 +547,23 @@ class SampleAggregateMode(AbstractPrimitive[ApproxDP]):
             "sample-and-aggregate, PTR for the mode of m block outputs, bound 0, threshold ln(1/delta)/eps (seed 003)",
             (("blocks", str(self.blocks)), ("epsilon", str(self.epsilon)), ("delta", str(self.delta))),
         )
+
+    def accuracy(
+        self, alpha: ExactLike = Fraction(1, 20), *, distance: int | None = None, gap: int | None = None
+    ) -> Accuracy:
+        """Error 0 when it releases (the exact mode of the block votes), and P(⊥) (no data touched).
+
+        ``distance``: a public lower bound on the votes' distance to instability
+        under substitution; or ``gap``: one on the top vote count minus the
+        runner-up's (``γ >= ceil(gap/2) − 1``). ``P(⊥) = P[Z <= ceil(ln(1/δ)/ε) − 1 − γ]``
+        exactly (seed 003 "PTR for the mode"); whatever the data it is at least its
+        value at ``γ = ceil(m/2) − 1`` (all blocks agree). About the mode of the
+        votes, not a statistic of the full data. Proof in
+        :mod:`dpalg.mechanisms._accuracy_more`.
+        """
+        from dpalg.mechanisms._accuracy_more import sample_aggregate_mode_accuracy
+
+        return sample_aggregate_mode_accuracy(self, alpha, distance, gap)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """⊥ or the mode of the block outputs (a float)."""

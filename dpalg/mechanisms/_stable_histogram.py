@@ -11,6 +11,7 @@ import numpy as np
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
 from dpalg.data import Dataset, Key, Neighbouring, as_reductions
+from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP
 from dpalg.mechanisms._common import positive_param, unit_interval_param
@@ -115,6 +116,24 @@ class StableHistogram(AbstractPrimitive[ApproxDP]):
                 ("L0", str(l0)), ("threshold", str(self.threshold())),
             ),
         )
+
+    def accuracy(
+        self, alpha: ExactLike = Fraction(1, 20), *, count: int | None = None, keys: int | None = None
+    ) -> Accuracy:
+        """The (1 − ``alpha``) per-key count error and the release threshold (no data touched).
+
+        Each key present is, with probability ≥ 1 − α, either not released or
+        released within the exact (1 − α) quantile of its discrete Laplace noise
+        (scale L1/ε; tight). A key of true count c is released with probability
+        exactly ``P[Z >= threshold − c]``: the notes give the count released with
+        probability ≥ 1 − α, and with ``count=`` the probability at that count;
+        ``keys=``: a public bound on the number of keys present, for the union
+        bound (default: the listed keys). Seed 003 "stable histograms";
+        Bun–Nissim–Stemmer 2016. Proof in :mod:`dpalg.mechanisms._accuracy_more`.
+        """
+        from dpalg.mechanisms._accuracy_more import stable_histogram_accuracy
+
+        return stable_histogram_accuracy(self, alpha, count, keys)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """``{key: noisy count}`` for the keys that pass the threshold."""
