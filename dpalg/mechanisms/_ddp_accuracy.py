@@ -105,7 +105,8 @@ def _mpf_fraction(x: mpf) -> Fraction:
     """An mpf (a binary float) as the exact Fraction it is."""
     from mpmath import mp
 
-    man, exp = mp.mpf(x).man_exp
+    with mp.workprec(4096):  # wide enough to hold any interval endpoint exactly (mp.mpf would round to 53 bits)
+        man, exp = mp.mpf(x).man_exp
     return Fraction(int(man)) * Fraction(2) ** int(exp)
 
 
