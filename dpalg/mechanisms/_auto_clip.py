@@ -23,6 +23,7 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import Dataset, Neighbouring, exact_int_total, per_unit_lattice_sums, unit_index
+from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import PureDP
 from dpalg.mechanisms._common import floor_log2, positive_param
@@ -173,6 +174,21 @@ class AutoClipSum(AbstractPrimitive[PureDP]):
                 ("upper_limit", str(self.upper_limit)), ("grid_steps", str(self.grid_steps)), ("users_above", str(self.target())),
             ),
         )  # fmt: skip
+
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, clip: ExactLike | None = None) -> Accuracy:
+        """The (1 − ``alpha``) error of the sum to the clipped sum at the released clip (no data touched).
+
+        Given the clip C (released; the sum's noise is drawn after it and is
+        independent of it) the noise is discrete Laplace of scale Δ/ε₂ on the
+        lattice 2^k₂ fixed by C: the error is its exact quantile times 2^k₂
+        (plus half a step when the sum is re-rounded). ``clip``: one of the
+        candidates (e.g. the released one); without it, the largest over all
+        candidates. The clipping bias comes on top. Proof in
+        :mod:`dpalg.mechanisms._accuracy_ratios`.
+        """
+        from dpalg.mechanisms._accuracy_ratios import auto_clip_accuracy
+
+        return auto_clip_accuracy(self, alpha, clip)
 
     def totals(self, data: Dataset) -> npt.NDArray[np.int64]:
         """Each user's total in lattice units of ``2**lattice_k()``, clamped to ``[0, upper_limit]`` (not private)."""

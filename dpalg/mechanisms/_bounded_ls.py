@@ -40,6 +40,7 @@ import numpy as np
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
 from dpalg.data import ColumnUse, Dataset, Neighbouring, Relation
+from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP
 from dpalg.mechanisms._bounded_ls_lattice import (
@@ -429,6 +430,21 @@ class BoundedLS(AbstractPrimitive[ApproxDP]):
             ),
             (self._monotone().note(),),
         )
+
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, ls_bound: ExactLike | None = None) -> Accuracy:
+        """The (1 − ``alpha``) error of the release given its private bound ĝ ≤ G, from the parameters only.
+
+        G is ``ls_bound`` (a public bound on the step-1 bound ĝ) or the
+        ``global_sensitivity`` (which caps ĝ); the error is then at most
+        (Ĝ/ε₂)(1 + 2^-20/ε₂)·ln((1 + 2^-20)/α) + Ĝ/(ε₂·2^21), Ĝ = G rounded up
+        to 8 bits: the discrete Laplace lattice release of seed 000 Thm 1.
+        Proof in :mod:`dpalg.mechanisms._accuracy_ratios`. Without either the
+        statement is conditional (``error`` None); without a global
+        sensitivity it holds when the node releases (no ⊥).
+        """
+        from dpalg.mechanisms._accuracy_ratios import bounded_ls_accuracy
+
+        return bounded_ls_accuracy(self, alpha, ls_bound)
 
     def bound_from_noisy(self, noisy: Mapping[str, int]) -> Fraction | None:
         """ĝ from the noisy counts (post-processing of the ε₁ step); None: nothing may be released.

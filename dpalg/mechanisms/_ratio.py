@@ -30,6 +30,7 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
 from dpalg.data import ColumnUse, Dataset, Neighbouring, Relation
+from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP, PureDP
 from dpalg.mechanisms._bounded_ls import lattice_release, tail_margin
@@ -248,6 +249,18 @@ class NaiveRatio(AbstractPrimitive[PureDP]):
             (("epsilon", str(self.epsilon)), ("relation", self.relation)),
         )
 
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, denominator: int | None = None) -> Accuracy:
+        """The (1 − ``alpha``) error given a public lower bound n on b, from the parameters only.
+
+        With |Z_a|, |Z_b| ≤ e = the exact (1 − α/2) quantile of the discrete
+        Laplace noise (a union bound), |â/b̂ − a/b| = |b Z_a − a Z_b|/(b(b + Z_b))
+        ≤ 2e/(n − e) for b ≥ n > e (proof in :mod:`dpalg.mechanisms._accuracy_ratios`).
+        Without ``denominator`` the statement is conditional (``error`` None).
+        """
+        from dpalg.mechanisms._accuracy_ratios import ratio_accuracy
+
+        return ratio_accuracy(self, alpha, denominator)
+
     def simulate(self, a: int, b: int, trials: int, rng: AbstractRandomness) -> FloatArray:
         """``trials`` independent outputs of the mechanism on counts (a, b) (vectorised)."""
         _check_counts("NaiveRatio", a, b, trials)
@@ -331,6 +344,19 @@ class KSWRatio(AbstractPrimitive[PureDP]):
             "discrete Laplace scale sensitivity/eps per coordinate (CKS 2020)",
             (("epsilon", str(self.epsilon)), ("relation", self.relation), ("sensitivity", str(self.sensitivity()))),
         )
+
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, denominator: int | None = None) -> Accuracy:
+        """The (1 − ``alpha``) error given a public lower bound n on b, from the parameters only.
+
+        With both noises at most e = the exact (1 − α/2) quantile in magnitude,
+        â/(â + ĉ) − a/b = (u c − a v)/(T b), |u|, |v| ≤ e, T ≥ b − 2e, so the error
+        is at most e/(n − 2e) for b ≥ n > 2e (Kulesza–Suresh–Wang 2024; proof in
+        :mod:`dpalg.mechanisms._accuracy_ratios`). Without ``denominator``
+        the statement is conditional (``error`` None).
+        """
+        from dpalg.mechanisms._accuracy_ratios import ratio_accuracy
+
+        return ratio_accuracy(self, alpha, denominator)
 
     def simulate(self, a: int, b: int, trials: int, rng: AbstractRandomness) -> FloatArray:
         """``trials`` independent outputs on counts (a, b) (vectorised)."""
@@ -454,6 +480,19 @@ class BoundedLSRatio(AbstractPrimitive[ApproxDP]):
                 ("relation", self.relation),
             ),
         )
+
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, denominator: int | None = None) -> Accuracy:
+        """The (1 − ``alpha``) error given a public lower bound n on b, from the parameters only.
+
+        α/2 bounds b̂'s noise, so ĝ ≤ (n + e₁ + w)/((n − e₁ − w)(n − e₁ − w − 1));
+        α/2 bounds the release noise scaled to it (and the naive bail-out's
+        when it can run). Proof in :mod:`dpalg.mechanisms._accuracy_ratios`
+        (seed 000 Thm 1 and 2). Without ``denominator`` the statement is
+        conditional (``error`` None).
+        """
+        from dpalg.mechanisms._accuracy_ratios import bounded_ls_ratio_accuracy
+
+        return bounded_ls_ratio_accuracy(self, alpha, denominator)
 
     def bounds(self, a_noisy: int, b_noisy: int) -> tuple[int, int, int, int]:
         """The tightened intervals (a_lo, a_hi, b_lo, b_hi) from the noisy counts."""

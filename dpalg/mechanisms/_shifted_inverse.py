@@ -41,6 +41,7 @@ import numpy as np
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
 from dpalg.data import Dataset, Neighbouring, per_unit_max, per_unit_row_counts, per_unit_sums, unit_count
+from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ZCDP, PureDP
 from dpalg.mechanisms._common import positive_param, unit_interval_param
@@ -211,6 +212,23 @@ class ShiftedInverse(AbstractPrimitive[PureDP]):
             (("epsilon", str(self.epsilon)), ("beta", str(self.beta)), ("domain", f"[{self.domain[0]}, {self.domain[1]}]"), ("tau", str(self.tau()))),
         )
 
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, down_sensitivity: ExactLike | None = None) -> Accuracy:
+        """The (1 − ``alpha``) one-sided error, from the parameters only (no data touched).
+
+        With probability ≥ 1 − α, ⌊f(x)⌋ ≥ M ≥ ⌊f(x)⌋ − DS^K_{⌊f⌋}(x), with
+        K = τ + g, g the exponential mechanism's score gap
+        at α (McSherry–Talwar 2007 Thm 8; K ≤ 2τ − 1 at α = β) (seed 004, Theorem 4 and footnote 4; proof in
+        :mod:`dpalg.mechanisms._accuracy_ratios`), if ⌊f(x)⌋ ≤ y_hi;
+        when y_lo > f(∅) also removing any τ − 1 users must leave f(x) ≥ y_lo.
+        ``down_sensitivity``: a public upper bound D on the drop of f from
+        removing any K users; the error is then D + 1 (⌈D⌉ for counts), and
+        the release is never above f(x). Without it the statement is
+        conditional (``error`` None; the notes give K).
+        """
+        from dpalg.mechanisms._accuracy_ratios import shifted_inverse_accuracy
+
+        return shifted_inverse_accuracy(self, alpha, down_sensitivity)
+
     def distribution(self, data: Dataset) -> tuple[list[int], list[int], list[float]]:
         """Runs and their unnormalised log-weights −ε·ℓ*/2 (for exact tests; not private)."""
         loss = user_loss(self.query, data, self.domain[0], self.domain[1])
@@ -315,6 +333,22 @@ class ShiftedInverseSearch(AbstractPrimitive[PureDP]):
             (("epsilon", str(self.epsilon)), ("steps", str(search_steps(self.domain))), ("sigma", str(self.sigma()))),
         )
 
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, down_sensitivity: ExactLike | None = None) -> Accuracy:
+        """The (1 − ``alpha``) one-sided error, from the parameters only (no data touched).
+
+        With probability ≥ 1 − α, ⌊f(x)⌋ ≥ M ≥ ⌊f(x)⌋ − DS^K_{⌊f⌋}(x), with
+        K = τ + c, c the discrete Laplace quantile left
+        after the union bound over the I steps (seed 004, binary search; proof in
+        :mod:`dpalg.mechanisms._accuracy_ratios`), if ⌊f(x)⌋ ≤ y_hi and f(x) ≥ y_lo.
+        ``down_sensitivity``: a public upper bound D on the drop of f from
+        removing any K users; the error is then D + 1 (⌈D⌉ for counts), and
+        the release is never above f(x). Without it the statement is
+        conditional (``error`` None; the notes give K).
+        """
+        from dpalg.mechanisms._accuracy_ratios import shifted_inverse_accuracy
+
+        return shifted_inverse_accuracy(self, alpha, down_sensitivity)
+
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """An integer in the domain."""
         loss = user_loss(self.query, data, self.domain[0], self.domain[1])
@@ -381,6 +415,22 @@ class ShiftedInverseSearchZCDP(AbstractPrimitive[ZCDP]):
             "shifted inverse, noisy binary search, discrete Gaussian per step (seed 004 Thm 5; CKS 2020 Thm 4)",
             (("rho", str(self.rho)), ("steps", str(search_steps(self.domain))), ("sigma2", str(self.sigma2()))),
         )
+
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, down_sensitivity: ExactLike | None = None) -> Accuracy:
+        """The (1 − ``alpha``) one-sided error, from the parameters only (no data touched).
+
+        With probability ≥ 1 − α, ⌊f(x)⌋ ≥ M ≥ ⌊f(x)⌋ − DS^K_{⌊f⌋}(x), with
+        K = τ + c, c the discrete Gaussian quantile left
+        after the union bound over the I steps (sub-Gaussian tail for Z > τ) (seed 004, Theorem 5; proof in
+        :mod:`dpalg.mechanisms._accuracy_ratios`), if ⌊f(x)⌋ ≤ y_hi and f(x) ≥ y_lo.
+        ``down_sensitivity``: a public upper bound D on the drop of f from
+        removing any K users; the error is then D + 1 (⌈D⌉ for counts), and
+        the release is never above f(x). Without it the statement is
+        conditional (``error`` None; the notes give K).
+        """
+        from dpalg.mechanisms._accuracy_ratios import shifted_inverse_accuracy
+
+        return shifted_inverse_accuracy(self, alpha, down_sensitivity)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """An integer in the domain."""
