@@ -25,8 +25,11 @@ The approximate-DP form of the seed's Theorem 6 (generalized interior point,
 τ = (log(1/δ)/ε)·2^{O(log* |Y|)}) is not implemented: its constants are not
 explicit in the seed. For (ε, δ)-DP convert the zCDP form (``ZCDPToApprox``).
 
-The utility statements assume y_lo ≤ ⌊f(x)⌋ ≤ y_hi (f maps into Y); privacy
-holds for every dataset. The proof sketches are in docs/mechanisms/shifted_inverse.md.
+The utility statements assume y_lo ≤ ⌊f(x)⌋ ≤ y_hi (f maps into Y) and, for
+:class:`ShiftedInverse` when y_lo > f(∅), that removing any τ − 1 users leaves
+f(x) ≥ y_lo (otherwise the shifted loss is clamped at y_lo and the release can
+land above f(x): one user holding 100, Y = [100, 200], ε = 1 releases above
+f(x) about 98% of the time); privacy holds for every dataset. The proof sketches are in docs/mechanisms/shifted_inverse.md.
 """
 
 from __future__ import annotations
@@ -186,7 +189,8 @@ class ShiftedInverse(AbstractPrimitive[PureDP]):
         footnote 4), hence so does ℓ*; sampling y ∝ exp(−ε·ℓ*(x, y)/2) exactly
         over Y is the exponential mechanism (McSherry–Talwar 2007), ε-DP.
         Utility (seed 004, Theorem 4, for ⌊f⌋ which maps into the integers):
-        if y_lo ≤ ⌊f(x)⌋ ≤ y_hi, P[⌊f(x)⌋ ≥ M(x) ≥ ⌊f(x)⌋ − DS^{2τ}_{⌊f⌋}(x)]
+        if y_lo ≤ ⌊f(x)⌋ ≤ y_hi (and, when y_lo > f(∅), removing any τ − 1
+        users leaves f(x) ≥ y_lo), P[⌊f(x)⌋ ≥ M(x) ≥ ⌊f(x)⌋ − DS^{2τ}_{⌊f⌋}(x)]
         ≥ 1 − β with τ = ⌈(2/ε) ln(|Y|/β)⌉; so f(x) ≥ M(x) > f(x) − DS^{2τ}_f(x) − 1.
     """
 
