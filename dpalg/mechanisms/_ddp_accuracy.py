@@ -158,18 +158,38 @@ def exp_mech_gap(candidates: int, gamma: Fraction, alpha: Fraction) -> int:
 
 
 def exponential_quantile_accuracy(node: ExponentialQuantile, alpha: ExactLike) -> Accuracy:
-    """The (1 − α) rank error of :class:`ExponentialQuantile` (module docstring)."""
+    """The (1 − α) rank error of :class:`ExponentialQuantile` (module docstring).
+
+    N is ``2**grid_bits + 1`` for the grid, ``len(candidates)`` otherwise. For
+    ``selection="permute_and_flip"`` the same bound holds, by a union bound
+    proven here (McKenna–Sheldon prove only that its *expected* error is no
+    worse than the exponential mechanism's, their Theorem 2): the output is
+    always a candidate whose coin came up heads, and candidate ``c``'s coin is
+    heads with probability ``exp(−γ(s_c − s*))``, so with ``B = {c : s_c ≥ s* + t}``
+    (``t ≥ 1``, ``c* ∉ B``, ``|B| ≤ N − 1``)::
+
+        P[s_out − s* ≥ t] <= P[some coin in B is heads] <= Σ_B e^{−γ(s_c − s*)} <= (N − 1) e^{−γ t}
+
+    the same right side as for the exponential mechanism, hence the same ``t``.
+    """
     a = alpha_param("ExponentialQuantile.accuracy", alpha)
     den = node.q.denominator
     delta_u = node.sensitivity()
     gamma = node.epsilon / (2 * delta_u * den)  # the release's rate per integer score unit
-    candidates = (1 << node.grid_bits) + 1
+    candidates = node.n_candidates
     gap = exp_mech_gap(candidates, gamma, a)
-    noise = f"exponential mechanism over {candidates} grid points, exp(eps*u/(2*Delta)), Delta={_up(delta_u)}"
+    where = "grid points" if node.candidates is None else "public candidates"
+    pf = node.selection == "permute_and_flip"
+    if pf:
+        noise = f"permute-and-flip over {candidates} {where}, coins exp(eps*(u-u*)/(2*Delta)), Delta={_up(delta_u)}"
+    else:
+        noise = f"exponential mechanism over {candidates} {where}, exp(eps*u/(2*Delta)), Delta={_up(delta_u)}"
+    best = "grid point's" if node.candidates is None else "candidate's"
     notes = (
-        f"rank error: |(1-q)*#{{x<c}} - q*#{{x>c}}| of the output c exceeds the best grid point's by at most this "
+        f"rank error: |(1-q)*#{{x<c}} - q*#{{x>c}}| of the output c exceeds the best {best} by at most this "
         f"(q={node.q}); off the data it is |#{{x<c}} - q*n|",
-        f"bound: (2*Delta/eps)*ln({candidates - 1}/alpha), rounded to whole scores (McSherry-Talwar 2007 Thm 8)",
+        f"bound: (2*Delta/eps)*ln({candidates - 1}/alpha), rounded to whole scores "
+        + ("(union bound over the coins; the same tail as McSherry-Talwar 2007 Thm 8)" if pf else "(McSherry-Talwar 2007 Thm 8)"),
     )
     return Accuracy(a, Fraction(gap, den), "rank", noise, False, None, notes)
 
@@ -238,7 +258,7 @@ def ptr_accuracy(node: ProposeTest, alpha: ExactLike, distance: int | None) -> A
     noise = f"discrete Laplace, scale {_up(node.release_scale())}" + (f" (lattice step 2**{k})" if k != 0 else "")
     bound = _up(node.bound)
     if distance is None:
-        need = ptr_distance_for(node.epsilon, node.delta, a)
+        need = ptr_distance_for(node.eps_test, node.delta, a)
         reach = f"; P(⊥) <= {_percent(a)} once it is >= {need}" if need is not None else ""
         notes: tuple[str, ...] = (
             f"P(⊥) depends on the data's distance to instability at bound {bound}{reach}; pass distance= for a number",
@@ -246,7 +266,7 @@ def ptr_accuracy(node: ProposeTest, alpha: ExactLike, distance: int | None) -> A
     else:
         if isinstance(distance, bool) or not isinstance(distance, int) or distance < 0:
             raise InvalidArgument(owner, "distance", distance, "must be an int >= 0 (a public lower bound on the distance)")
-        p = ptr_bottom_probability(node.epsilon, node.delta, distance)
+        p = ptr_bottom_probability(node.eps_test, node.delta, distance)
         notes = (f"P(⊥) <= {_up(p)} if the distance to instability at bound {bound} (capped at n + 2) is at least {distance}",)
     return Accuracy(a, m * step, "absolute", noise, tight, "it releases (no ⊥)", notes)
 

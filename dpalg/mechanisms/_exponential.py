@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
-from typing import final
+from typing import Final, Literal, final
 
 import attrs
 import numpy as np
 import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
-from dpalg._numbers import ExactLike
+from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import Dataset, Neighbouring, Relation, as_reductions
 from dpalg.data._numpy_reductions import MAX_COUNTED_GRID_BITS
 from dpalg.graph._accuracy import Accuracy
@@ -19,9 +20,15 @@ from dpalg.measures import PureDP
 from dpalg.mechanisms._common import floor_log2, positive_param, relation_param
 from dpalg.mechanisms._user_level import check_user_level, histogram_sensitivity, kept_rows, row_values, user_lattice_totals, values_per_user
 from dpalg.noise import AbstractRandomness, prf_secret, sample_exp_runs, sample_exp_weights
+from dpalg.noise._permute_flip import MAX_PF_CANDIDATES, sample_permute_flip
 from dpalg.queries import Query
 
-__all__ = ["ExponentialQuantile", "NoisyMax", "quantile_runs", "quantile_runs_from_counts"]
+__all__ = ["MAX_CANDIDATES", "ExponentialQuantile", "NoisyMax", "candidate_scores", "quantile_runs", "quantile_runs_from_counts"]
+
+#: the most public candidates an :class:`ExponentialQuantile` accepts
+MAX_CANDIDATES: Final = 1 << 16  # a certificate records every candidate (plan, plan_repr, derivation): 2**16 keeps it far below the auditor's 16 MiB
+
+Selection = Literal["exponential", "permute_and_flip"]
 
 
 def _quantile_query(value: Query) -> Query:
@@ -67,6 +74,76 @@ def _grid_bits(value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 62:
         raise InvalidArgument("ExponentialQuantile", "grid_bits", value, "must be an int in [1, 62]")
     return value
+
+
+def _candidates(value: Sequence[ExactLike] | npt.NDArray[np.generic] | None) -> tuple[Fraction, ...] | None:
+    """``None``, or the public candidates as a tuple of exact Fractions, strictly increasing."""
+    owner = "ExponentialQuantile"
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
+        raise InvalidArgument(owner, "candidates", type(value).__name__, "must be None or a sequence of numbers (list, tuple, range, 1-D array)")
+    if isinstance(value, np.ndarray) and value.ndim != 1:
+        raise InvalidArgument(owner, "candidates", f"<array of shape {value.shape}>", "must be one-dimensional")
+    if not 1 <= len(value) <= MAX_CANDIDATES:
+        raise InvalidArgument(owner, "candidates", f"<{len(value)} values>", f"must hold 1 to 2**16 = {MAX_CANDIDATES} values")
+    out = tuple(to_fraction(v, owner=owner, field=f"candidates[{i}]") for i, v in enumerate(value))
+    for i in range(1, len(out)):
+        if out[i] <= out[i - 1]:
+            raise InvalidArgument(owner, f"candidates[{i}]", _plain(out[i]), f"must be > candidates[{i - 1}]={out[i - 1]} (strictly increasing)")
+    return out
+
+
+def _selection(value: str) -> Selection:
+    if value == "exponential":
+        return "exponential"
+    if value == "permute_and_flip":
+        return "permute_and_flip"
+    raise InvalidArgument("ExponentialQuantile", "selection", value, "must be 'exponential' or 'permute_and_flip'")
+
+
+def _plain(c: Fraction) -> int | Fraction:
+    """A candidate as an error message shows it: an int when whole."""
+    return c.numerator if c.denominator == 1 else c
+
+
+def _candidate_text(c: Fraction) -> str:
+    return str(c.numerator) if c.denominator == 1 else repr(c)
+
+
+def candidate_scores(x: npt.NDArray[np.float64], candidates: tuple[Fraction, ...], q: Fraction) -> npt.NDArray[np.int64]:
+    """The integer scores ``den(q)·|(1 − q)·#{x < c} − q·#{x > c}|`` of every candidate, exactly.
+
+    ``x`` holds the (clipped) values; each record enters every count through a
+    comparison of its own value with the public candidate, so one record moves
+    ``#{x < c}`` or ``#{x > c}`` by at most one. The comparisons are exact:
+    with ``f`` the nearest float to ``c``, no float lies strictly between ``f``
+    and ``c``, so ``x < c`` is ``x <= f`` when ``f < c`` and ``x < f`` otherwise.
+    """
+    xs = np.sort(x)
+    n = int(xs.size)
+    cf = np.array([float(c) for c in candidates], dtype=np.float64)
+    below = np.searchsorted(xs, cf, side="left").astype(np.int64)  # #{x < f}
+    at_or_below = np.searchsorted(xs, cf, side="right").astype(np.int64)  # #{x <= f}
+    exact = all(c.denominator & (c.denominator - 1) == 0 and abs(c.numerator) < 1 << 53 for c in candidates)
+    if exact:  # dyadic with a 53-bit numerator: f == c
+        less, greater = below, n - at_or_below
+    else:
+        f_below_c = np.array([f < c for f, c in zip(cf.tolist(), candidates)], dtype=np.bool_)  # exact float/Fraction comparisons
+        f_above_c = np.array([f > c for f, c in zip(cf.tolist(), candidates)], dtype=np.bool_)
+        less = np.where(f_below_c, at_or_below, below)
+        greater = n - np.where(f_above_c, below, at_or_below)
+    a = q.denominator - q.numerator
+    b = q.numerator
+    scores: npt.NDArray[np.int64] = np.abs(a * less - b * greater).astype(np.int64)
+    return scores
+
+
+def _score_runs(scores: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Maximal runs of consecutive equal scores: ``(starts, lengths, scores)``."""
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(scores) != 0) + 1)).astype(np.int64)
+    lengths = np.diff(np.append(starts, scores.size)).astype(np.int64)
+    return starts, lengths, scores[starts]
 
 
 def quantile_runs(
@@ -124,36 +201,83 @@ def quantile_runs_from_counts(
 @final
 @attrs.frozen
 class ExponentialQuantile(AbstractPrimitive[PureDP]):
-    """A private quantile by the exponential mechanism over a fine grid.
+    """A private quantile by the exponential mechanism (or permute-and-flip) over public candidates.
 
-    Candidates are the ``2**grid_bits + 1`` points ``l + j (u − l)/2**grid_bits``.
-    Each record is first snapped to its nearest candidate (a per-record map, so
-    neighbouring datasets stay neighbours). The utility of candidate c is
-    ``−|(1 − q)·#{x < c} − q·#{x > c}|``; candidates with equal utility form
-    O(n) runs, each weighted in one step by the exact sampler, then a uniform
-    point is drawn inside the chosen run — the grid is never enumerated.
+    By default the candidates are the ``2**grid_bits + 1`` points
+    ``l + j (u − l)/2**grid_bits``. Each record is first snapped to its nearest
+    candidate (a per-record map, so neighbouring datasets stay neighbours). The
+    utility of candidate c is ``−|(1 − q)·#{x < c} − q·#{x > c}|``; candidates
+    with equal utility form O(n) runs, each weighted in one step by the exact
+    sampler, then a uniform point is drawn inside the chosen run — the grid is
+    never enumerated.
+
+    With ``candidates=(c_1 < … < c_N)`` (public, finite, inside the clip range,
+    N ≤ 2**20) the output is one of them; records are compared with each
+    candidate exactly, without snapping (on integer data with integer
+    candidates the median itself can be released). The utility, Δ and the
+    sampler are the same.
 
     Args:
-        query: ``Query.median(col) | Clip(l, u)`` or ``Query.quantile(col, q) | Clip(l, u)``.
+        query: ``Query.median(col) | Clip(l, u)`` or ``Query.quantile(col, q) | Clip(l, u)``
+            (or a user-level form, see below).
         epsilon: ε > 0.
         relation: ``"add_remove"`` (default) or ``"substitution"``.
-        grid_bits: log2 of the number of grid intervals (default 20).
+        grid_bits: log2 of the number of grid intervals (default 20); must stay
+            20 when ``candidates`` is given.
+        candidates: ``None`` (the grid) or a public, strictly increasing
+            sequence of finite numbers inside the clip range, stored as exact
+            Fractions.
+        selection: ``"exponential"`` (default) or ``"permute_and_flip"``
+            (needs at most 2**20 + 1 candidates: ``grid_bits <= 20`` or ``candidates``).
+
+    Raises:
+        InvalidArgument: at construction, for any parameter outside the above.
 
     Privacy guarantee:
         ε-DP (McSherry–Talwar 2007, Theorem 6; Dwork–Roth Theorem 3.10): the
         utility has sensitivity Δ = max(q, 1 − q) under add/remove (one record
         moves #{x < c} by 1 − q or #{x > c} by q) and Δ = 1 under substitution;
         sampling ∝ exp(ε·u/(2Δ)) exactly (:func:`dpalg.noise.sample_exp_weights`).
+        ``selection="permute_and_flip"``: ε-DP by McKenna–Sheldon 2020,
+        Theorem 1, coins Bernoulli(exp(ε(u − u*)/(2Δ))) with the same Δ, sampled
+        exactly (:func:`dpalg.noise._permute_flip.sample_permute_flip`); its
+        expected utility is never below the exponential mechanism's (their Theorem 2).
         User level (add/remove one user): with ``| ClipPerUser(L, U)`` the
-        records are the users' clipped totals, one per user, and the grid spans
-        [L, U], so Δ is unchanged; with ``| MaxRowsPerUser(k)`` one user adds at
-        most k records and Δ = k·max(q, 1 − q).
+        records are the users' clipped totals, one per user, and the candidates
+        lie in [L, U], so Δ is unchanged; with ``| MaxRowsPerUser(k)`` one user adds at
+        most k records and Δ = k·max(q, 1 − q). Public candidates do not touch
+        the argument: every count is a sum of per-record indicators.
+
+    Examples:
+        >>> from dpalg import Clip, PureDP, Query
+        >>> node = ExponentialQuantile(Query.median("price") | Clip(0, 10), epsilon=2, candidates=range(11))
+        >>> node
+        ExponentialQuantile(query=Query.median('price') | Clip(0, 10), epsilon=Fraction(2, 1), relation='add_remove', grid_bits=20, candidates=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10))
+        >>> node.check(PureDP(2)).cost
+        PureDP(2)
+        >>> node.run({"price": [3, 4, 4, 4, 4, 4, 5] * 20}, rng=0).value  # seeded: reproducible, NOT secure
+        4.0
     """
 
     query: Query = attrs.field(converter=_quantile_query)
     epsilon: Fraction = attrs.field(converter=_eq_eps)
     relation: Relation = attrs.field(default="add_remove", converter=_eq_relation)
     grid_bits: int = attrs.field(default=20, converter=_grid_bits)
+    candidates: tuple[Fraction, ...] | None = attrs.field(default=None, converter=_candidates)
+    selection: Selection = attrs.field(default="exponential", converter=_selection)
+
+    def __repr__(self) -> str:
+        # the attrs repr of the fields every node has; the optional ones only when set, so
+        # existing plans (and their certificates' plan_repr) read exactly as before
+        text = (
+            f"ExponentialQuantile(query={self.query!r}, epsilon={self.epsilon!r}, "
+            f"relation={self.relation!r}, grid_bits={self.grid_bits!r}"
+        )
+        if self.candidates is not None:
+            text += f", candidates=({', '.join(_candidate_text(c) for c in self.candidates)}{',' if len(self.candidates) == 1 else ''})"
+        if self.selection != "exponential":
+            text += f", selection={self.selection!r}"
+        return text + ")"
 
     @property
     def neighbouring(self) -> Neighbouring:
@@ -165,8 +289,25 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
         """The quantile level."""
         return self.query.q if self.query.q is not None else Fraction(1, 2)
 
+    @property
+    def n_candidates(self) -> int:
+        """N, the number of candidates (public)."""
+        return (1 << self.grid_bits) + 1 if self.candidates is None else len(self.candidates)
+
     def __attrs_post_init__(self) -> None:
         check_user_level("ExponentialQuantile", self.query, self.relation, ("median", "quantile"))
+        if self.candidates is not None:
+            if self.grid_bits != 20:
+                raise InvalidArgument("ExponentialQuantile", "grid_bits", self.grid_bits, "is unused with candidates: leave it at 20")
+            lower, upper = grid_bounds(self.query)
+            for i in (0, len(self.candidates) - 1):  # sorted: the ends decide
+                if not lower <= self.candidates[i] <= upper:
+                    raise InvalidArgument("ExponentialQuantile", f"candidates[{i}]", _plain(self.candidates[i]), f"must lie inside the clip range [{lower}, {upper}]")
+        if self.selection == "permute_and_flip" and self.n_candidates > MAX_PF_CANDIDATES:
+            raise InvalidArgument(
+                "ExponentialQuantile", "selection", self.selection,
+                f"flips one coin per candidate: needs grid_bits <= 20 or candidates (here {self.n_candidates} > 2**20 + 1)",
+            )
 
     def sensitivity(self) -> Fraction:
         """Δ of the utility under the relation (times the values one user adds, at user level)."""
@@ -175,19 +316,24 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
 
     def privacy(self) -> PrivacyClaim[PureDP]:
         """ε from the parameters."""
-        return PrivacyClaim(
-            PureDP(self.epsilon),
-            "exponential mechanism, exp(eps*u/(2*Delta)) (McSherry-Talwar 2007 Thm 6)",
-            (("epsilon", str(self.epsilon)), ("Delta", str(self.sensitivity())), ("grid", f"2**{self.grid_bits}")),
-        )
+        where = ("grid", f"2**{self.grid_bits}") if self.candidates is None else ("candidates", str(len(self.candidates)))
+        params = (("epsilon", str(self.epsilon)), ("Delta", str(self.sensitivity())), where)
+        if self.selection == "permute_and_flip":
+            return PrivacyClaim(
+                PureDP(self.epsilon),
+                "permute-and-flip, coins exp(eps*(u-u*)/(2*Delta)) (McKenna-Sheldon 2020 Thm 1)",
+                params,
+            )
+        return PrivacyClaim(PureDP(self.epsilon), "exponential mechanism, exp(eps*u/(2*Delta)) (McSherry-Talwar 2007 Thm 6)", params)
 
     def accuracy(self, alpha: ExactLike = Fraction(1, 20)) -> Accuracy:
         """The (1 − ``alpha``) rank error, from the parameters only (no data touched).
 
         With probability ≥ 1 − α, ``|(1 − q)·#{x < c} − q·#{x > c}|`` at the
         output ``c`` is within ``(2Δ/ε)·ln((N − 1)/α)`` (rounded to whole
-        scores) of the best grid point's, N = 2**grid_bits + 1 (McSherry–Talwar
-        2007 Thm 8; Dwork–Roth Thm 3.11). Proof in
+        scores) of the best candidate's, N = 2**grid_bits + 1 or the number of
+        ``candidates`` (McSherry–Talwar 2007 Thm 8; Dwork–Roth Thm 3.11; for
+        permute-and-flip by a union bound over its coins). Proof in
         :mod:`dpalg.mechanisms._ddp_accuracy`; see ``docs/accuracy.md``.
         """
         from dpalg.mechanisms._ddp_accuracy import exponential_quantile_accuracy
@@ -195,7 +341,9 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
         return exponential_quantile_accuracy(self, alpha)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
-        """A grid point as a float."""
+        """A candidate (a grid point, or one of ``candidates``) as a float."""
+        if self.candidates is not None:
+            return self._release_candidates(data, rng, self.candidates)
         lower, upper = grid_bounds(self.query)
         size = 1 << self.grid_bits
         if self.query.user is None and self.grid_bits <= MAX_COUNTED_GRID_BITS:
@@ -213,10 +361,25 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
             starts, lengths, scores = quantile_runs(idx, size, self.q)
         # scores are integers = den(q)·|…|; exp(-ε·score/(den·2Δ))
         gamma = self.epsilon / (2 * self.sensitivity() * self.q.denominator)
+        if self.selection == "permute_and_flip":  # N <= 2**20 + 1 (checked at construction)
+            j = sample_permute_flip(np.repeat(scores, lengths), gamma, rng=rng)
+            return float(lower + (upper - lower) * Fraction(j, size))
         run = sample_exp_runs(scores, gamma, lengths, rng=rng)
         length = int(lengths[run])
         j = int(starts[run]) + (rng.big_below(length) if length > 1 else 0)
         return float(lower + (upper - lower) * Fraction(j, size))
+
+    def _release_candidates(self, data: Dataset, rng: AbstractRandomness, candidates: tuple[Fraction, ...]) -> float:
+        x = _quantile_values(self.query, data, rng)
+        scores = candidate_scores(x, candidates, self.q)
+        gamma = self.epsilon / (2 * self.sensitivity() * self.q.denominator)
+        if self.selection == "permute_and_flip":
+            return float(candidates[sample_permute_flip(scores, gamma, rng=rng)])
+        starts, lengths, run_scores = _score_runs(scores)
+        run = sample_exp_runs(run_scores, gamma, lengths, rng=rng)
+        length = int(lengths[run])
+        j = int(starts[run]) + (rng.big_below(length) if length > 1 else 0)
+        return float(candidates[j])
 
 
 def _nm_query(value: Query) -> Query:

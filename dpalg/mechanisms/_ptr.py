@@ -114,8 +114,16 @@ def _pt_bound(value: ExactLike) -> Fraction:
     return positive_param("ProposeTest", "bound", value)
 
 
-def _pt_eps(value: ExactLike) -> Fraction:
-    return positive_param("ProposeTest", "epsilon", value)
+def _pt_eps(value: ExactLike | None) -> Fraction | None:
+    return None if value is None else positive_param("ProposeTest", "epsilon", value)
+
+
+def _pt_eps_test(value: ExactLike | None) -> Fraction | None:
+    return None if value is None else positive_param("ProposeTest", "epsilon_test", value)
+
+
+def _pt_eps_release(value: ExactLike | None) -> Fraction | None:
+    return None if value is None else positive_param("ProposeTest", "epsilon_release", value)
 
 
 def _pt_delta(value: ExactLike) -> Fraction:
@@ -176,7 +184,7 @@ def _laplace_on_lattice(value: float, k: int, scale: Fraction, rng: AbstractRand
 
 
 @final
-@attrs.frozen
+@attrs.frozen(init=False, repr=False)
 class ProposeTest(AbstractPrimitive[ApproxDP]):
     """Propose-test-release: release f(x) + noise scaled to a proposed LS bound, or ⊥.
 
@@ -194,8 +202,11 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
         target: the query (``Query.mean("age") | Clip(0, 100)`` …) or a
             :class:`LocalSensAtDistance` carrying a user formula for LS_k.
         bound: the proposed bound b > 0 on the local sensitivity.
-        epsilon: ε > 0 (spent twice: test and release).
+        epsilon: ε > 0, spent twice (test and release): the cost is 2ε. Give
+            either ``epsilon`` or both ``epsilon_test`` and ``epsilon_release``.
         delta: δ in (0, 1).
+        epsilon_test: ε_t > 0 for the test (keyword only; with ``epsilon_release``).
+        epsilon_release: ε_r > 0 for the release; the cost is (ε_t + ε_r, δ).
         relation: ``"add_remove"`` (default); ``"substitution"`` only for
             ``Query.count()`` (see :func:`dpalg.mechanisms._common.require_fixed_n`).
 
@@ -206,21 +217,82 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
     totals are exact for it (:func:`dpalg.mechanisms._user_level.row_view`).
 
     Privacy guarantee:
-        (2ε, δ)-DP under the stated relation for one row, or one user with all
-        their rows for a user-level query (Dwork–Lei 2009;
-        seed 003, Theorem "PTR is (2ε, δ)-DP"): the test is ε-DP because γ has
-        sensitivity 1; when LS(x) > b, γ = 0 and the release happens with
-        probability < δ; otherwise both x and its neighbour have local
-        sensitivity ≤ b and the release is ε-DP. The returned value is
-        :data:`dpalg.BOTTOM` when the test fails.
+        (ε_t + ε_r, δ)-DP under the stated relation for one row, or one user
+        with all their rows for a user-level query (Dwork–Lei 2009; seed 003,
+        Theorem "PTR is (2ε, δ)-DP", whose proof composes the two stages and
+        holds stage by stage): the test, γ + Lap(1/ε_t) against
+        ln(1/δ)/ε_t, is ε_t-DP because γ has sensitivity 1; when LS(x) > b,
+        γ = 0 and the release happens with probability < δ; otherwise both x and
+        its neighbour have local sensitivity ≤ b and the release, Lap(b/ε_r),
+        is ε_r-DP. With ``epsilon`` alone, ε_t = ε_r = ε (cost 2ε). The
+        returned value is :data:`dpalg.BOTTOM` when the test fails.
+
+    Examples:
+        >>> from dpalg import Query, Clip
+        >>> ProposeTest(Query.median("x") | Clip(0, 10), bound=1, epsilon="0.5", delta="1e-6").cost()
+        ApproxDP(1, '1/1000000')
+        >>> ProposeTest(Query.median("x") | Clip(0, 10), bound=1, delta="1e-6",
+        ...             epsilon_test="0.2", epsilon_release="0.8").cost()
+        ApproxDP(1, '1/1000000')
     """
 
     target: Query | LocalSensAtDistance = attrs.field(converter=_target)
     bound: Fraction = attrs.field(converter=_pt_bound)
-    epsilon: Fraction = attrs.field(converter=_pt_eps)
+    epsilon: Fraction | None = attrs.field(converter=_pt_eps)
     delta: Fraction = attrs.field(converter=_pt_delta)
     relation: Relation = attrs.field(default="add_remove", converter=_pt_relation)
     granularity: int | None = attrs.field(default=None, converter=_pt_k)
+    epsilon_test: Fraction | None = attrs.field(default=None, converter=_pt_eps_test)
+    epsilon_release: Fraction | None = attrs.field(default=None, converter=_pt_eps_release)
+
+    def __init__(
+        self,
+        target: Query | LocalSensAtDistance,
+        bound: ExactLike,
+        epsilon: ExactLike | None = None,
+        delta: ExactLike | None = None,
+        relation: str = "add_remove",
+        granularity: int | None = None,
+        *,
+        epsilon_test: ExactLike | None = None,
+        epsilon_release: ExactLike | None = None,
+    ) -> None:
+        split = (epsilon_test is not None, epsilon_release is not None)
+        if epsilon is None and split != (True, True):
+            raise InvalidArgument("ProposeTest", "epsilon", epsilon,
+                                  "is required (spent twice) unless both epsilon_test and epsilon_release are given")
+        if epsilon is not None and any(split):
+            raise InvalidArgument("ProposeTest", "epsilon_test" if split[0] else "epsilon_release",
+                                  epsilon_test if split[0] else epsilon_release,
+                                  "cannot be combined with epsilon (give epsilon, or both epsilon_test and epsilon_release)")
+        if delta is None:
+            raise InvalidArgument("ProposeTest", "delta", delta, "is required: a number in (0, 1)")
+        self.__attrs_init__(target, bound, epsilon, delta, relation, granularity, epsilon_test, epsilon_release)
+
+    def __repr__(self) -> str:
+        """As attrs would print it, without the split fields when unused (a certificate's
+        ``plan_repr`` of a one-epsilon node reads as before they existed)."""
+        parts = [f"target={self.target!r}", f"bound={self.bound!r}"]
+        if self.epsilon is not None:
+            parts.append(f"epsilon={self.epsilon!r}")
+        parts += [f"delta={self.delta!r}", f"relation={self.relation!r}", f"granularity={self.granularity!r}"]
+        if self.epsilon is None:
+            parts += [f"epsilon_test={self.epsilon_test!r}", f"epsilon_release={self.epsilon_release!r}"]
+        return f"ProposeTest({', '.join(parts)})"
+
+    @property
+    def eps_test(self) -> Fraction:
+        """ε of the test (``epsilon_test``, or ``epsilon``)."""
+        eps = self.epsilon_test if self.epsilon is None else self.epsilon
+        assert eps is not None  # __init__ requires one of the two forms
+        return eps
+
+    @property
+    def eps_release(self) -> Fraction:
+        """ε of the release (``epsilon_release``, or ``epsilon``)."""
+        eps = self.epsilon_release if self.epsilon is None else self.epsilon
+        assert eps is not None
+        return eps
 
     def __attrs_post_init__(self) -> None:
         require_fixed_n("ProposeTest", self.stat_query, self.relation)
@@ -247,14 +319,23 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
         return self.query.neighbouring(self.relation)
 
     def privacy(self) -> PrivacyClaim[ApproxDP]:
-        """(2ε, δ): test ε + release ε, failure probability δ."""
+        """(ε_t + ε_r, δ): test ε_t + release ε_r (2ε with ``epsilon``), failure probability δ."""
         notes = self.target.notes() if isinstance(self.target, LocalSensAtDistance) else ()
+        if self.epsilon is not None:
+            return PrivacyClaim(
+                ApproxDP(2 * self.epsilon, self.delta),
+                "propose-test-release, threshold ln(1/delta)/eps (Dwork-Lei 2009; seed 003 Thm: (2eps, delta)-DP)",
+                (("bound", str(self.bound)), ("epsilon", str(self.epsilon)), ("delta", str(self.delta)), ("relation", self.relation)),
+                notes,
+            )
         return PrivacyClaim(
-            ApproxDP(2 * self.epsilon, self.delta),
-            "propose-test-release, threshold ln(1/delta)/eps (Dwork-Lei 2009; seed 003 Thm: (2eps, delta)-DP)",
-            (("bound", str(self.bound)), ("epsilon", str(self.epsilon)), ("delta", str(self.delta)), ("relation", self.relation)),
+            ApproxDP(self.eps_test + self.eps_release, self.delta),
+            "propose-test-release, test eps_test with threshold ln(1/delta)/eps_test, release eps_release "
+            "(Dwork-Lei 2009; seed 003 Thm, stage by stage: (eps_test + eps_release, delta)-DP)",
+            (("bound", str(self.bound)), ("epsilon_test", str(self.eps_test)), ("epsilon_release", str(self.eps_release)),
+             ("delta", str(self.delta)), ("relation", self.relation)),
             notes,
-        )
+        )  # fmt: skip
 
     def lattice_k(self) -> int:
         """The lattice exponent k (default: about 2^-20 of the release noise scale).
@@ -264,11 +345,11 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
         """
         if self.granularity is not None:
             return self.granularity
-        return max(floor_log2(self.bound / self.epsilon) - 20, self._min_lattice_k())
+        return max(floor_log2(self.bound / self.eps_release) - 20, self._min_lattice_k())
 
     def _min_lattice_k(self) -> int:
         """The smallest k with value / 2^k finite for every clipped value and scale / 2^k <= 2^52."""
-        base = (self.bound + 2 * _float_error(self.stat_query)) / self.epsilon
+        base = (self.bound + 2 * _float_error(self.stat_query)) / self.eps_release
         k_noise = floor_log2(base) + 1 - 51  # (base + 2^k/ε)/2^k <= 2^51 + 1/ε
         q = self.stat_query
         top = max(abs(q.lower or Fraction(0)), abs(q.upper or Fraction(0)), Fraction(1))
@@ -277,11 +358,11 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
 
     def release_scale(self) -> Fraction:
         """The Laplace scale of the release in real units: (b + 2^k + 2e)/ε."""
-        return (self.bound + Fraction(2) ** self.lattice_k() + 2 * _float_error(self.stat_query)) / self.epsilon
+        return (self.bound + Fraction(2) ** self.lattice_k() + 2 * _float_error(self.stat_query)) / self.eps_release
 
     def distance(self, values: npt.NDArray[np.float64]) -> int:
         """γ, the (capped) distance to instability. Not private on its own."""
-        cap = ptr_cap(self.epsilon, self.delta)
+        cap = ptr_cap(self.eps_test, self.delta)
         if isinstance(self.target, LocalSensAtDistance):
             return self.target.distance(values, self.bound, self.relation, cap)
         return distance_to_instability(self.stat_query, values, float_at_most(self.bound), self.relation, cap=cap)
@@ -306,13 +387,13 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
         summary = _SUMMARIES.get(self.query.kind) if self.query.user is None else None
         if summary is not None and not isinstance(self.target, LocalSensAtDistance):
             # row level: the profile and the value from a data summary (exact total and extremes, or an order window)
-            cap = ptr_cap(self.epsilon, self.delta)
+            cap = ptr_cap(self.eps_test, self.delta)
             gamma, value = summary(self.query, self.relation, data, float_at_most(self.bound), cap)
-            if not ptr_test_passes(gamma, self.epsilon, self.delta, rng):
+            if not ptr_test_passes(gamma, self.eps_test, self.delta, rng):
                 return BOTTOM
             return _laplace_on_lattice(value, self.lattice_k(), self.release_scale(), rng)
         values = unit_values(self.query, data, rng)
-        if not ptr_test_passes(self.distance(values), self.epsilon, self.delta, rng):
+        if not ptr_test_passes(self.distance(values), self.eps_test, self.delta, rng):
             return BOTTOM
         return _laplace_on_lattice(exact_value(self.stat_query, values), self.lattice_k(), self.release_scale(), rng)
 

@@ -138,7 +138,7 @@ def test_ptr_release_error_is_the_laplace_quantile() -> None:
     x = np.linspace(0, 1, 30)
     acc = node.accuracy()
     assert acc.tight and acc.error is not None and acc.condition == "it releases (no ⊥)"
-    assert float(ptr_bottom_probability(node.epsilon, node.delta, node.distance(x))) < 1e-9
+    assert float(ptr_bottom_probability(node.eps_test, node.delta, node.distance(x))) < 1e-9
     trials = 1000
     data = as_dataset({"x": x})
     outs = [node.release(data, SeededRandomness(s)) for s in range(trials)]

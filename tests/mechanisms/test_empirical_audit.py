@@ -101,8 +101,8 @@ class LowThresholdPTR(AbstractPrimitive[ApproxDP]):
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         p = self.inner
         values = p.query.values(data)
-        z = int(discrete_laplace(1 / p.epsilon, size=1, rng=rng)[0])
-        if p.distance(values) + z <= math.log(2 / float(p.delta)) / (2 * float(p.epsilon)):
+        z = int(discrete_laplace(1 / p.eps_test, size=1, rng=rng)[0])
+        if p.distance(values) + z <= math.log(2 / float(p.delta)) / (2 * float(p.eps_test)):
             return BOTTOM
         out = lattice_noise(np.array([exact_value(p.query, values)]), k=p.lattice_k(), kind="laplace", scale=p.release_scale(), rng=rng)
         return float(out[0])

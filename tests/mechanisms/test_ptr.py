@@ -50,7 +50,7 @@ def _release_pmf(center: int, t: float, window: np.ndarray) -> np.ndarray:
 
 def _hockey_stick(node: ProposeTest, x: tuple[float, ...], y: tuple[float, ...], threshold_m: int) -> float:
     """Exact delta needed for P_x(S) <= e^(2 eps) P_y(S) + delta over all events S."""
-    eps = float(node.epsilon)
+    eps = float(node.eps_test)  # one epsilon: eps_test == eps_release
     q = node.query
     vx, vy = np.array(x), np.array(y)
     vx = np.clip(vx, 0, 3)
@@ -75,7 +75,7 @@ def _median_node(delta: str = "0.01") -> ProposeTest:
 
 def test_ptr_exact_privacy_on_all_neighbours() -> None:
     node = _median_node()
-    m = ceil_log_inv_delta_over_eps(node.epsilon, node.delta) - 1
+    m = ceil_log_inv_delta_over_eps(node.eps_test, node.delta) - 1
     worst = max(_hockey_stick(node, x, y, m) for x, y in _neighbours(4))
     assert worst <= float(node.delta)
 
@@ -83,7 +83,7 @@ def test_ptr_exact_privacy_on_all_neighbours() -> None:
 def test_seed_002_threshold_is_caught() -> None:
     """Seed 002's threshold log(2/delta)/(2 eps) lets unstable datasets through far too often."""
     node = _median_node()
-    eps, delta = node.epsilon, node.delta
+    eps, delta = node.eps_test, node.delta
     seed_m = math.ceil(math.log(2 / float(delta)) / (2 * float(eps))) - 1
     worst = max(_hockey_stick(node, x, y, seed_m) for x, y in _neighbours(4))
     assert worst > float(delta)
@@ -102,7 +102,7 @@ def test_ptr_release_distribution_matches_model() -> None:
     node = ProposeTest(Query.median("v") | Clip(0, 3), bound="0.5", epsilon=1, delta="0.2", granularity=-2)
     x = (0.0, 1.0, 1.0, 2.0, 3.0)
     values = np.array(x)
-    m = ceil_log_inv_delta_over_eps(node.epsilon, node.delta) - 1
+    m = ceil_log_inv_delta_over_eps(node.eps_test, node.delta) - 1
     p_bottom = _bottom_prob(node.distance(values), 1.0, m)
     rng = SeededRandomness(4)
     data = as_dataset({"v": values})

@@ -165,7 +165,7 @@ def test_issue_formula_below_true_ls_never_raises() -> None:
     """Median, Clip(0, 1), F = 1/2 + 10k, b = 1/2: x' = [0, 0, 1, 1] used to raise after the charge."""
     node = ProposeTest(LocalSensAtDistance(MEDIAN01, "1/2 + 10*k"), bound="0.5", epsilon=1, delta="0.3")
     x, x2 = np.array([0.0, 0.0, 1.0]), np.array([0.0, 0.0, 1.0, 1.0])
-    cap = ptr_cap(node.epsilon, node.delta)
+    cap = ptr_cap(node.eps_test, node.delta)
     for values in (x, x2):
         exact = distance_to_instability(MEDIAN01, values, 0.5, cap=cap)
         assert node.distance(values) == min(1, exact)  # γ_F = 1 here (F_0 = 1/2, F_1 = 21/2)
@@ -207,7 +207,7 @@ def test_formula_and_profile_work_do_not_depend_on_the_data(monkeypatch: pytest.
     q = Query.median("v") | Clip(0, 100)
     node = ProposeTest(LocalSensAtDistance(q, "(upper - lower)/Max(n - k, 1)"), bound=1, epsilon="0.5", delta="1e-6")
     plain = ProposeTest(q, bound=1, epsilon="0.5", delta="1e-6")
-    cap = ptr_cap(node.epsilon, node.delta)
+    cap = ptr_cap(node.eps_test, node.delta)
     assert cap > 64  # above the old doubling start: the old code stopped early on unstable data
     stable = np.full(400, 50.0)  # γ = cap
     unstable = np.array([0.0, 100.0] * 200)  # γ = 0
