@@ -27,8 +27,15 @@ here: they have no exact sampler in dpalg (they need an exact lazy continuous
 Gaussian), and a fixed-precision inversion would only give approximate zCDP.
 
 Queries: ``median``, ``quantile``, ``max`` and ``min`` of a clipped column (their
-value and smooth sensitivity are exact order statistics). Proof sketch and the
-lemma composition: ``docs/mechanisms/smooth_sensitivity.md``.
+value and smooth sensitivity are exact order statistics), and the clipped ``mean``
+(issue 18): its value is the exact mean of the lattice terms of
+:func:`~dpalg.noise.exact_clipped_sum`, and ``S`` the truncated bound
+``max(max_{k≤K} e^{−kβ₀}(LS_k + E), e^{−(K+1)β₀}(GS + E))`` over its exact add/remove
+``LS_k`` profile, K public, rounded up (:mod:`dpalg.sensitivity._smooth_profile`).
+``count`` and ``sum`` are refused (under row add/remove their ``LS_k`` equals the
+global sensitivity at every x: use the Laplace node), and so are the trimmed mean
+(its exact add/remove profile costs O(K³) for the public K) and the other kinds.
+Proof sketch and the lemma composition: ``docs/mechanisms/smooth_sensitivity.md``.
 """
 
 from __future__ import annotations
@@ -43,19 +50,30 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
-from dpalg.data import Dataset, Neighbouring, Relation, as_reductions
+from dpalg.data import Dataset, Neighbouring, Relation, SumSpec, as_reductions
 from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP, PureDP
 from dpalg.mechanisms._common import floor_log2, granularity_param, positive_param, relation_param, require_fixed_n
 from dpalg.mechanisms._user_level import row_view, unit_values
 from dpalg.noise import AbstractRandomness, round_to_lattice
+from dpalg.noise._fixed_point import lattice_bounds
 from dpalg.noise._admissible import AbstractAdmissibleNoise, Admissibility, CauchyNoise, LaplaceNoise
 from dpalg.queries import Query, quantile_index
 from dpalg.sensitivity._smooth import ORDER_KINDS, order_statistic, smooth_sensitivity_quantile
+from dpalg.sensitivity._smooth_profile import (
+    MeanSummary,
+    lattice_terms,
+    mean_lattice_exponent,
+    mean_smooth_bound,
+    mean_summary_from_values,
+)
 from dpalg.sensitivity._smooth_window import smooth_from_window, window_levels, window_ranks
 
-__all__ = ["SmoothBound", "SmoothBoundCauchy", "auto_granularity", "center_and_scale", "check_range", "smooth_release"]
+__all__ = [
+    "PROFILE_KINDS", "SmoothBound", "SmoothBoundCauchy", "auto_granularity", "center_and_scale", "check_range",
+    "mean_center_and_scale", "smooth_release",
+]
 
 #: the lattice step is at most 2^-40 of the clip range (negligible extra sensitivity)
 _RANGE_BITS = 40
@@ -148,15 +166,68 @@ def smooth_release(
     return out
 
 
+#: kinds with an exact LS_k profile the nodes take through :mod:`dpalg.sensitivity._smooth_profile`
+PROFILE_KINDS = ("mean",)
+_REFUSED = {
+    "count": "has LS_k = GS = 1 at every x under row add/remove: its smooth sensitivity is the global one (use Laplace)",
+    "sum": "has LS_k = GS = max(|lower|, |upper|) at every x under row add/remove: no gain over Laplace",
+    "trimmed_mean": "is not covered under row add/remove: its exact LS_k profile costs O(K**3) for the public K",
+}
+
+
 def _query(owner: str, value: Query) -> Query:
+    if isinstance(value, Query) and value.kind in PROFILE_KINDS:
+        view = row_view(owner, value)
+        lower, upper = view.require_bounds(owner)
+        if lower >= upper:
+            raise InvalidArgument(owner, "query", value, "needs a clip range with lower < upper")
+        return value
+    if isinstance(value, Query) and value.kind in _REFUSED:
+        raise InvalidArgument(owner, "query", value, f"kind {value.kind!r} {_REFUSED[value.kind]} (relation 'add_remove')")
     if not isinstance(value, Query) or value.kind not in ORDER_KINDS:
-        raise InvalidArgument(owner, "query", value, f"must be a clipped Query of kind {ORDER_KINDS}")
+        raise InvalidArgument(owner, "query", value, f"must be a clipped Query of kind {ORDER_KINDS + PROFILE_KINDS}")
     view = row_view(owner, value)  # users' clipped totals at user level: one value per user
     order_statistic(view, owner)  # bounds and row level
     lower, upper = view.require_bounds(owner)
     if lower >= upper:
         raise InvalidArgument(owner, "query", value, "needs a clip range with lower < upper")
     return value
+
+
+def mean_center_and_scale(
+    summary: MeanSummary, lower: Fraction, upper: Fraction, constants: Admissibility, k: int
+) -> tuple[int, Fraction]:
+    """``(a, scale)`` of the clipped mean from its lattice summary (private; never released).
+
+    The statistic is the exact mean of the lattice terms ``t_i ∈ [L, U]`` on ``2^{k_m}``
+    (:func:`~dpalg.sensitivity._smooth_profile.mean_lattice_exponent`), the midpoint
+    ``(L + U)/2`` on empty data: a clipped mean over ``[L·2^{k_m}, U·2^{k_m}]`` of the
+    per-row terms, so its exact profile applies. ``Ŝ`` is the truncated bound at the
+    public ``K`` of :func:`window_levels`; ``S' = Ŝ + 2^k`` pays for rounding to ``2^k``.
+    """
+    km = mean_lattice_exponent(lower, upper)
+    lo_u, hi_u = lattice_bounds(lower, upper, km, "SmoothBound")
+    beta = _float_floor(constants.beta)
+    levels = window_levels(beta, lower, upper, k)
+    s_units = mean_smooth_bound(summary, lo_u, hi_u, beta, levels)
+    unit = Fraction(2) ** km
+    s_prime = Fraction(s_units) * unit + Fraction(2) ** k  # exact: every float is a rational
+    mean = Fraction(summary.total, summary.n) if summary.n else Fraction(lo_u + hi_u, 2)
+    return round(mean * unit / Fraction(2) ** k), s_prime / constants.alpha
+
+
+def _mean_summary(node: SmoothBound | SmoothBoundCauchy, data: Dataset, rng: AbstractRandomness) -> MeanSummary:
+    """The mean's summary: one exact lattice sum and one extremes pass (row level), or the users' totals."""
+    lower, upper = node.stat_query.require_bounds(type(node).__name__)
+    km = mean_lattice_exponent(lower, upper)
+    levels = window_levels(_float_floor(node.constants().beta), lower, upper, node.lattice_k())
+    if node.query.user is not None:
+        return mean_summary_from_values(unit_values(node.query, data, rng), lower, upper, km, levels + 2)
+    assert node.query.column is not None
+    reductions = as_reductions(data)
+    total = reductions.clipped_sums([SumSpec(node.query.column, lower, upper, km)])[0]
+    n, smallest, largest = reductions.extremes(node.query.column, lower, upper, levels + 2)
+    return MeanSummary(n, int(total.total), lattice_terms(smallest, lower, upper, km), lattice_terms(largest, lower, upper, km))
 
 
 def _windowed_center_and_scale(node: SmoothBound | SmoothBoundCauchy, data: Dataset) -> tuple[int, Fraction]:
@@ -189,6 +260,12 @@ def _windowed_center_and_scale(node: SmoothBound | SmoothBoundCauchy, data: Data
 
 
 def _release_query(node: SmoothBound | SmoothBoundCauchy, data: Dataset, rng: AbstractRandomness) -> object:
+    if node.stat_query.kind in PROFILE_KINDS:
+        lower, upper = node.stat_query.require_bounds(type(node).__name__)
+        a, scale = mean_center_and_scale(_mean_summary(node, data, rng), lower, upper, node.constants(), node.lattice_k())
+        units = int(node.noise().sample_lattice(1, node.lattice_k(), rng, scale=scale)[0])
+        value = Fraction(a + units) * Fraction(2) ** node.lattice_k()
+        return float(min(max(value, lower), upper) if node.clamp else value)
     q, lower, upper, negate = order_statistic(node.stat_query, type(node).__name__)
     if node.query.user is None:
         a, scale = _windowed_center_and_scale(node, data)
@@ -256,14 +333,14 @@ class _SmoothAccuracy:
 @final
 @attrs.frozen
 class SmoothBound(_SmoothAccuracy, AbstractPrimitive[ApproxDP]):
-    """A quantile, median, max or min with Laplace noise scaled to its smooth sensitivity.
+    """A quantile, median, max, min or clipped mean with Laplace noise scaled to its smooth sensitivity.
 
     Releases ``f(x) + Lap(2S'(x)/ε)`` on the lattice ``2^k ℤ`` (exact noise), where
     ``S' = S + 2^k`` and ``S`` is a β-smooth upper bound on the local sensitivity with
     a rational ``β ≤ ε/(2 ln(2/δ))``; the result is clamped to ``[lower, upper]``.
 
     Args:
-        query: ``Query.median(col) | Clip(l, u)`` (or quantile, max, min), ``l < u``.
+        query: ``Query.median(col) | Clip(l, u)`` (or quantile, max, min, mean), ``l < u``.
         epsilon: ε > 0.
         delta: δ in (0, 1).
         relation: ``"add_remove"`` (default) or ``"substitution"`` of one row.
@@ -288,6 +365,14 @@ class SmoothBound(_SmoothAccuracy, AbstractPrimitive[ApproxDP]):
         >>> node = SmoothBound(Query.median("x") | Clip(0, 100), epsilon=1, delta="1e-6")
         >>> node.cost()
         ApproxDP(1, '1/1000000')
+        >>> SmoothBound(Query.mean("x") | Clip(0, 100), epsilon=1, delta="1e-6").cost()
+        ApproxDP(1, '1/1000000')
+
+    For the mean, ``S`` is the truncated bound over the exact add/remove ``LS_k``
+    profile of the mean of the data's lattice terms (NRS07 Def. 2.1, Prop. 3.1 and
+    Lemma 2.3 with a public K; proof and rounding in
+    :mod:`dpalg.sensitivity._smooth_profile`); ``count``, ``sum`` and
+    ``trimmed_mean`` are refused at construction with the reason.
     """
 
     query: Query = attrs.field(converter=_sb_query)
@@ -375,13 +460,13 @@ def _sc_k(value: int | None) -> int | None:
 @final
 @attrs.frozen
 class SmoothBoundCauchy(_SmoothAccuracy, AbstractPrimitive[PureDP]):
-    """A quantile, median, max or min with generalised Cauchy noise: pure ε-DP.
+    """A quantile, median, max, min or clipped mean with generalised Cauchy noise: pure ε-DP.
 
     Releases ``f(x) + (S'(x)/α)·Z``, ``Z ∝ 1/(1 + |z|^γ)``, on the lattice ``2^k ℤ``
     (exact sampler), ``S' = S + 2^k`` with ``S`` β-smooth, clamped to ``[lower, upper]``.
 
     Args:
-        query: ``Query.median(col) | Clip(l, u)`` (or quantile, max, min), ``l < u``.
+        query: ``Query.median(col) | Clip(l, u)`` (or quantile, max, min, mean), ``l < u``.
         epsilon: ε > 0.
         gamma: rational γ > 1 (default 2, the Cauchy distribution).
         variant: ``"nrs07"`` (default): ``α = β = ε/(2(γ+1))``, γ = 2: ``ε/6``;

@@ -138,6 +138,8 @@ PLANS: dict[str, Callable[[], Node]] = {
     "CalibratedLaplaceSum-xy": lambda: CalibratedLaplaceSum((Query.sum("x") | Clip(0, 1), Query.sum("y") | Clip(-4, 4)), epsilon=1),
     "SmoothBound-median": lambda: SmoothBound(Query.median("x") | Clip(0, 10), epsilon=1, delta="0.01"),
     "SmoothBoundCauchy-median": lambda: SmoothBoundCauchy(Query.median("x") | Clip(0, 10), epsilon=1),
+    "SmoothBound-mean": lambda: SmoothBound(Query.mean("x") | Clip(0, 10), epsilon=1, delta="0.01"),
+    "SmoothBoundCauchy-mean": lambda: SmoothBoundCauchy(Query.mean("x") | Clip(0, 10), epsilon=1),
     # the widest clip: intermediate differences are beyond float64
     "ExponentialQuantile-median-huge": lambda: ExponentialQuantile(Query.median("x") | Clip(-1.7e308, 1.7e308), epsilon=1,
                                                                    grid_bits=8),
