@@ -271,6 +271,7 @@ def test_cli_demo_table(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # one process for ~3 min idle (183 s before this session's changes, 203 s after, same machine); hit 300 s under load
 def test_cli_demo_table_slow(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["audit", "--empirical", "--demo", "--trials", "2000", "--seed", "4", "--no-progress"]) == 0
     assert "VIOLATION" not in capsys.readouterr().out
