@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 import sympy
 
-from dpalg import BOTTOM, ApproxDP, Clip, Compose, InvalidArgument, Query
+from dpalg import BOTTOM, ApproxDP, Clip, Compose, InvalidArgument, Query, Session
 from dpalg.data import as_dataset
 from dpalg.mechanisms._ptr import LocalSensAtDistance, ProposeTest, PTRMode, ptr_cap
 from dpalg.mechanisms._stable_histogram import StableHistogram, stable_threshold
 from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
 from dpalg.noise import SeededRandomness, round_to_lattice
+from dpalg.release import audit_certificate
 
 DOMAIN = (0.0, 1.0, 2.0, 3.0)
 
@@ -49,14 +50,14 @@ def _release_pmf(center: int, t: float, window: np.ndarray) -> np.ndarray:
 
 
 def _hockey_stick(node: ProposeTest, x: tuple[float, ...], y: tuple[float, ...], threshold_m: int) -> float:
-    """Exact delta needed for P_x(S) <= e^(2 eps) P_y(S) + delta over all events S."""
-    eps = float(node.eps_test)  # one epsilon: eps_test == eps_release
+    """Exact delta needed for P_x(S) <= e^(eps_test + eps_release) P_y(S) + delta over all events S
+    (⊥ and each lattice point); with one epsilon that is e^(2 eps)."""
     q = node.query
     vx, vy = np.array(x), np.array(y)
     vx = np.clip(vx, 0, 3)
     vy = np.clip(vy, 0, 3)
-    ax = _bottom_prob(node.distance(vx), eps, threshold_m)
-    ay = _bottom_prob(node.distance(vy), eps, threshold_m)
+    ax = _bottom_prob(node.distance(vx), float(node.eps_test), threshold_m)
+    ay = _bottom_prob(node.distance(vy), float(node.eps_test), threshold_m)
     k = node.lattice_k()
     t = float(node.release_scale() / Fraction(2) ** k)
     from dpalg.mechanisms._ptr import exact_value
@@ -64,7 +65,7 @@ def _hockey_stick(node: ProposeTest, x: tuple[float, ...], y: tuple[float, ...],
     cx = int(round_to_lattice(np.array([exact_value(q, vx)]), k)[0])
     cy = int(round_to_lattice(np.array([exact_value(q, vy)]), k)[0])
     window = np.arange(min(cx, cy) - int(80 * t) - 5, max(cx, cy) + int(80 * t) + 6)
-    e2 = math.exp(2 * eps)
+    e2 = math.exp(float(node.eps_test + node.eps_release))
     rel = np.maximum(0.0, (1 - ax) * _release_pmf(cx, t, window) - e2 * (1 - ay) * _release_pmf(cy, t, window)).sum()
     return max(0.0, ax - e2 * ay) + float(rel)
 
@@ -262,3 +263,82 @@ def test_trimmed_mean_ptr_releases_near_the_truth() -> None:
     assert isinstance(truth, float)
     out = node.release(data, SeededRandomness(2))
     assert out is not BOTTOM and abs(float(out) - truth) < 1.0  # type: ignore[arg-type]
+
+
+# --- the ε split between the test and the release (issue 18 item 4) ---------------------
+
+
+def _split(eps_test: str, eps_release: str) -> ProposeTest:
+    return ProposeTest(Query.median("v") | Clip(0, 3), bound="0.5", delta="0.01", granularity=-2,
+                       epsilon_test=eps_test, epsilon_release=eps_release)  # fmt: skip
+
+
+@pytest.mark.parametrize("eps_test, eps_release", [("0.3", "1.2"), ("1.2", "0.3")])
+def test_split_ptr_exact_privacy_on_all_neighbours(eps_test: str, eps_release: str) -> None:
+    node = _split(eps_test, eps_release)
+    m = ceil_log_inv_delta_over_eps(node.eps_test, node.delta) - 1
+    worst = max(_hockey_stick(node, x, y, m) for x, y in _neighbours(4))
+    assert worst <= float(node.delta)
+
+
+def test_a_threshold_from_the_release_epsilon_is_caught() -> None:
+    """The broken variant: the test's threshold computed with ε_r (> ε_t) lets unstable data through."""
+    node = _split("0.3", "1.2")
+    broken_m = ceil_log_inv_delta_over_eps(node.eps_release, node.delta) - 1
+    worst = max(_hockey_stick(node, x, y, broken_m) for x, y in _neighbours(4))
+    assert worst > float(node.delta)
+
+
+def test_cost_is_the_sum_and_one_epsilon_still_costs_twice() -> None:
+    q = Query.mean("x") | Clip(0, 1)
+    assert ProposeTest(q, bound=1, delta="1e-6", epsilon_test="0.1", epsilon_release="0.9").cost() == ApproxDP(1, "1e-6")
+    one = ProposeTest(q, bound=1, epsilon="0.5", delta="1e-6")
+    assert one.cost() == ApproxDP(1, "1e-6") and one.eps_test == one.eps_release == Fraction(1, 2)
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"delta": "1e-6"}, "epsilon"),
+    ({"delta": "1e-6", "epsilon_test": "0.1"}, "epsilon"),
+    ({"epsilon": 1, "delta": "1e-6", "epsilon_test": "0.1"}, "epsilon_test"),
+    ({"epsilon": 1, "delta": "1e-6", "epsilon_release": "0.1"}, "epsilon_release"),
+    ({"delta": "1e-6", "epsilon_test": "0", "epsilon_release": "0.1"}, "epsilon_test"),
+    ({"delta": "1e-6", "epsilon_test": "0.1", "epsilon_release": "-1"}, "epsilon_release"),
+    ({"epsilon": 1}, "delta"),
+])  # fmt: skip
+def test_invalid_combinations_fail_at_construction(kwargs: dict[str, object], field: str) -> None:
+    with pytest.raises(InvalidArgument, match=f"ProposeTest: {field}="):
+        ProposeTest(Query.mean("x") | Clip(0, 1), 1, **kwargs)  # type: ignore[arg-type]
+
+
+def test_the_one_epsilon_repr_is_unchanged() -> None:
+    """Certificates record repr(plan): a one-epsilon node must read exactly as before the split existed."""
+    node = ProposeTest(Query.median("v") | Clip(0, 3), "0.5", "0.25", "0.01")
+    assert repr(node) == (
+        "ProposeTest(target=Query.median('v') | Clip(0, 3), bound=Fraction(1, 2), epsilon=Fraction(1, 4), "
+        "delta=Fraction(1, 100), relation='add_remove', granularity=None)"
+    )
+    assert "epsilon_test=Fraction(1, 10)" in repr(_split("0.1", "0.9")) and "epsilon=" not in repr(_split("0.1", "0.9"))
+
+
+def test_split_release_audits_and_the_release_noise_uses_epsilon_release() -> None:
+    node = _split("0.2", "0.8")
+    assert node.release_scale() == (Fraction(1, 2) + Fraction(1, 4)) / Fraction(4, 5)  # (b + 2^k)/ε_r, k = -2
+    release = Session(ApproxDP(2, "0.1")).run(node, {"v": np.array([1.0, 1, 1, 2, 2, 2, 2])}, rng=3)
+    report = audit_certificate(release.certificate)
+    assert report.status == "cost_confirmed", report.findings
+    wider = ProposeTest(Query.median("v") | Clip(0, 3), bound="0.5", epsilon="0.2", delta="0.01", granularity=-2)
+    assert node.release_scale() < wider.release_scale()  # more of the budget on the release: less noise
+    mine, theirs = node.accuracy().error, wider.accuracy().error
+    assert mine is not None and theirs is not None and mine < theirs
+
+
+def test_a_certificate_made_before_the_split_still_audits() -> None:
+    """A demo certificate (ProposeTest and PTRMode nodes with one epsilon) written by dpalg before
+    epsilon_test/epsilon_release existed: the plan rebuilds, its repr and derivation re-derive identically."""
+    import json
+    from pathlib import Path
+
+    cert = json.loads((Path(__file__).parent / "certificates" / "demo_before_ptr_split.json").read_text())
+    assert "ProposeTest(target=" in str(cert["plan_repr"]) and "epsilon_test" not in json.dumps(cert)
+    report = audit_certificate(cert)
+    assert report.status == "cost_confirmed", report.findings
