@@ -31,7 +31,7 @@ value and smooth sensitivity are exact order statistics), and the clipped ``mean
 (issue 18): its value is the exact mean of the lattice terms of
 :func:`~dpalg.noise.exact_clipped_sum`, and ``S`` the truncated bound
 ``max(max_{k≤K} e^{−kβ₀}(LS_k + E), e^{−(K+1)β₀}(GS + E))`` over its exact add/remove
-``LS_k`` profile, K public, rounded up (:mod:`dpalg.sensitivity._smooth_profile`).
+``LS_k`` profile, K public, rounded up (:mod:`dpalg.mechanisms._smooth_profile`).
 ``count`` and ``sum`` are refused (under row add/remove their ``LS_k`` equals the
 global sensitivity at every x: use the Laplace node), and so are the trimmed mean
 (its exact add/remove profile costs O(K³) for the public K) and the other kinds.
@@ -61,7 +61,7 @@ from dpalg.noise._fixed_point import lattice_bounds
 from dpalg.noise._admissible import AbstractAdmissibleNoise, Admissibility, CauchyNoise, LaplaceNoise
 from dpalg.queries import Query, quantile_index
 from dpalg.sensitivity._smooth import ORDER_KINDS, order_statistic, smooth_sensitivity_quantile
-from dpalg.sensitivity._smooth_profile import (
+from dpalg.mechanisms._smooth_profile import (
     MeanSummary,
     lattice_terms,
     mean_lattice_exponent,
@@ -166,7 +166,7 @@ def smooth_release(
     return out
 
 
-#: kinds with an exact LS_k profile the nodes take through :mod:`dpalg.sensitivity._smooth_profile`
+#: kinds with an exact LS_k profile the nodes take through :mod:`dpalg.mechanisms._smooth_profile`
 PROFILE_KINDS = ("mean",)
 _REFUSED = {
     "count": "has LS_k = GS = 1 at every x under row add/remove: its smooth sensitivity is the global one (use Laplace)",
@@ -200,7 +200,7 @@ def mean_center_and_scale(
     """``(a, scale)`` of the clipped mean from its lattice summary (private; never released).
 
     The statistic is the exact mean of the lattice terms ``t_i ∈ [L, U]`` on ``2^{k_m}``
-    (:func:`~dpalg.sensitivity._smooth_profile.mean_lattice_exponent`), the midpoint
+    (:func:`~dpalg.mechanisms._smooth_profile.mean_lattice_exponent`), the midpoint
     ``(L + U)/2`` on empty data: a clipped mean over ``[L·2^{k_m}, U·2^{k_m}]`` of the
     per-row terms, so its exact profile applies. ``Ŝ`` is the truncated bound at the
     public ``K`` of :func:`window_levels`; ``S' = Ŝ + 2^k`` pays for rounding to ``2^k``.
@@ -371,7 +371,7 @@ class SmoothBound(_SmoothAccuracy, AbstractPrimitive[ApproxDP]):
     For the mean, ``S`` is the truncated bound over the exact add/remove ``LS_k``
     profile of the mean of the data's lattice terms (NRS07 Def. 2.1, Prop. 3.1 and
     Lemma 2.3 with a public K; proof and rounding in
-    :mod:`dpalg.sensitivity._smooth_profile`); ``count``, ``sum`` and
+    :mod:`dpalg.mechanisms._smooth_profile`); ``count``, ``sum`` and
     ``trimmed_mean`` are refused at construction with the reason.
     """
 

@@ -21,7 +21,7 @@ from dpalg.mechanisms._smooth_bound import mean_center_and_scale
 from dpalg.noise import SeededRandomness
 from dpalg.noise._admissible import Admissibility, LaplaceNoise
 from dpalg.sensitivity import smooth_sensitivity
-from dpalg.sensitivity._smooth_profile import (
+from dpalg.mechanisms._smooth_profile import (
     MEAN_ERR_REL,
     mean_lattice_exponent,
     mean_lattice_profile,
