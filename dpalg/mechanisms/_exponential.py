@@ -22,6 +22,7 @@ from dpalg.mechanisms._user_level import check_user_level, histogram_sensitivity
 from dpalg.noise import AbstractRandomness, prf_secret, sample_exp_runs, sample_exp_weights
 from dpalg.noise._permute_flip import MAX_PF_CANDIDATES, sample_permute_flip
 from dpalg.queries import Query
+from dpalg.queries._query import refuse_user_function
 
 __all__ = ["MAX_CANDIDATES", "ExponentialQuantile", "NoisyMax", "candidate_scores", "quantile_runs", "quantile_runs_from_counts"]
 
@@ -32,6 +33,7 @@ Selection = Literal["exponential", "permute_and_flip"]
 
 
 def _quantile_query(value: Query) -> Query:
+    refuse_user_function("ExponentialQuantile", value)
     if not isinstance(value, Query) or value.kind not in ("median", "quantile"):
         raise InvalidArgument("ExponentialQuantile", "query", value, "must be Query.median(...) or Query.quantile(...)")
     lower, upper = grid_bounds(value)

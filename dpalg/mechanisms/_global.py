@@ -35,6 +35,7 @@ from dpalg.noise import (
     discrete_laplace,
 )
 from dpalg.queries import Query
+from dpalg.queries._query import refuse_user_function
 
 __all__ = ["Gaussian", "Laplace", "NoiseTerm", "SUPPORTED_GLOBAL", "noise_terms"]
 
@@ -46,6 +47,7 @@ USER_LEVEL_GLOBAL = ("count", "sum", "mean", "histogram")
 def _check_query(owner: str, query: Query) -> Query:
     if not isinstance(query, Query):
         raise InvalidArgument(owner, "query", type(query).__name__, "must be a dpalg Query")
+    refuse_user_function(owner, query)
     if query.kind not in SUPPORTED_GLOBAL:
         raise InvalidArgument(
             owner, "query", query, f"kind {query.kind!r} has no useful global sensitivity; supported: {SUPPORTED_GLOBAL} "

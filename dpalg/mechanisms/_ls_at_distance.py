@@ -7,9 +7,11 @@ The node holds only its parameters; parsing and the sympy proofs live in
 
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 from fractions import Fraction
+from collections.abc import Callable
 from typing import TYPE_CHECKING, final
 
 import attrs
@@ -19,7 +21,8 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import to_fraction
 from dpalg.data import Relation
-from dpalg.queries import Query
+from dpalg.mechanisms._user_function import describe, is_recorded_stub, quiet, refuse_result, statistic_value, trial_array
+from dpalg.queries import Query, clip_inside
 from dpalg.sensitivity._catalog import CATALOG_KINDS, distance_to_instability
 
 if TYPE_CHECKING:
@@ -29,7 +32,14 @@ if TYPE_CHECKING:
     from dpalg.sensitivity._ptr_condition import NeighbourCheck
     from dpalg.sensitivity._sympy_check import MonotoneCheck
 
-__all__ = ["LocalSensAtDistance", "first_above", "float_at_most"]
+__all__ = ["BRUTE_GRID", "BRUTE_MAX_K", "BRUTE_MAX_N", "LocalSensAtDistance", "brute_force_datasets", "first_above", "float_at_most"]
+
+#: the public brute-force domain that tries to refute a user function's LS_k promise:
+#: every multiset of at most BRUTE_MAX_N values from a BRUTE_GRID-point grid (bounds included), k <= BRUTE_MAX_K
+BRUTE_MAX_N = 6
+BRUTE_GRID = 5
+BRUTE_MAX_K = 3
+_REL_TOL = 1e-9  # float rounding of fn and F: a formula is refuted only beyond this relative slack
 
 _FORMULA_SYMBOLS = ("k", "n", "lower", "upper")
 
@@ -109,6 +119,14 @@ class LocalSensAtDistance:
     the distance larger than γ_exact, which the minimum ignores, so it can
     neither leak nor raise. Without an exact LS_k source, F ≥ LS_k is the user's
     promise and the certificate says so.
+
+    For a user-defined statistic (``Query.function(fn, ...) | Clip(l, u)``) the
+    distance is γ_F alone and privacy rests on that promise. Construction then
+    requires every sympy proof (unproven is refused, and ``strict=True`` refuses
+    the promise itself), tries ``fn`` on public values, and brute-forces LS_k on
+    every small public dataset (:func:`brute_force_datasets`), refusing F with the
+    counterexample when it is below; ``docs/mechanisms/ptr.md``, "User-defined
+    statistics".
     """
 
     query: Query = attrs.field(converter=_ls_query)
@@ -117,7 +135,69 @@ class LocalSensAtDistance:
     strict: bool = False
 
     def __attrs_post_init__(self) -> None:
-        self._verdict()
+        if self.query.kind == "function":
+            self.query.require_bounds("LocalSensAtDistance")  # before sympy: lower/upper are the clip's
+        verdict = self._verdict()
+        if self.query.kind == "function":
+            self._check_user_function(verdict)
+
+    def _check_user_function(self, verdict: Verdict) -> None:
+        """A user function: every sympy proof is required, fn is tried, and the promise is brute-forced.
+
+        With no exact LS_k profile γ = γ_F alone, so an unproven neighbour
+        condition (γ_F not 1-Lipschitz) or monotonicity is refused whatever
+        ``strict`` says; ``strict=True`` refuses the promise itself (it is not proven).
+        """
+        q = self.query
+        lower, upper = q.require_bounds("LocalSensAtDistance")
+        if self.strict:
+            raise InvalidArgument("LocalSensAtDistance", "strict", True,
+                                  f"refuses {q!r}: F >= LS_k of a user function is the user's promise, never proven")
+        for what, check in (("monotone/non-negative", verdict.monotone), ("PTR neighbour condition", verdict.neighbour)):
+            if check.status != "proven":
+                raise InvalidArgument("LocalSensAtDistance", "formula", self.formula,
+                                      f"must have a PROVEN {what} for a user function (no exact LS_k backs it up): {check.reason}")
+        assert q.fn is not None and q.fallback is not None
+        if is_recorded_stub(q.fn):  # rebuilt from a certificate: the code is not there, the promise is as recorded
+            return
+        trial = np.sort(clip_inside(trial_array(), lower, upper))
+        trial.setflags(write=False)
+        try:
+            with quiet():
+                result = q.fn(trial)
+        except Exception as exc:  # noqa: BLE001 - user code; only its type is shown
+            raise InvalidArgument("Query.function", "fn", describe(q.fn),
+                                  f"raised {type(exc).__name__} on the public trial values {trial.tolist()}: "
+                                  "it must return a finite number there") from None
+        refuse_result("Query.function", "fn", q.fn, result)
+        self._refute(lower, upper)
+
+    def _refute(self, lower: Fraction, upper: Fraction) -> None:
+        """Brute force on public data: refuse F if F(k, n) < LS_k(x) at some x of :func:`brute_force_datasets`."""
+        q = self.query
+        assert q.fn is not None and q.fallback is not None
+        fn, fallback = q.fn, float(q.fallback)
+        seen = [0.0]  # the largest |f̃| met: the float rounding of a difference scales with it
+
+        def value(v: npt.NDArray[np.float64]) -> float:
+            out = statistic_value(fn, v, fallback)
+            seen[0] = max(seen[0], abs(out))
+            return out
+
+        grid, ls = brute_force_datasets(value, lower, upper)
+        scale = seen[0]
+        bounds = [self.values_at(n, BRUTE_MAX_K) for n in range(BRUTE_MAX_N + 1)]
+        for k, table in enumerate(ls):
+            for multiset, local in table.items():
+                f_k = float(bounds[len(multiset)][k])
+                if local > f_k + _REL_TOL * (abs(f_k) + scale + 1e-300):
+                    data = [grid[i] for i in multiset]
+                    raise InvalidArgument(
+                        "LocalSensAtDistance", "formula", self.formula,
+                        f"is refuted for {q!r}: on the public dataset {data} (n={len(data)}) LS_{k} of "
+                        f"{q.name} under add/remove is at least {local!r} > F({k}, {len(data)}) = {f_k!r} "
+                        f"(brute force over values {list(grid)}); F must bound LS_k at every dataset",
+                    )  # fmt: skip
 
     def _verdict(self) -> Verdict:
         from dpalg.mechanisms._ls_formula import checked  # sympy: loaded only where a formula is parsed
@@ -157,13 +237,26 @@ class LocalSensAtDistance:
         else:
             out.append(f"WARNING: LS_k formula {self.formula!r}: PTR neighbour condition is UNPROVEN ({nb.reason}); "
                        "accepted in non-strict mode")
-        if self.has_exact_ls:
+        if self.query.kind == "function":
+            out.extend(self._promise_notes())
+        elif self.has_exact_ls:
             if self.uses_formula:
                 out.append("PTR distance = min(gamma_F, gamma_exact): dpalg's exact LS_k of the query bounds it too, "
                            "so a formula below the true LS_k cannot leak")
         else:
             out.append("WARNING: F >= LS_k is not proven: it is the user's promise (dpalg has no exact LS_k for this query)")
         return tuple(out)
+
+    def _promise_notes(self) -> tuple[str, ...]:
+        name = self.query.name
+        count = sum(math.comb(BRUTE_GRID + s - 1, s) for s in range(BRUTE_MAX_N + 1))
+        return (
+            f"WARNING: user promise: F(k, n) >= LS_k of {name!r} for every dataset, with F = {self.formula!r} "
+            f"(not proven; at construction a brute force over the {count} multisets of at most {BRUTE_MAX_N} values "
+            f"on a {BRUTE_GRID}-point grid of the clip range, k <= {BRUTE_MAX_K}, found no counterexample)",
+            "PTR distance = gamma_F alone (dpalg has no exact LS_k of a user function): "
+            "the (eps, delta) claim holds if the user promise holds",
+        )
 
     def evaluate(self, k: int, n: int) -> sympy.Expr:
         """F_k for a dataset with n values, exactly (sympy)."""
@@ -205,3 +298,41 @@ class LocalSensAtDistance:
         without an exact LS_k it is the user's promise (``strict=True`` refuses it).
         """
         return self.neighbour_check().status == "proven" or not self.has_exact_ls
+
+
+def brute_force_datasets(
+    value: Callable[[npt.NDArray[np.float64]], float], lower: Fraction, upper: Fraction
+) -> tuple[tuple[float, ...], list[dict[tuple[int, ...], float]]]:
+    """LS_k under add/remove of a statistic on every small public multiset (a lower bound on the true LS_k).
+
+    The grid is ``BRUTE_GRID`` equally spaced points of [lower, upper] (both
+    bounds included); datasets are the multisets of at most ``BRUTE_MAX_N``
+    grid points (as index tuples). ``ls[0][x] = max |value(x) − value(x′)|``
+    over x′ = x with one value removed or one grid value added;
+    ``ls[k][x] = max(ls[k−1][y] : y = x or a neighbour of x)`` for
+    ``|x| <= BRUTE_MAX_N − k`` (so every y it reaches has ls[k−1] defined). The
+    neighbours x′ range over grid values only, so ls[k] is a lower bound on LS_k.
+
+    Returns:
+        the grid and ``[ls[0], …, ls[BRUTE_MAX_K]]``.
+    """
+    points = sorted({lower + (upper - lower) * Fraction(j, BRUTE_GRID - 1) for j in range(BRUTE_GRID)})
+    grid = tuple(dict.fromkeys(float(clip_inside(np.array([float(p)]), lower, upper)[0]) for p in points))
+    g = len(grid)
+    values: dict[tuple[int, ...], float] = {}
+    for size in range(BRUTE_MAX_N + 2):
+        for ms in itertools.combinations_with_replacement(range(g), size):
+            values[ms] = value(np.array([grid[i] for i in ms], dtype=np.float64))
+
+    def neighbours(ms: tuple[int, ...]) -> list[tuple[int, ...]]:
+        removed = [ms[:i] + ms[i + 1 :] for i in range(len(ms)) if i == 0 or ms[i] != ms[i - 1]]
+        added = [tuple(sorted((*ms, j))) for j in range(g)]
+        return removed + added
+
+    base = {ms: max(abs(v - values[nb]) for nb in neighbours(ms)) for ms, v in values.items() if len(ms) <= BRUTE_MAX_N}
+    ls = [base]
+    for k in range(1, BRUTE_MAX_K + 1):
+        prev = ls[-1]
+        ls.append({ms: max([prev[ms], *(prev[nb] for nb in neighbours(ms))])
+                   for ms in prev if len(ms) <= BRUTE_MAX_N - k})  # fmt: skip
+    return grid, ls

@@ -48,6 +48,7 @@ from dpalg.noise._laplace import laplace_int
 from dpalg.queries import Query
 from dpalg._bottom import BOTTOM
 from dpalg.sensitivity._catalog import distance_to_instability, mode_gap_distance, overflow_safe_mean
+from dpalg.mechanisms._user_function import statistic_value
 from dpalg.mechanisms._ls_at_distance import LocalSensAtDistance, float_at_most
 
 __all__ = ["LocalSensAtDistance", "ProposeTest", "PTRMode", "ptr_test_passes", "ptr_cap"]
@@ -99,8 +100,16 @@ def _target(value: Query | LocalSensAtDistance) -> Query | LocalSensAtDistance:
     query = value.query if isinstance(value, LocalSensAtDistance) else value
     if not isinstance(query, Query):
         raise InvalidArgument("ProposeTest", "target", type(value).__name__, "must be a Query or a LocalSensAtDistance")
+    if query.kind == "function":
+        if not isinstance(value, LocalSensAtDistance):
+            raise InvalidArgument("ProposeTest", "target", query,
+                                  "is a user-defined statistic: wrap it as LocalSensAtDistance(query, formula) with "
+                                  "your bound F(k, n) >= LS_k (dpalg has no LS_k of a user function)")
+        query.require_bounds("ProposeTest")
+        return value
     if query.kind not in PTR_KINDS:
-        raise InvalidArgument("ProposeTest", "target", query, f"kind must be one of {PTR_KINDS}")
+        raise InvalidArgument("ProposeTest", "target", query, f"kind must be one of {PTR_KINDS} (or Query.function "
+                              "inside a LocalSensAtDistance)")
     if query.user is not None:
         if isinstance(value, LocalSensAtDistance):
             raise InvalidArgument("ProposeTest", "target", query, "a LocalSensAtDistance formula must be row-level")
@@ -156,6 +165,9 @@ def exact_value(query: Query, values: npt.NDArray[np.float64]) -> float:
     from dpalg.queries import evaluate_values
 
     n = values.size
+    if query.kind == "function":  # f̃: the user's function called totally (a public fallback on any failure)
+        assert query.fn is not None
+        return statistic_value(query.fn, values, float(query.fallback or 0))
     if query.kind == "mean" and n:
         return overflow_safe_mean(values)
     if query.kind == "trimmed_mean" and n:
@@ -393,9 +405,16 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
                 return BOTTOM
             return _laplace_on_lattice(value, self.lattice_k(), self.release_scale(), rng)
         values = unit_values(self.query, data, rng)
+        if self.query.kind == "function":
+            # f̃ is computed before the test (the same work whatever γ is), and clamped to ±2^(k+999):
+            # a public 1-Lipschitz map (LS never grows) that keeps value / 2^k finite on the lattice
+            top = math.ldexp(1.0, min(self.lattice_k() + 999, 1023))
+            value = min(max(exact_value(self.stat_query, values), -top), top)
         if not ptr_test_passes(self.distance(values), self.eps_test, self.delta, rng):
             return BOTTOM
-        return _laplace_on_lattice(exact_value(self.stat_query, values), self.lattice_k(), self.release_scale(), rng)
+        if self.query.kind != "function":
+            value = exact_value(self.stat_query, values)
+        return _laplace_on_lattice(value, self.lattice_k(), self.release_scale(), rng)
 
 
 # --- PTR for the mode -----------------------------------------------------------

@@ -60,6 +60,7 @@ from dpalg.noise import AbstractRandomness, round_to_lattice
 from dpalg.noise._fixed_point import lattice_bounds
 from dpalg.noise._admissible import AbstractAdmissibleNoise, Admissibility, CauchyNoise, LaplaceNoise
 from dpalg.queries import Query, quantile_index
+from dpalg.queries._query import refuse_user_function
 from dpalg.sensitivity._smooth import ORDER_KINDS, order_statistic, smooth_sensitivity_quantile
 from dpalg.mechanisms._smooth_profile import (
     MeanSummary,
@@ -176,6 +177,7 @@ _REFUSED = {
 
 
 def _query(owner: str, value: Query) -> Query:
+    refuse_user_function(owner, value)
     if isinstance(value, Query) and value.kind in PROFILE_KINDS:
         view = row_view(owner, value)
         lower, upper = view.require_bounds(owner)

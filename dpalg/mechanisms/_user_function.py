@@ -53,6 +53,7 @@ __all__ = [
     "describe",
     "discover_columns",
     "is_recorded_stub",
+    "statistic_value",
     "trial_dataset",
 ]
 
@@ -248,3 +249,27 @@ def refuse_result(owner: str, field: str, fn: object, result: object, *, finite:
 def trial_array() -> npt.NDArray[np.float64]:
     """The public synthetic 1-D block of the column form."""
     return np.array(TRIAL_VALUES, dtype=np.float64)
+
+
+def statistic_value(fn: Callable[[npt.NDArray[np.float64]], object], values: npt.NDArray[np.float64], fallback: float) -> float:
+    """f̃(x): ``fn`` of the sorted, read-only values if that is a finite real number, else ``fallback``.
+
+    This is the value of a ``Query.function`` (what a release estimates and what
+    an LS_k promise is about). Total: a raise, a warning, NaN, ±inf or a
+    non-number all give the public ``fallback``; nothing escapes.
+
+    Examples:
+        >>> statistic_value(lambda x: x[0], np.array([3.0, 1.0]), 0.0)
+        1.0
+        >>> statistic_value(lambda x: 1 / 0, np.array([3.0]), 0.5), statistic_value(np.mean, np.array([]), 0.5)
+        (0.5, 0.5)
+    """
+    block = np.sort(np.asarray(values, dtype=np.float64))  # a copy: fn sees the multiset, never the caller's array
+    block.setflags(write=False)
+    with quiet():
+        result = call_quietly(fn, block)  # type: ignore[arg-type]
+        try:  # a user Real subclass's __float__ is user code too
+            real = None if result is FAILED else as_real(result)
+        except Exception:  # noqa: BLE001 - mapped to the fallback
+            real = None
+    return real if real is not None and math.isfinite(real) else fallback

@@ -21,6 +21,7 @@ Value conventions (n = number of non-missing values after clipping, x sorted):
 from __future__ import annotations
 
 from fractions import Fraction
+from collections.abc import Callable
 from typing import Literal, final
 
 import attrs
@@ -33,16 +34,22 @@ from dpalg.data import ColumnUse, Dataset, Key, Neighbouring, unit_count, unit_i
 from dpalg.data._numpy_reductions import inside_bounds
 from dpalg.queries._bounding import ClipPerUser, MaxKeysPerUser, MaxRowsPerUser, cap_param
 
-__all__ = ["BOUNDED_KINDS", "Clip", "Query", "QueryKind", "clip_inside"]
+__all__ = ["BOUNDED_KINDS", "Clip", "Query", "QueryKind", "UserFunction", "clip_inside", "refuse_user_function"]
+
+#: a user-defined statistic: the clipped values (sorted, read-only) to a real number
+UserFunction = Callable[[npt.NDArray[np.float64]], object]
+
+#: the nodes that accept a ``Query.function`` (named in every refusal)
+USER_FUNCTION_NODES = "ProposeTest(LocalSensAtDistance(query, formula), bound=..., ...)"
 
 QueryKind = Literal[
     "count", "sum", "mean", "median", "quantile", "trimmed_mean", "mode", "histogram",
-    "max", "min", "count_distinct", "user_sum", "user_count", "user_max",
+    "max", "min", "count_distinct", "user_sum", "user_count", "user_max", "function",
 ]  # fmt: skip
 _KINDS: tuple[str, ...] = QueryKind.__args__  # type: ignore[attr-defined]
 
 #: kinds whose global or local sensitivity needs a clipping range
-BOUNDED_KINDS: frozenset[str] = frozenset({"sum", "mean", "median", "quantile", "trimmed_mean", "max", "min"})
+BOUNDED_KINDS: frozenset[str] = frozenset({"sum", "mean", "median", "quantile", "trimmed_mean", "max", "min", "function"})
 _NEEDS_COLUMN: frozenset[str] = frozenset(set(_KINDS) - {"count", "user_count"})
 
 
@@ -94,6 +101,24 @@ def _max_keys(value: int | None) -> int | None:
 
 def _rows_per_key(value: int | None) -> int | None:
     return None if value is None else cap_param("Query", "rows_per_key", value)
+
+
+def _fallback(value: ExactLike | None) -> Fraction | None:
+    return None if value is None else to_fraction(value, owner="Query", field="fallback")
+
+
+def refuse_user_function(owner: str, query: object) -> None:
+    """Refuse a ``Query.function`` in a node that needs a global sensitivity or a catalog profile.
+
+    A user function has no sensitivity dpalg can compute; it is released only
+    under the user's promise of an LS_k bound, which this node cannot take.
+    """
+    if isinstance(query, Query) and query.kind == "function":
+        raise InvalidArgument(
+            owner, "query", query,
+            f"is a user-defined statistic: {owner} needs a sensitivity dpalg knows, and it has none; "
+            f"release it with {USER_FUNCTION_NODES} (the only node that accepts Query.function)",
+        )  # fmt: skip
 
 #: kinds a user-level contribution bound applies to, per modifier
 _PER_USER_CLIP_KINDS: frozenset[str] = frozenset({"sum", "count", "mean", "median", "quantile", "trimmed_mean", "max", "min"})
@@ -151,6 +176,9 @@ class Query:
     max_rows: int | None = attrs.field(default=None, converter=_max_rows)
     max_keys: int | None = attrs.field(default=None, converter=_max_keys)
     rows_per_key: int | None = attrs.field(default=None, converter=_rows_per_key)
+    fn: UserFunction | None = None
+    name: str | None = None
+    fallback: Fraction | None = attrs.field(default=None, converter=_fallback)
 
     def __attrs_post_init__(self) -> None:
         if self.kind not in _KINDS:
@@ -169,7 +197,24 @@ class Query:
             raise InvalidArgument("Query", "user", self.user, f"must name the id column for {self.kind}")
         if self.user is not None and (not isinstance(self.user, str) or not self.user):
             raise InvalidArgument("Query", "user", self.user, "must be None or a non-empty id column name")
+        self._check_function()
         self._check_bounding()
+
+    def _check_function(self) -> None:
+        """``fn``, ``name`` and ``fallback`` belong to ``Query.function`` only, which is row-level."""
+        if self.kind != "function":
+            for field in ("fn", "name", "fallback"):
+                if getattr(self, field) is not None:
+                    raise InvalidArgument("Query", field, field, f"applies to Query.function only, not to {self.kind}")
+            return
+        if self.fn is None or not callable(self.fn):
+            raise InvalidArgument("Query", "fn", type(self.fn).__name__, "must be a callable (clipped values -> float)")
+        if not isinstance(self.name, str) or not self.name.strip() or len(self.name) > 200:
+            raise InvalidArgument("Query", "name", self.name, "must be a non-empty string of at most 200 characters")
+        if self.user is not None:
+            raise InvalidArgument("Query", "user", self.user, "must be None: Query.function is row-level")
+        if self.fallback is None or abs(self.fallback) > 2**1000:
+            raise InvalidArgument("Query", "fallback", self.fallback, "must be a number with |fallback| <= 2**1000")
 
     def _check_bounding(self) -> None:
         """The contribution-bound fields: consistent, and only on user-level queries of a kind they apply to."""
@@ -271,6 +316,33 @@ class Query:
     def user_max(cls, column: str, *, user: str) -> Query:
         """Largest value over all users' rows (user-level)."""
         return cls("user_max", column, user=user)
+
+    @classmethod
+    def function(
+        cls, fn: UserFunction, *, column: str, name: str | None = None, fallback: ExactLike = 0
+    ) -> Query:
+        """A user-defined statistic: ``fn`` of the column's clipped values (needs a clip).
+
+        ``fn`` receives a read-only float64 array of the non-missing values,
+        clipped and **sorted ascending** (so the statistic is a function of the
+        multiset of values, as add/remove neighbours need). Its value is f̃(x) =
+        ``fn(x)`` when that is a finite real number, and the public ``fallback``
+        when ``fn`` raises or returns anything else (NaN, ±inf, a string, …):
+        f̃ is what a release estimates and what an LS_k promise is about.
+
+        ``name`` (default: ``fn``'s qualified name) stands for ``fn`` in reprs and
+        certificates, which never record code. Only
+        ``ProposeTest(LocalSensAtDistance(query, formula), ...)`` accepts it.
+
+        Examples:
+            >>> import numpy as np
+            >>> def log1p_mean(x): return float(np.mean(np.log1p(x)))
+            >>> Query.function(log1p_mean, column="x") | Clip(0, 10)
+            Query.function(log1p_mean, column='x', name='log1p_mean') | Clip(0, 10)
+        """
+        if name is None:
+            name = str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__)
+        return cls("function", column, fn=fn, name=name, fallback=fallback)
 
     # --- combinators ------------------------------------------------------
     def __or__(self, modifier: Clip | ClipPerUser | MaxRowsPerUser | MaxKeysPerUser) -> Query:
@@ -427,7 +499,11 @@ class Query:
 
     def __repr__(self) -> str:
         args: list[str] = []
-        if self.column is not None:
+        if self.kind == "function":  # the function by its public name: no code, no address
+            args = [str(self.name), f"column={self.column!r}", f"name={self.name!r}"]
+            if self.fallback:
+                args.append(f"fallback={_num(self.fallback)}")
+        elif self.column is not None:
             args.append(repr(self.column))
         if self.q is not None:
             args.append(_num(self.q))
@@ -496,5 +572,9 @@ def evaluate_values(query: Query, values: npt.NDArray[np.float64]) -> float:
             return float(np.min(values)) if n else hi
         case "count_distinct":
             return float(np.unique(values).size)
+        case "function":  # user code runs only inside the mechanism that accepts it, through its total-call machinery
+            raise InvalidArgument(
+                "evaluate_values", "query", query, "is a user function: evaluated by ProposeTest(LocalSensAtDistance(...)) only"
+            )
         case "histogram" | "user_sum" | "user_count" | "user_max":
             raise InvalidArgument("evaluate_values", "query", query, "needs the dataset (keys or user ids); use Query.evaluate")
