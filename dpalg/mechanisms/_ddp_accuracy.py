@@ -324,10 +324,10 @@ def smooth_accuracy(node: SmoothBound | SmoothBoundCauchy, alpha: ExactLike, smo
     gamma = None if isinstance(node, SmoothBound) else node.gamma
     kind = "Laplace" if laplace else f"generalised Cauchy (gamma={gamma})"
     noise = f"{kind}, scale (S + 2**{k})/{_up(c.alpha)}, S the beta-smooth bound (beta={_up(c.beta)}), lattice step 2**{k}"
-    lower, upper = node.stat_query.require_bounds(owner)
+    clamp = node.clamp_range()
     notes: tuple[str, ...] = ()
-    if node.clamp:
-        notes = (f"clamped to [{_up(lower)}, {_up(upper)}]: always within {_up(upper - lower)}",)
+    if clamp is not None:
+        notes = (f"clamped to [{_up(clamp[0])}, {_up(clamp[1])}]: always within {_up(clamp[1] - clamp[0])}",)
     if smooth_sensitivity is None:
         unit_rate = "ln(1/alpha)" if laplace else "(the Cauchy tail quantile)"
         return Accuracy(a, None, "absolute", noise, False, "the node's smooth bound S(x) is at most s",
@@ -339,6 +339,6 @@ def smooth_accuracy(node: SmoothBound | SmoothBoundCauchy, alpha: ExactLike, smo
     b = (s + step) / (c.alpha * step)
     m = rounded_noise_quantile(b, a, gamma)
     error = m * step
-    if node.clamp:
-        error = min(error, upper - lower)
+    if clamp is not None:
+        error = min(error, clamp[1] - clamp[0])
     return Accuracy(a, error, "absolute", noise, False, f"the node's smooth bound S(x) is at most {_up(s)}", notes)

@@ -58,6 +58,7 @@ from dpalg.mechanisms._ptr import ptr_cap, ptr_test_passes
 from dpalg.mechanisms._sample_aggregate_blocks import (
     BlockFunction,
     ColumnFunction,
+    QueryStatistic,
     block_labels,
     block_outputs,
     block_values,
@@ -67,6 +68,7 @@ from dpalg.mechanisms._smooth_bound import auto_granularity, check_range, smooth
 from dpalg.mechanisms._user_function import describe, discover_columns, is_recorded_stub, quiet, refuse_result, trial_array
 from dpalg.noise import AbstractRandomness, lattice_noise
 from dpalg.noise._admissible import Admissibility, LaplaceNoise
+from dpalg.queries import Query
 from dpalg.sensitivity._catalog import mode_gap_distance
 
 __all__ = [
@@ -82,6 +84,11 @@ FAILURE_VOTE = math.inf
 
 
 def _check_fn(owner: str, value: object) -> BlockFunction | ColumnFunction:
+    if isinstance(value, Query):  # a user-defined statistic: f̃ of the block's clipped, sorted values
+        if value.kind != "function":
+            raise InvalidArgument(owner, "block_fn", value, "a Query here must be a Query.function(fn, column=...) | Clip(l, u)")
+        value.require_bounds(owner)
+        return QueryStatistic(value)
     if not callable(value):
         raise InvalidArgument(owner, "block_fn", type(value).__name__, "must be callable: Dataset -> number, or 1-D array -> number with column=")
     return value
@@ -218,6 +225,12 @@ def _try_block_fn(node: SampleAggregateMean | SampleAggregateMedian | SampleAggr
     if node.column is not None and node.reads:
         raise InvalidArgument(owner, "reads", node.reads, "must be empty with column= (the function receives that column only)")
     fn = node.block_fn
+    if isinstance(fn, QueryStatistic):  # the query names the column the function reads
+        if node.column not in (None, fn.query.column):
+            raise InvalidArgument(owner, "column", node.column, f"must be None or {fn.query.column!r}, the column of the query")
+        object.__setattr__(node, "column", fn.query.column)
+        if is_recorded_stub(fn.query.fn):
+            return
     if is_recorded_stub(fn):  # rebuilt from a certificate for an audit: it cannot run
         return
     if node.column is not None:

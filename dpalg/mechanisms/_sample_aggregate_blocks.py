@@ -9,20 +9,49 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from typing import final
+
+import attrs
 
 import numpy as np
 import numpy.typing as npt
 
 from dpalg.data import Dataset
-from dpalg.mechanisms._user_function import as_real, call_quietly, quiet
+from dpalg.mechanisms._user_function import as_real, call_quietly, quiet, statistic_value
 from dpalg.noise import AbstractRandomness
+from dpalg.queries import Query
+from dpalg.queries._query import clip_inside
 
-__all__ = ["BlockFunction", "ColumnFunction", "block_labels", "block_outputs", "block_values", "blocks_of"]
+__all__ = ["BlockFunction", "ColumnFunction", "QueryStatistic", "block_labels", "block_outputs", "block_values", "blocks_of"]
 
 #: a function of one block as a Dataset (the default form)
 BlockFunction = Callable[[Dataset], object]
 #: a function of one block's values in ``column`` (the column form), e.g. ``np.median``
 ColumnFunction = Callable[[npt.NDArray[np.float64]], object]
+
+@final
+@attrs.frozen
+class QueryStatistic:
+    """A ``Query.function(fn, column=...) | Clip(l, u)`` as a block function of that column.
+
+    Called on a block's non-missing values, it returns f̃ of the block: ``fn`` of
+    the values clipped to ``[l, u]`` and sorted, or the query's public fallback
+    when ``fn`` fails (:func:`~dpalg.mechanisms._user_function.statistic_value`), so
+    a block's output is the same statistic :class:`~dpalg.mechanisms.ProposeTest`
+    and :class:`~dpalg.mechanisms.SmoothBound` release for the whole data.
+    """
+
+    query: Query
+
+    def __call__(self, values: npt.NDArray[np.float64]) -> float:
+        q = self.query
+        assert q.fn is not None and q.lower is not None and q.upper is not None
+        return statistic_value(q.fn, clip_inside(np.asarray(values, dtype=np.float64), q.lower, q.upper), float(q.fallback or 0))
+
+    @property
+    def __name__(self) -> str:  # the name certificates and messages show
+        return str(self.query.name)
+
 
 def block_labels(data: Dataset, m: int, unit: str | None, rng: AbstractRandomness) -> npt.NDArray[np.int64]:
     """Each row's block in [0, m), independent per unit, never depending on other units; -1: no unit.

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Literal, final
+from typing import Literal, Union, final
 
 import attrs
 import numpy as np
@@ -60,8 +60,15 @@ from dpalg.noise import AbstractRandomness, round_to_lattice
 from dpalg.noise._fixed_point import lattice_bounds
 from dpalg.noise._admissible import AbstractAdmissibleNoise, Admissibility, CauchyNoise, LaplaceNoise
 from dpalg.queries import Query, quantile_index
-from dpalg.queries._query import refuse_user_function
 from dpalg.sensitivity._smooth import ORDER_KINDS, order_statistic, smooth_sensitivity_quantile
+from dpalg.mechanisms._ls_at_distance import LocalSensAtDistance
+from dpalg.mechanisms._smooth_formula import envelope_of
+from dpalg.mechanisms._smooth_kinds import (
+    CONSTANT_KINDS,
+    constant_center_and_scale,
+    constant_sensitivity,
+    function_center_and_scale,
+)
 from dpalg.mechanisms._smooth_profile import (
     MeanSummary,
     lattice_terms,
@@ -72,7 +79,7 @@ from dpalg.mechanisms._smooth_profile import (
 from dpalg.sensitivity._smooth_window import smooth_from_window, window_levels, window_ranks
 
 __all__ = [
-    "PROFILE_KINDS", "SmoothBound", "SmoothBoundCauchy", "auto_granularity", "center_and_scale", "check_range",
+    "PROFILE_KINDS", "SmoothBound", "SmoothBoundCauchy", "SmoothTarget", "auto_granularity", "center_and_scale", "check_range",
     "mean_center_and_scale", "smooth_release",
 ]
 
@@ -170,14 +177,33 @@ def smooth_release(
 #: kinds with an exact LS_k profile the nodes take through :mod:`dpalg.mechanisms._smooth_profile`
 PROFILE_KINDS = ("mean",)
 _REFUSED = {
-    "count": "has LS_k = GS = 1 at every x under row add/remove: its smooth sensitivity is the global one (use Laplace)",
-    "sum": "has LS_k = GS = max(|lower|, |upper|) at every x under row add/remove: no gain over Laplace",
     "trimmed_mean": "is not covered under row add/remove: its exact LS_k profile costs O(K**3) for the public K",
 }
 
+#: what a smooth-sensitivity node releases: a catalog query, or a user function with its LS formula
+SmoothTarget = Union[Query, LocalSensAtDistance]
 
-def _query(owner: str, value: Query) -> Query:
-    refuse_user_function(owner, value)
+
+def _query(owner: str, value: SmoothTarget) -> SmoothTarget:
+    if isinstance(value, LocalSensAtDistance):
+        if value.query.kind != "function":
+            raise InvalidArgument(owner, "query", value, "takes a LocalSensAtDistance only around a Query.function: for a "
+                                  "catalog query pass the query itself (dpalg's exact LS_k profile is at least as tight "
+                                  "and needs no promise)")
+        envelope_of(value, owner)  # F(0, n) proven non-increasing, F(0, 0) finite: refused otherwise
+        return value
+    if isinstance(value, Query) and value.kind == "function":
+        raise InvalidArgument(owner, "query", value, "is a user-defined statistic: wrap it as LocalSensAtDistance(query, "
+                              "formula) with your bound F(k, n) >= LS_k (dpalg has no LS_k of a user function)")
+    if isinstance(value, Query) and value.kind in CONSTANT_KINDS:
+        if value.user is not None:
+            raise InvalidArgument(owner, "query", value, f"a user-level {value.kind} has LS_k = GS at every x: use the "
+                                  "Laplace node with its user-level bounds")
+        if value.kind == "sum":
+            lower, upper = value.require_bounds(owner)
+            if lower >= upper:
+                raise InvalidArgument(owner, "query", value, "needs a clip range with lower < upper")
+        return value
     if isinstance(value, Query) and value.kind in PROFILE_KINDS:
         view = row_view(owner, value)
         lower, upper = view.require_bounds(owner)
@@ -186,8 +212,10 @@ def _query(owner: str, value: Query) -> Query:
         return value
     if isinstance(value, Query) and value.kind in _REFUSED:
         raise InvalidArgument(owner, "query", value, f"kind {value.kind!r} {_REFUSED[value.kind]} (relation 'add_remove')")
+    kinds = ORDER_KINDS + PROFILE_KINDS + CONSTANT_KINDS
     if not isinstance(value, Query) or value.kind not in ORDER_KINDS:
-        raise InvalidArgument(owner, "query", value, f"must be a clipped Query of kind {ORDER_KINDS + PROFILE_KINDS}")
+        raise InvalidArgument(owner, "query", value, f"must be a clipped Query of kind {kinds}, or a "
+                              "LocalSensAtDistance around a Query.function")
     view = row_view(owner, value)  # users' clipped totals at user level: one value per user
     order_statistic(view, owner)  # bounds and row level
     lower, upper = view.require_bounds(owner)
@@ -223,12 +251,12 @@ def _mean_summary(node: SmoothBound | SmoothBoundCauchy, data: Dataset, rng: Abs
     lower, upper = node.stat_query.require_bounds(type(node).__name__)
     km = mean_lattice_exponent(lower, upper)
     levels = window_levels(_float_floor(node.constants().beta), lower, upper, node.lattice_k())
-    if node.query.user is not None:
-        return mean_summary_from_values(unit_values(node.query, data, rng), lower, upper, km, levels + 2)
-    assert node.query.column is not None
+    if node.base_query.user is not None:
+        return mean_summary_from_values(unit_values(node.base_query, data, rng), lower, upper, km, levels + 2)
+    assert node.base_query.column is not None
     reductions = as_reductions(data)
-    total = reductions.clipped_sums([SumSpec(node.query.column, lower, upper, km)])[0]
-    n, smallest, largest = reductions.extremes(node.query.column, lower, upper, levels + 2)
+    total = reductions.clipped_sums([SumSpec(node.base_query.column, lower, upper, km)])[0]
+    n, smallest, largest = reductions.extremes(node.base_query.column, lower, upper, levels + 2)
     return MeanSummary(n, int(total.total), lattice_terms(smallest, lower, upper, km), lattice_terms(largest, lower, upper, km))
 
 
@@ -241,19 +269,19 @@ def _windowed_center_and_scale(node: SmoothBound | SmoothBoundCauchy, data: Data
     """
     q, lower, upper, negate = order_statistic(node.stat_query, type(node).__name__)
     col_lower, col_upper = node.stat_query.require_bounds(type(node).__name__)
-    assert node.query.column is not None
+    assert node.base_query.column is not None
     reductions = as_reductions(data)
-    n = reductions.count(node.query.column)
+    n = reductions.count(node.base_query.column)
     constants, k = node.constants(), node.lattice_k()
     beta = _float_floor(constants.beta)
     levels = window_levels(beta, lower, upper, k)
     first, last = window_ranks(n, q, levels)
     if negate:  # min = -max(-x): ranks of -x are the reversed ranks of x
-        w = reductions.order_window(node.query.column, col_lower, col_upper, n - 1 - last, n - 1 - first)
+        w = reductions.order_window(node.base_query.column, col_lower, col_upper, n - 1 - last, n - 1 - first)
         values = -w.values[::-1]
         start = n - w.first - values.size
     else:
-        w = reductions.order_window(node.query.column, col_lower, col_upper, first, last)
+        w = reductions.order_window(node.base_query.column, col_lower, col_upper, first, last)
         values, start = w.values, w.first
     s_hat = smooth_from_window(n, start, values, q, lower, upper, beta, node.relation, levels)
     s_prime = Fraction(s_hat) + Fraction(2) ** k  # exact: every float is a rational
@@ -261,7 +289,31 @@ def _windowed_center_and_scale(node: SmoothBound | SmoothBoundCauchy, data: Data
     return int(round_to_lattice(np.array([value]), k)[0]), s_prime / constants.alpha
 
 
+def _to_float(value: Fraction) -> float:
+    """A lattice output as a float (post-processing); beyond the float range, ±inf instead of a raise."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _release_unclamped(node: SmoothBound | SmoothBoundCauchy, data: Dataset, rng: AbstractRandomness) -> object:
+    """Count, sum and user functions: no clip range holds their value, so no clamp."""
+    c, k = node.constants(), node.lattice_k()
+    if isinstance(node.query, LocalSensAtDistance):
+        env = envelope_of(node.query, type(node).__name__)
+        beta = _float_floor(c.beta)
+        levels = window_levels(beta, Fraction(0), Fraction(env.top), k)
+        a, scale = function_center_and_scale(node.stat_query, env, data, c, k, beta, levels)
+    else:
+        a, scale = constant_center_and_scale(node.stat_query, node.relation, data, c, k)
+    units = int(node.noise().sample_lattice(1, k, rng, scale=scale)[0])
+    return _to_float(Fraction(a + units) * Fraction(2) ** k)
+
+
 def _release_query(node: SmoothBound | SmoothBoundCauchy, data: Dataset, rng: AbstractRandomness) -> object:
+    if isinstance(node.query, LocalSensAtDistance) or node.stat_query.kind in CONSTANT_KINDS:
+        return _release_unclamped(node, data, rng)
     if node.stat_query.kind in PROFILE_KINDS:
         lower, upper = node.stat_query.require_bounds(type(node).__name__)
         a, scale = mean_center_and_scale(_mean_summary(node, data, rng), lower, upper, node.constants(), node.lattice_k())
@@ -269,20 +321,20 @@ def _release_query(node: SmoothBound | SmoothBoundCauchy, data: Dataset, rng: Ab
         value = Fraction(a + units) * Fraction(2) ** node.lattice_k()
         return float(min(max(value, lower), upper) if node.clamp else value)
     q, lower, upper, negate = order_statistic(node.stat_query, type(node).__name__)
-    if node.query.user is None:
+    if node.base_query.user is None:
         a, scale = _windowed_center_and_scale(node, data)
         noise_units = int(node.noise().sample_lattice(1, node.lattice_k(), rng, scale=scale)[0])
         out = Fraction(a + noise_units) * Fraction(2) ** node.lattice_k()
         if node.clamp:
             out = min(max(out, lower), upper)
         return float(-out if negate else out)
-    values = unit_values(node.query, data, rng)
+    values = unit_values(node.base_query, data, rng)
     x = np.sort(-values if negate else values)
     out = smooth_release(x, q, lower, upper, node.relation, node.constants(), node.noise(), node.lattice_k(), rng, clamp=node.clamp)
     return float(-out if negate else out)
 
 
-def _sb_query(value: Query) -> Query:
+def _sb_query(value: SmoothTarget) -> SmoothTarget:
     return _query("SmoothBound", value)
 
 
@@ -306,7 +358,7 @@ def _sb_k(value: int | None) -> int | None:
 
 
 def _check_k(owner: str, node: SmoothBound | SmoothBoundCauchy) -> None:
-    lower, upper = node.stat_query.require_bounds(owner)
+    lower, upper = node.scale_range()
     alpha = node.constants().alpha
     check_range(owner, lower, upper, alpha)
     if isinstance(node, SmoothBound) and node.granularity is not None:
@@ -315,8 +367,70 @@ def _check_k(owner: str, node: SmoothBound | SmoothBoundCauchy) -> None:
             raise InvalidArgument(owner, "granularity", node.granularity, f"must be >= {k_min} (range of the exact Laplace sampler)")
 
 
-class _SmoothAccuracy:
-    """The accuracy statement shared by :class:`SmoothBound` and :class:`SmoothBoundCauchy` (not a node)."""
+class _SmoothCommon:
+    """What :class:`SmoothBound` and :class:`SmoothBoundCauchy` share (a mixin, not a node)."""
+
+    query: SmoothTarget
+    relation: Relation
+    granularity: int | None
+    clamp: bool
+
+    def constants(self) -> Admissibility:  # pragma: no cover - every node overrides it
+        raise NotImplementedError
+
+    @property
+    def base_query(self) -> Query:
+        """The query released (inside the LocalSensAtDistance, for a user function)."""
+        return self.query.query if isinstance(self.query, LocalSensAtDistance) else self.query
+
+    @property
+    def stat_query(self) -> Query:
+        """The row-level query the smooth bound is taken of (users' clipped totals at user level)."""
+        return row_view(type(self).__name__, self.base_query)
+
+    @property
+    def neighbouring(self) -> Neighbouring:
+        """One row (one user, for a user-level query) under ``relation``."""
+        return self.base_query.neighbouring(self.relation)
+
+    def clamp_range(self) -> tuple[Fraction, Fraction] | None:
+        """The clip range the output is clamped to, or None (clamp off; count, sum, user function)."""
+        q = self.stat_query
+        if not self.clamp or isinstance(self.query, LocalSensAtDistance) or q.kind in CONSTANT_KINDS:
+            return None
+        return q.require_bounds(type(self).__name__)
+
+    def scale_range(self) -> tuple[Fraction, Fraction]:
+        """The public range ``[a, b]`` the smooth bound lives in (``S <= 2(b − a)``): lattice and truncation."""
+        owner = type(self).__name__
+        if isinstance(self.query, LocalSensAtDistance):
+            return Fraction(0), Fraction(envelope_of(self.query, owner).top)
+        if self.stat_query.kind == "count":
+            return Fraction(0), Fraction(1)
+        if self.stat_query.kind == "sum":
+            return Fraction(0), constant_sensitivity(self.stat_query, "add_remove")
+        return self.stat_query.require_bounds(owner)
+
+    def public_smooth_sensitivity(self) -> Fraction | None:
+        """S when it does not depend on the data (count, sum: the global sensitivity), else None."""
+        if isinstance(self.query, Query) and self.query.kind in CONSTANT_KINDS:
+            return constant_sensitivity(self.stat_query, self.relation)
+        return None
+
+    def lattice_k(self) -> int:
+        """The public lattice exponent."""
+        if self.granularity is not None:
+            return self.granularity
+        lower, upper = self.scale_range()
+        return auto_granularity(lower, upper, self.constants().alpha)
+
+    def _notes(self) -> tuple[str, ...]:
+        if isinstance(self.query, LocalSensAtDistance):
+            return (*self.query.notes(), envelope_of(self.query, type(self).__name__).note())
+        if self.stat_query.kind in CONSTANT_KINDS:
+            return (f"{self.stat_query.kind}: LS_k = GS at every x, so S = GS (the Laplace node adds half this noise, "
+                    "with delta = 0)",)
+        return ()
 
     def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, smooth_sensitivity: ExactLike | None = None) -> Accuracy:
         """The (1 − ``alpha``) error, given a public bound on the data's smooth bound (no data touched).
@@ -324,17 +438,20 @@ class _SmoothAccuracy:
         The noise scale ``(S(x) + 2^k)/α_c`` depends on the data through S(x),
         the node's β-smooth bound: the statement is conditional; pass
         ``smooth_sensitivity=s`` (s >= S(x)) for the exact (1 − α) quantile of
-        the lattice noise at that scale, rounded up (NRS07 Lemma 2.6). Proof
-        in :mod:`dpalg.mechanisms._ddp_accuracy`.
+        the lattice noise at that scale, rounded up (NRS07 Lemma 2.6). For a
+        count or a sum S is public (the global sensitivity) and used by default.
+        Proof in :mod:`dpalg.mechanisms._ddp_accuracy`.
         """
         from dpalg.mechanisms._ddp_accuracy import smooth_accuracy
 
+        if smooth_sensitivity is None:
+            smooth_sensitivity = self.public_smooth_sensitivity()
         return smooth_accuracy(self, alpha, smooth_sensitivity)  # type: ignore[arg-type]  # mixed into the two nodes only
 
 
 @final
 @attrs.frozen
-class SmoothBound(_SmoothAccuracy, AbstractPrimitive[ApproxDP]):
+class SmoothBound(_SmoothCommon, AbstractPrimitive[ApproxDP]):
     """A quantile, median, max, min or clipped mean with Laplace noise scaled to its smooth sensitivity.
 
     Releases ``f(x) + Lap(2S'(x)/ε)`` on the lattice ``2^k ℤ`` (exact noise), where
@@ -377,7 +494,7 @@ class SmoothBound(_SmoothAccuracy, AbstractPrimitive[ApproxDP]):
     ``trimmed_mean`` are refused at construction with the reason.
     """
 
-    query: Query = attrs.field(converter=_sb_query)
+    query: SmoothTarget = attrs.field(converter=_sb_query)
     epsilon: Fraction = attrs.field(converter=_sb_eps)
     delta: Fraction = attrs.field(converter=_sb_delta)
     relation: Relation = attrs.field(default="add_remove", converter=_sb_relation)
@@ -387,18 +504,8 @@ class SmoothBound(_SmoothAccuracy, AbstractPrimitive[ApproxDP]):
     def __attrs_post_init__(self) -> None:
         _check_k("SmoothBound", self)
         require_fixed_n("SmoothBound", self.stat_query, self.relation)
-        if self.query.user is not None and self.relation != "add_remove":
+        if self.base_query.user is not None and self.relation != "add_remove":
             raise InvalidArgument("SmoothBound", "relation", self.relation, "must be 'add_remove' for a user-level query")
-
-    @property
-    def stat_query(self) -> Query:
-        """The row-level query the smooth bound is taken of (users' clipped totals at user level)."""
-        return row_view("SmoothBound", self.query)
-
-    @property
-    def neighbouring(self) -> Neighbouring:
-        """One row (one user, for a user-level query) under ``relation``."""
-        return self.query.neighbouring(self.relation)
 
     def noise(self) -> AbstractAdmissibleNoise:
         """The standard Laplace."""
@@ -407,13 +514,6 @@ class SmoothBound(_SmoothAccuracy, AbstractPrimitive[ApproxDP]):
     def constants(self) -> Admissibility:
         """``α = ε/2``, ``β`` = ε/(2 ln(2/δ)) rounded down to a rational."""
         return LaplaceNoise().constants(self.epsilon, self.delta)
-
-    def lattice_k(self) -> int:
-        """The public lattice exponent."""
-        if self.granularity is not None:
-            return self.granularity
-        lower, upper = self.stat_query.require_bounds("SmoothBound")
-        return auto_granularity(lower, upper, self.constants().alpha)
 
     def privacy(self) -> PrivacyClaim[ApproxDP]:
         """(ε, δ) from the parameters."""
@@ -424,6 +524,7 @@ class SmoothBound(_SmoothAccuracy, AbstractPrimitive[ApproxDP]):
             "exact lattice sampling, S + 2^k",
             (("epsilon", str(self.epsilon)), ("delta", str(self.delta)), ("alpha", str(c.alpha)), ("beta", str(c.beta)),
              ("relation", self.relation), ("lattice", f"2**{self.lattice_k()}")),
+            self._notes(),
         )  # fmt: skip
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
@@ -431,7 +532,7 @@ class SmoothBound(_SmoothAccuracy, AbstractPrimitive[ApproxDP]):
         return _release_query(self, data, rng)
 
 
-def _sc_query(value: Query) -> Query:
+def _sc_query(value: SmoothTarget) -> SmoothTarget:
     return _query("SmoothBoundCauchy", value)
 
 
@@ -461,7 +562,7 @@ def _sc_k(value: int | None) -> int | None:
 
 @final
 @attrs.frozen
-class SmoothBoundCauchy(_SmoothAccuracy, AbstractPrimitive[PureDP]):
+class SmoothBoundCauchy(_SmoothCommon, AbstractPrimitive[PureDP]):
     """A quantile, median, max, min or clipped mean with generalised Cauchy noise: pure ε-DP.
 
     Releases ``f(x) + (S'(x)/α)·Z``, ``Z ∝ 1/(1 + |z|^γ)``, on the lattice ``2^k ℤ``
@@ -485,7 +586,7 @@ class SmoothBoundCauchy(_SmoothAccuracy, AbstractPrimitive[PureDP]):
         argument of :class:`SmoothBound` keep it pure: cost exactly ``PureDP(ε)``.
     """
 
-    query: Query = attrs.field(converter=_sc_query)
+    query: SmoothTarget = attrs.field(converter=_sc_query)
     epsilon: Fraction = attrs.field(converter=_sc_eps)
     gamma: Fraction = attrs.field(default=Fraction(2), converter=_sc_gamma)
     variant: Literal["nrs07", "tight"] = attrs.field(default="nrs07", converter=_sc_variant)
@@ -496,18 +597,8 @@ class SmoothBoundCauchy(_SmoothAccuracy, AbstractPrimitive[PureDP]):
     def __attrs_post_init__(self) -> None:
         _check_k("SmoothBoundCauchy", self)
         require_fixed_n("SmoothBoundCauchy", self.stat_query, self.relation)
-        if self.query.user is not None and self.relation != "add_remove":
+        if self.base_query.user is not None and self.relation != "add_remove":
             raise InvalidArgument("SmoothBoundCauchy", "relation", self.relation, "must be 'add_remove' for a user-level query")
-
-    @property
-    def stat_query(self) -> Query:
-        """The row-level query the smooth bound is taken of (users' clipped totals at user level)."""
-        return row_view("SmoothBoundCauchy", self.query)
-
-    @property
-    def neighbouring(self) -> Neighbouring:
-        """One row (one user, for a user-level query) under ``relation``."""
-        return self.query.neighbouring(self.relation)
 
     def noise(self) -> AbstractAdmissibleNoise:
         """The generalised Cauchy with this γ."""
@@ -516,13 +607,6 @@ class SmoothBoundCauchy(_SmoothAccuracy, AbstractPrimitive[PureDP]):
     def constants(self) -> Admissibility:
         """``(α, β)`` of the chosen variant (exact rationals)."""
         return CauchyNoise(self.gamma).constants(self.epsilon, variant=self.variant)
-
-    def lattice_k(self) -> int:
-        """The public lattice exponent."""
-        if self.granularity is not None:
-            return self.granularity
-        lower, upper = self.stat_query.require_bounds("SmoothBoundCauchy")
-        return auto_granularity(lower, upper, self.constants().alpha)
 
     def privacy(self) -> PrivacyClaim[PureDP]:
         """ε from the parameters."""
@@ -533,6 +617,7 @@ class SmoothBoundCauchy(_SmoothAccuracy, AbstractPrimitive[PureDP]):
             "exact lattice sampling, S + 2^k",
             (("epsilon", str(self.epsilon)), ("gamma", str(self.gamma)), ("alpha", str(c.alpha)), ("beta", str(c.beta)),
              ("relation", self.relation), ("lattice", f"2**{self.lattice_k()}")),
+            self._notes(),
         )  # fmt: skip
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:

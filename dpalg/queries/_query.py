@@ -40,7 +40,10 @@ __all__ = ["BOUNDED_KINDS", "Clip", "Query", "QueryKind", "UserFunction", "clip_
 UserFunction = Callable[[npt.NDArray[np.float64]], object]
 
 #: the nodes that accept a ``Query.function`` (named in every refusal)
-USER_FUNCTION_NODES = "ProposeTest(LocalSensAtDistance(query, formula), bound=..., ...)"
+USER_FUNCTION_NODES = (
+    "ProposeTest(LocalSensAtDistance(query, formula), bound=..., ...), SmoothBound(LocalSensAtDistance(query, formula), ...), "
+    "SmoothBoundCauchy(LocalSensAtDistance(query, formula), ...) or SampleAggregateMean/Median/Mode(query, ...)"
+)
 
 QueryKind = Literal[
     "count", "sum", "mean", "median", "quantile", "trimmed_mean", "mode", "histogram",
@@ -117,7 +120,7 @@ def refuse_user_function(owner: str, query: object) -> None:
         raise InvalidArgument(
             owner, "query", query,
             f"is a user-defined statistic: {owner} needs a sensitivity dpalg knows, and it has none; "
-            f"release it with {USER_FUNCTION_NODES} (the only node that accepts Query.function)",
+            f"release it with {USER_FUNCTION_NODES} (the nodes that accept Query.function)",
         )  # fmt: skip
 
 #: kinds a user-level contribution bound applies to, per modifier
@@ -331,8 +334,10 @@ class Query:
         f̃ is what a release estimates and what an LS_k promise is about.
 
         ``name`` (default: ``fn``'s qualified name) stands for ``fn`` in reprs and
-        certificates, which never record code. Only
-        ``ProposeTest(LocalSensAtDistance(query, formula), ...)`` accepts it.
+        certificates, which never record code. ``ProposeTest`` and
+        ``SmoothBound``/``SmoothBoundCauchy`` take it inside
+        ``LocalSensAtDistance(query, formula)`` (the user's LS_k promise), and the
+        sample-and-aggregate nodes take it as their block statistic.
 
         Examples:
             >>> import numpy as np
