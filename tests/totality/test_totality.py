@@ -103,6 +103,14 @@ def _rounded_median(values: npt.NDArray[np.float64]) -> float:
     return float(np.round(np.median(values)))
 
 
+def _log1p_mean(values: npt.NDArray[np.float64]) -> float:
+    return float(np.mean(np.log1p(values)))
+
+
+def _user_statistic() -> LocalSensAtDistance:
+    return LocalSensAtDistance(Query.function(_log1p_mean, column="x") | Clip(0, 10), "log(11)/Max(n - k, 1) + log(11)/2**45")
+
+
 Node = AbstractPrimitive[PureDP] | AbstractPrimitive[ApproxDP] | AbstractPrimitive[ZCDP]
 
 # name -> factory of a fresh plan; the name's prefix (before "-") is the mechanism's class name
@@ -140,6 +148,12 @@ PLANS: dict[str, Callable[[], Node]] = {
     "SmoothBoundCauchy-median": lambda: SmoothBoundCauchy(Query.median("x") | Clip(0, 10), epsilon=1),
     "SmoothBound-mean": lambda: SmoothBound(Query.mean("x") | Clip(0, 10), epsilon=1, delta="0.01"),
     "SmoothBoundCauchy-mean": lambda: SmoothBoundCauchy(Query.mean("x") | Clip(0, 10), epsilon=1),
+    "SmoothBound-count": lambda: SmoothBound(Query.count("x"), epsilon=1, delta="0.01"),
+    "SmoothBoundCauchy-sum-huge": lambda: SmoothBoundCauchy(Query.sum("x") | Clip(-1e200, 1e200), epsilon=1),
+    # a user-defined statistic, three ways (issue 18)
+    "SmoothBound-function": lambda: SmoothBound(_user_statistic(), epsilon=1, delta="0.01"),
+    "ProposeTest-function": lambda: ProposeTest(_user_statistic(), bound="0.5", epsilon=1, delta="0.01"),
+    "SampleAggregateMean-function": lambda: SampleAggregateMean(_user_statistic().query, blocks=4, lower=0, upper=3, epsilon=1),
     # the widest clip: intermediate differences are beyond float64
     "ExponentialQuantile-median-huge": lambda: ExponentialQuantile(Query.median("x") | Clip(-1.7e308, 1.7e308), epsilon=1,
                                                                    grid_bits=8),
