@@ -32,9 +32,12 @@ value and smooth sensitivity are exact order statistics), and the clipped ``mean
 :func:`~dpalg.noise.exact_clipped_sum`, and ``S`` the truncated bound
 ``max(max_{k≤K} e^{−kβ₀}(LS_k + E), e^{−(K+1)β₀}(GS + E))`` over its exact add/remove
 ``LS_k`` profile, K public, rounded up (:mod:`dpalg.mechanisms._smooth_profile`).
-``count`` and ``sum`` are refused (under row add/remove their ``LS_k`` equals the
-global sensitivity at every x: use the Laplace node), and so are the trimmed mean
-(its exact add/remove profile costs O(K³) for the public K) and the other kinds.
+The clipped ``trimmed_mean``: the exact truncated smooth bound of a padded function
+``g ≥ LS`` in O(K²) (:mod:`dpalg.mechanisms._smooth_trimmed`). ``count`` and ``sum``:
+``S = GS`` (their ``LS_k`` is the global sensitivity at every x, so the Laplace node
+is better; :mod:`dpalg.mechanisms._smooth_kinds`). A user-defined statistic inside
+:class:`~dpalg.mechanisms.LocalSensAtDistance`: ``F(0, ·)`` smoothed over n
+(:mod:`dpalg.mechanisms._smooth_formula`). Other kinds are refused.
 Proof sketch and the lemma composition: ``docs/mechanisms/smooth_sensitivity.md``.
 """
 
@@ -69,6 +72,7 @@ from dpalg.mechanisms._smooth_kinds import (
     constant_sensitivity,
     function_center_and_scale,
 )
+from dpalg.mechanisms._smooth_trimmed import trimmed_center_and_scale, trimmed_center_and_scale_values
 from dpalg.mechanisms._smooth_profile import (
     MeanSummary,
     lattice_terms,
@@ -175,10 +179,8 @@ def smooth_release(
 
 
 #: kinds with an exact LS_k profile the nodes take through :mod:`dpalg.mechanisms._smooth_profile`
-PROFILE_KINDS = ("mean",)
-_REFUSED = {
-    "trimmed_mean": "is not covered under row add/remove: its exact LS_k profile costs O(K**3) for the public K",
-}
+PROFILE_KINDS = ("mean", "trimmed_mean")
+_REFUSED: dict[str, str] = {}
 
 #: what a smooth-sensitivity node releases: a catalog query, or a user function with its LS formula
 SmoothTarget = Union[Query, LocalSensAtDistance]
@@ -260,6 +262,17 @@ def _mean_summary(node: SmoothBound | SmoothBoundCauchy, data: Dataset, rng: Abs
     return MeanSummary(n, int(total.total), lattice_terms(smallest, lower, upper, km), lattice_terms(largest, lower, upper, km))
 
 
+def _trimmed_center_and_scale(node: SmoothBound | SmoothBoundCauchy, data: Dataset, rng: AbstractRandomness) -> tuple[int, Fraction]:
+    """The trimmed mean's ``(a, scale)``: through the reductions seam (row level) or over the users' totals."""
+    c, k = node.constants(), node.lattice_k()
+    if node.base_query.user is None:
+        return trimmed_center_and_scale(node.stat_query, data, c, k)
+    lower, upper = node.stat_query.require_bounds(type(node).__name__)
+    trim = node.stat_query.trim
+    assert trim is not None
+    return trimmed_center_and_scale_values(unit_values(node.base_query, data, rng), lower, upper, trim, c, k)
+
+
 def _windowed_center_and_scale(node: SmoothBound | SmoothBoundCauchy, data: Dataset) -> tuple[int, Fraction]:
     """:func:`center_and_scale` of a row-level query from an order window of public width.
 
@@ -316,7 +329,10 @@ def _release_query(node: SmoothBound | SmoothBoundCauchy, data: Dataset, rng: Ab
         return _release_unclamped(node, data, rng)
     if node.stat_query.kind in PROFILE_KINDS:
         lower, upper = node.stat_query.require_bounds(type(node).__name__)
-        a, scale = mean_center_and_scale(_mean_summary(node, data, rng), lower, upper, node.constants(), node.lattice_k())
+        if node.stat_query.kind == "trimmed_mean":
+            a, scale = _trimmed_center_and_scale(node, data, rng)
+        else:
+            a, scale = mean_center_and_scale(_mean_summary(node, data, rng), lower, upper, node.constants(), node.lattice_k())
         units = int(node.noise().sample_lattice(1, node.lattice_k(), rng, scale=scale)[0])
         value = Fraction(a + units) * Fraction(2) ** node.lattice_k()
         return float(min(max(value, lower), upper) if node.clamp else value)
@@ -452,14 +468,16 @@ class _SmoothCommon:
 @final
 @attrs.frozen
 class SmoothBound(_SmoothCommon, AbstractPrimitive[ApproxDP]):
-    """A quantile, median, max, min or clipped mean with Laplace noise scaled to its smooth sensitivity.
+    """A quantile, median, max, min, clipped (trimmed) mean, count, sum or user statistic with Laplace noise scaled to its smooth sensitivity.
 
     Releases ``f(x) + Lap(2S'(x)/ε)`` on the lattice ``2^k ℤ`` (exact noise), where
     ``S' = S + 2^k`` and ``S`` is a β-smooth upper bound on the local sensitivity with
     a rational ``β ≤ ε/(2 ln(2/δ))``; the result is clamped to ``[lower, upper]``.
 
     Args:
-        query: ``Query.median(col) | Clip(l, u)`` (or quantile, max, min, mean), ``l < u``.
+        query: ``Query.median(col) | Clip(l, u)`` (or quantile, max, min, mean,
+            trimmed_mean, sum), ``l < u``; ``Query.count(...)``; or
+            ``LocalSensAtDistance(Query.function(fn, column=...) | Clip(l, u), formula)``.
         epsilon: ε > 0.
         delta: δ in (0, 1).
         relation: ``"add_remove"`` (default) or ``"substitution"`` of one row.
@@ -490,8 +508,9 @@ class SmoothBound(_SmoothCommon, AbstractPrimitive[ApproxDP]):
     For the mean, ``S`` is the truncated bound over the exact add/remove ``LS_k``
     profile of the mean of the data's lattice terms (NRS07 Def. 2.1, Prop. 3.1 and
     Lemma 2.3 with a public K; proof and rounding in
-    :mod:`dpalg.mechanisms._smooth_profile`); ``count``, ``sum`` and
-    ``trimmed_mean`` are refused at construction with the reason.
+    :mod:`dpalg.mechanisms._smooth_profile`); the trimmed mean, counts, sums and
+    user statistics: see the module docstring. Counts, sums and user statistics
+    are not clamped (no clip range holds their value).
     """
 
     query: SmoothTarget = attrs.field(converter=_sb_query)
@@ -563,13 +582,13 @@ def _sc_k(value: int | None) -> int | None:
 @final
 @attrs.frozen
 class SmoothBoundCauchy(_SmoothCommon, AbstractPrimitive[PureDP]):
-    """A quantile, median, max, min or clipped mean with generalised Cauchy noise: pure ε-DP.
+    """:class:`SmoothBound`'s statistics with generalised Cauchy noise: pure ε-DP.
 
     Releases ``f(x) + (S'(x)/α)·Z``, ``Z ∝ 1/(1 + |z|^γ)``, on the lattice ``2^k ℤ``
     (exact sampler), ``S' = S + 2^k`` with ``S`` β-smooth, clamped to ``[lower, upper]``.
 
     Args:
-        query: ``Query.median(col) | Clip(l, u)`` (or quantile, max, min, mean), ``l < u``.
+        query: as for :class:`SmoothBound`.
         epsilon: ε > 0.
         gamma: rational γ > 1 (default 2, the Cauchy distribution).
         variant: ``"nrs07"`` (default): ``α = β = ε/(2(γ+1))``, γ = 2: ``ε/6``;

@@ -225,7 +225,6 @@ def test_node_repr_and_cost() -> None:
     ("query", "words"),
     [
         (Query.sum("x", user="u") | Clip(0, 1), "user-level sum"),
-        (Query.trimmed_mean("x", "0.1") | Clip(0, 1), "'trimmed_mean'"),
         (Query.mode("x") | Clip(0, 1), "kind"),
         (Query.mean("x"), "Clip"),
     ],

@@ -148,6 +148,7 @@ PLANS: dict[str, Callable[[], Node]] = {
     "SmoothBoundCauchy-median": lambda: SmoothBoundCauchy(Query.median("x") | Clip(0, 10), epsilon=1),
     "SmoothBound-mean": lambda: SmoothBound(Query.mean("x") | Clip(0, 10), epsilon=1, delta="0.01"),
     "SmoothBoundCauchy-mean": lambda: SmoothBoundCauchy(Query.mean("x") | Clip(0, 10), epsilon=1),
+    "SmoothBound-trimmed-mean": lambda: SmoothBound(Query.trimmed_mean("x", "0.2") | Clip(-1e200, 1e200), epsilon=1, delta="0.01"),
     "SmoothBound-count": lambda: SmoothBound(Query.count("x"), epsilon=1, delta="0.01"),
     "SmoothBoundCauchy-sum-huge": lambda: SmoothBoundCauchy(Query.sum("x") | Clip(-1e200, 1e200), epsilon=1),
     # a user-defined statistic, three ways (issue 18)
