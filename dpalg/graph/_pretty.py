@@ -10,8 +10,8 @@ Examples:
     >>> from dpalg.mechanisms import Laplace
     >>> print(Compose(Laplace(Query.count(), epsilon="0.5"), Laplace(Query.sum("x") | Clip(0, 10), epsilon="1/3")))
     Compose  [cost PureDP(ε<=0.833334)]
-      0: Laplace(query=Query.count(), epsilon=0.5, relation='add_remove', granularity=None)  [cost PureDP(ε=0.5)]
-      1: Laplace(query=Query.sum('x') | Clip(0, 10), epsilon<=0.333334, relation='add_remove', granularity=None)  [cost PureDP(ε<=0.333334)]
+      0: Laplace(query=Query.count(), epsilon=0.5, relation='add_remove')  [cost PureDP(ε=0.5)]
+      1: Laplace(query=Query.sum('x') | Clip(0, 10), epsilon<=0.333334, relation='add_remove')  [cost PureDP(ε<=0.333334)]
 """
 
 from __future__ import annotations
@@ -63,6 +63,8 @@ def _parts(node: object) -> tuple[list[str], list[tuple[str, object]]]:
             and all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[1], AbstractMeasurement) for p in v)
         ):
             children.extend((repr(p[0]), p[1]) for p in v)
+        elif v is None:  # an unset option (granularity, unit, epsilon of a split PTR): not shown; repr keeps it
+            continue
         else:
             params.append(_param(field.name, v))
     return params, children
