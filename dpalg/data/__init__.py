@@ -1,9 +1,12 @@
 """The data layer: dataset adapter, privacy unit, neighbouring relation, the
 data policy (numbers, keys, ids), the reductions seam every mechanism reads data
-through (:class:`Reductions`, :class:`NumpyReductions`) and the per-unit reductions
-of the user-level mechanisms."""
+through (:class:`Reductions`, :class:`NumpyReductions`, and ``PolarsReductions``
+for a polars frame) and the per-unit reductions of the user-level mechanisms.
 
-from dpalg.data._dataset import ROW, Dataset, DataLike, Neighbouring, Relation, as_dataset
+``PolarsReductions`` is imported on first access (PEP 562), so ``import dpalg``
+never loads polars."""
+
+from dpalg.data._dataset import ROW, ColumnSource, Dataset, DataLike, Neighbouring, Relation, as_dataset
 from dpalg.data._keys import Key, key_codes, key_counts, key_index, key_order, normalise_key
 from dpalg.data._lattice_sums import exact_int_total, per_unit_lattice_sums
 from dpalg.data._row_choice import keyed_hashes, row_hashes, select_keys, select_rows
@@ -21,8 +24,23 @@ from dpalg.data._user_units import (
 )
 
 __all__ = [
-    "ROW", "ColumnRole", "LatticeSum", "NumpyReductions", "OrderWindow", "Reductions", "SumSpec", "as_reductions", "ColumnUse", "DataLike", "Dataset", "Key", "Neighbouring", "Relation", "as_dataset",
+    "ROW", "ColumnRole", "ColumnSource", "LatticeSum", "NumpyReductions", "OrderWindow", "PolarsReductions", "Reductions", "SumSpec",
+    "as_reductions", "ColumnUse", "DataLike", "Dataset", "Key", "Neighbouring", "Relation", "as_dataset",
     "check_columns", "exact_int_total", "key_codes", "key_counts", "key_index", "key_order", "keyed_hashes",
     "normalise_key", "per_unit_lattice_sums", "per_unit_max", "per_unit_row_counts", "per_unit_sums",
     "per_unit_value_sets", "row_hashes", "select_keys", "select_rows", "to_float", "unit_count", "unit_index",
 ]  # fmt: skip
+
+
+def __getattr__(name: str) -> object:
+    """``PolarsReductions``, imported on first access (it imports polars)."""
+    if name == "PolarsReductions":
+        try:
+            from dpalg.data._polars_reductions import PolarsReductions
+        except ImportError as exc:
+            from dpalg._errors import Unsupported
+
+            raise Unsupported(f"dpalg.data.PolarsReductions needs polars ({exc}); install it with: pip install 'dpalg[polars]'") from exc
+        globals()[name] = PolarsReductions
+        return PolarsReductions
+    raise AttributeError(f"module 'dpalg.data' has no attribute {name!r}")

@@ -10,7 +10,14 @@ dtypes) can, and it is checked before the charge.
 Datasets
 
 * a dataset is a mapping from column name to a 1-D array; all columns have the
-  same length; a pandas or polars DataFrame is accepted through :func:`as_dataset`;
+  same length; a pandas DataFrame is accepted through :func:`as_dataset`;
+* a polars DataFrame or LazyFrame stays where it is: :func:`as_dataset` wraps it
+  in a :class:`Dataset` backed by a :class:`ColumnSource` whose schema comes from
+  the frame's schema (no row is read before the charge), whose reductions run in
+  polars (``docs/reductions.md``, "Polars") and whose columns are converted to
+  numpy one at a time, only when a mechanism that does not read through the
+  reductions seam asks for one. Every answer equals the one for the same values
+  given as numpy arrays;
 * an empty dataset is valid: every mechanism defines its output on it;
 * errors about data name columns, dtypes and shapes, never values.
 
@@ -52,17 +59,20 @@ Keys and unit ids (:meth:`Dataset.key_index`, :func:`dpalg.data._keys.normalise_
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal, final
+from typing import TYPE_CHECKING, Literal, Protocol, final
 
 import attrs
 import numpy as np
 import numpy.typing as npt
 
-from dpalg._errors import InvalidArgument
+from dpalg._errors import InvalidArgument, Unsupported
 from dpalg.data._keys import Key, key_codes, key_index
-from dpalg.data._numeric import as_column, to_float
+from dpalg.data._numeric import as_column, numeric_dtype_problem, to_float
 
-__all__ = ["Dataset", "DataLike", "Neighbouring", "Relation", "as_dataset", "ROW"]
+if TYPE_CHECKING:
+    from dpalg.data._reductions import Reductions
+
+__all__ = ["ColumnSource", "Dataset", "DataLike", "Neighbouring", "Relation", "as_dataset", "ROW"]
 
 Relation = Literal["add_remove", "substitution"]
 _RELATIONS = ("add_remove", "substitution")
@@ -110,35 +120,121 @@ ArrayLike1D = npt.ArrayLike
 DataLike = Mapping[str, ArrayLike1D] | object
 
 
+class ColumnSource(Protocol):
+    """Where a :class:`Dataset`'s columns live when they are not numpy arrays (a polars frame; later Spark).
+
+    A backend implements this protocol once; :func:`as_dataset` wraps it with
+    :meth:`Dataset.from_source`, and :func:`~dpalg.data.as_reductions` hands
+    mechanisms the backend's own :class:`~dpalg.data.Reductions`. The schema
+    (``names``, :meth:`dtype`) is public and must be known without reading a row:
+    the runner checks it before the charge.
+    """
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The column names."""
+        ...
+
+    def dtype(self, name: str) -> np.dtype[np.generic]:
+        """The numpy dtype the data policy reads ``name`` as (schema only, no row read)."""
+        ...
+
+    def count_rows(self) -> int:
+        """The number of rows (reads the data if it must)."""
+        ...
+
+    def materialise(self, name: str) -> npt.NDArray[np.generic]:
+        """One column as a 1-D numpy array holding the same values (for the mechanisms outside the seam)."""
+        ...
+
+    def numeric(self, name: str) -> npt.NDArray[np.float64]:
+        """One column as float64, missing values as NaN: equal to ``to_float(materialise(name))``."""
+        ...
+
+    def reductions(self, dataset: Dataset) -> Reductions:
+        """The backend's reductions over ``dataset`` (which is backed by this source)."""
+        ...
+
+
 @final
 class Dataset:
-    """Columns of equal length, read-only. Build with :func:`as_dataset`."""
+    """Columns of equal length, read-only. Build with :func:`as_dataset`.
 
-    __slots__ = ("_columns", "_n")
+    A dataset either holds numpy columns or is backed by a :class:`ColumnSource`
+    (a polars frame), whose columns are converted to numpy one at a time, on
+    first use, and cached.
+    """
+
+    __slots__ = ("_columns", "_n", "_numeric", "_source")
 
     def __init__(self, columns: Mapping[str, npt.NDArray[np.generic]]) -> None:
         lengths = {name: arr.shape[0] for name, arr in columns.items()}
         if len(set(lengths.values())) > 1:
             raise InvalidArgument("Dataset", "columns", lengths, "must all have the same length")
         self._columns = dict(columns)
-        self._n = next(iter(lengths.values()), 0)
+        self._n: int | None = next(iter(lengths.values()), 0)
+        self._source: ColumnSource | None = None
+        self._numeric: dict[str, npt.NDArray[np.float64]] = {}
+
+    @classmethod
+    def from_source(cls, source: ColumnSource) -> Dataset:
+        """A dataset whose columns live in ``source``; nothing is read until a column or a reduction is asked for."""
+        data = cls({})
+        data._n = None
+        data._source = source
+        return data
+
+    @property
+    def source(self) -> ColumnSource | None:
+        """The backend holding the columns, or ``None`` for numpy columns."""
+        return self._source
 
     @property
     def n_rows(self) -> int:
         """Number of rows (public only when the plan says so; mechanisms never print it)."""
+        if self._n is None:
+            assert self._source is not None  # only a sourced dataset defers its length
+            self._n = self._source.count_rows()
         return self._n
 
     @property
     def names(self) -> tuple[str, ...]:
         """Column names."""
-        return tuple(self._columns)
+        return self._source.names if self._source is not None else tuple(self._columns)
+
+    def _unknown(self, name: str) -> InvalidArgument:
+        return InvalidArgument("Dataset", "column", name, f"is not a column; available: {sorted(self.names)}")
+
+    def dtype(self, name: str) -> np.dtype[np.generic]:
+        """The column's dtype, read from the schema alone (never from a value).
+
+        For a polars frame this is the numpy dtype the data policy reads the
+        polars type as (``String`` is a str dtype, ``Int64`` is int64 whether or
+        not it holds nulls), so the schema check gives the same answer whatever
+        the rows.
+
+        Raises:
+            InvalidArgument: when ``name`` is not a column.
+        """
+        if self._source is None:
+            try:
+                return self._columns[name].dtype
+            except KeyError:
+                raise self._unknown(name) from None
+        if name not in self._source.names:
+            raise self._unknown(name)
+        return self._source.dtype(name)
 
     def column(self, name: str) -> npt.NDArray[np.generic]:
-        """The raw column (read-only view)."""
-        try:
-            arr = self._columns[name]
-        except KeyError:
-            raise InvalidArgument("Dataset", "column", name, f"is not a column; available: {sorted(self._columns)}") from None
+        """The raw column (read-only view); a sourced column is converted to numpy once, on first use."""
+        arr = self._columns.get(name)
+        if arr is None:
+            if self._source is None or name not in self._source.names:
+                raise self._unknown(name)
+            arr = as_column(self._source.materialise(name))
+            if arr.ndim != 1:
+                raise InvalidArgument("as_dataset", f"column {name!r}", f"ndim={arr.ndim}", "must be 1-D")
+            self._columns[name] = arr
         view = arr.view()
         view.flags.writeable = False
         return view
@@ -152,7 +248,26 @@ class Dataset:
             InvalidArgument: when ``name`` is not a column or its dtype cannot
                 hold numbers (complex, str, dates).
         """
-        return to_float(self.column(name), owner="Dataset", field=name)
+        if self._source is None:
+            return to_float(self.column(name), owner="Dataset", field=name)
+        values = self._numeric.get(name)
+        if values is None:
+            self.require_numeric(name)  # the schema decides, before any row is converted
+            values = self._numeric[name] = self._source.numeric(name)
+        view = values.view()
+        view.flags.writeable = False
+        return view
+
+    def require_numeric(self, name: str) -> None:
+        """Raise what :meth:`numeric` raises for the schema (an unknown column, a dtype that holds no numbers), reading no row.
+
+        Raises:
+            InvalidArgument: as :meth:`numeric`.
+        """
+        dtype = self.dtype(name)
+        problem = numeric_dtype_problem(dtype)
+        if problem is not None:
+            raise InvalidArgument("Dataset", name, f"dtype={dtype}", problem)
 
     def key_index(self, name: str) -> tuple[tuple[Key, ...], npt.NDArray[np.intp]]:
         """The distinct present keys of a column (in key order) and each row's index (-1: missing).
@@ -169,21 +284,84 @@ class Dataset:
         return key_codes(self.column(name), keys, owner=f"Dataset column {name!r}")
 
     def take(self, rows: npt.NDArray[np.bool_] | npt.NDArray[np.intp]) -> Dataset:
-        """A sub-dataset (used by parallel composition and sample-and-aggregate)."""
-        return Dataset({k: v[rows] for k, v in self._columns.items()})
+        """A sub-dataset (used by parallel composition, group privacy and sample-and-aggregate).
+
+        A sourced dataset's sub-dataset converts a column only when it is read
+        (once for the whole dataset, then sliced), so a column the plan never reads
+        is never converted, whatever its type.
+        """
+        if self._source is None:
+            return Dataset({k: v[rows] for k, v in self._columns.items()})
+        return Dataset.from_source(_Rows(self, rows))
 
     def __repr__(self) -> str:  # never prints values
-        return f"<Dataset columns={list(self._columns)}>"
+        shown = f"<Dataset columns={list(self.names)}"
+        return shown + (">" if self._source is None else f" source={self._source!r}>")
+
+
+@final
+class _Rows:
+    """Some rows of a sourced dataset (a :class:`ColumnSource`): its columns, converted once and sliced."""
+
+    __slots__ = ("_parent", "_rows")
+
+    def __init__(self, parent: Dataset, rows: npt.NDArray[np.bool_] | npt.NDArray[np.intp]) -> None:
+        self._parent, self._rows = parent, rows
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self._parent.names
+
+    def dtype(self, name: str) -> np.dtype[np.generic]:
+        return self._parent.dtype(name)
+
+    def count_rows(self) -> int:
+        rows = np.asarray(self._rows)
+        return int(np.count_nonzero(rows)) if rows.dtype == np.bool_ else int(rows.size)
+
+    def materialise(self, name: str) -> npt.NDArray[np.generic]:
+        return self._parent.column(name)[self._rows]
+
+    def numeric(self, name: str) -> npt.NDArray[np.float64]:
+        return self._parent.numeric(name)[self._rows]
+
+    def reductions(self, dataset: Dataset) -> Reductions:
+        from dpalg.data._numpy_reductions import NumpyReductions  # the rows are in memory now
+
+        return NumpyReductions(dataset)
+
+    def __repr__(self) -> str:  # never prints values
+        return f"rows of {self._parent!r}"
+
+
+def _is_polars_frame(data: object) -> bool:
+    """A polars DataFrame or LazyFrame, recognised by its type's module: polars is never imported to ask."""
+    kind = type(data)
+    return kind.__module__.split(".")[0] == "polars" and kind.__name__ in ("DataFrame", "LazyFrame")
 
 
 def as_dataset(data: object) -> Dataset:
-    """Adapt a mapping of 1-D arrays, a pandas DataFrame or a polars DataFrame.
+    """Adapt a mapping of 1-D arrays, a pandas DataFrame, or a polars DataFrame or LazyFrame.
+
+    A polars frame is not converted: the dataset reads its schema from the
+    frame, answers the reductions in polars and converts a column to numpy only
+    when a mechanism outside the reductions seam asks for it (the module
+    docstring).
 
     Raises:
         InvalidArgument: when a column is not 1-D or lengths differ.
+        Unsupported: a polars frame, but polars (>= 1.0) cannot be imported.
     """
     if isinstance(data, Dataset):
         return data
+    if _is_polars_frame(data):
+        try:
+            from dpalg.data._polars import polars_dataset
+        except ImportError as exc:
+            raise Unsupported(
+                f"as_dataset: a polars {type(data).__name__} needs polars >= 1.0 ({exc}); install it with: pip install 'dpalg[polars]'"
+            ) from exc
+        return polars_dataset(data)
     columns: dict[str, npt.NDArray[np.generic]] = {}
     if isinstance(data, Mapping):
         items = list(data.items())

@@ -368,15 +368,17 @@ class NumpyReductions:
 def as_reductions(data: Dataset | Reductions) -> Reductions:
     """The reductions backend for ``data``, chosen by its type (DESIGN §5).
 
-    A :class:`~dpalg.data.Dataset` is answered in memory by :class:`NumpyReductions`;
-    an object that already implements :class:`~dpalg.data.Reductions` (another
-    backend) is used as it is.
+    A :class:`~dpalg.data.Dataset` of numpy columns is answered in memory by
+    :class:`NumpyReductions`; a dataset backed by another store (a polars frame,
+    :meth:`Dataset.from_source`) by that store's backend; an object that already
+    implements :class:`~dpalg.data.Reductions` is used as it is.
 
     Raises:
         InvalidArgument: a type no backend serves.
     """
     if isinstance(data, Dataset):
-        return NumpyReductions(data)
+        source = data.source
+        return NumpyReductions(data) if source is None else source.reductions(data)
     if isinstance(data, Reductions):
         return data
     raise InvalidArgument("as_reductions", "data", type(data).__name__, "must be a dpalg Dataset (see as_dataset) or a Reductions backend")

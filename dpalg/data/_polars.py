@@ -1,0 +1,219 @@
+"""A polars DataFrame or LazyFrame as a dpalg dataset: schema from the frame, reductions in polars.
+
+:func:`polars_dataset` wraps a frame in a :class:`~dpalg.data.Dataset` backed by a
+:class:`PolarsSource`. Nothing is read to build it: the public schema (names and
+types) comes from the frame's schema (``LazyFrame.collect_schema()`` resolves the
+plan without running it), so the runner's schema check happens before the charge
+with no row read. Mechanisms that read through the reductions seam get
+:class:`~dpalg.data._polars_reductions.PolarsReductions`; the others ask the
+dataset for a column, which is then converted to numpy once and cached.
+
+This module imports polars; :func:`dpalg.data.as_dataset` imports it only when it
+is given a polars frame (recognised by the frame's type's module, without importing
+polars), so ``import dpalg`` never loads polars.
+
+**The schema in numpy terms.** The data policy is written for numpy dtypes
+(:func:`~dpalg.data._numeric.numeric_dtype_problem`,
+:func:`~dpalg.data._keys.key_dtype_problem`). A polars type is read as the numpy
+dtype that holds the same values, decided by the type alone, never by the rows
+(``Series.to_numpy()`` would turn an ``Int64`` column with a null into float64):
+
+========================================  ======================================
+polars                                    numpy (for the schema check)
+========================================  ======================================
+``Boolean``, ``Int8..64``, ``UInt8..64``  ``bool``, ``int8..64``, ``uint8..64``
+``Float32``, ``Float64``                  ``float32``, ``float64``
+``String``, ``Categorical``, ``Enum``     ``str`` (keys only: not numeric)
+``Binary``                                ``bytes`` (keys only)
+``Decimal``, ``Object``, ``Int128``,      ``object`` (per-value policy)
+``UInt128``, ``Null``
+``Date``, ``Datetime``, ``Duration``      ``datetime64``, ``timedelta64`` (refused)
+``Time``, ``List``, ``Array``, ``Struct``  a structured dtype naming the type (refused)
+========================================  ======================================
+
+A ``String`` column used as numbers is refused before the charge, as a numpy str
+column is (a Python list of strings with a ``None`` would be an object column
+whose values are all missing; the type, not the rows, decides here).
+"""
+
+from __future__ import annotations
+
+from typing import Final, final
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from dpalg._errors import InvalidArgument
+from dpalg.data._dataset import Dataset
+from dpalg.data._numeric import to_float
+from dpalg.data._reductions import Reductions
+
+__all__ = ["PolarsSource", "polars_dataset", "polars_kind"]
+
+#: the oldest polars this backend is written for (``collect_schema``, ``fill_nan``, ``Int128``)
+MIN_POLARS: Final = (1, 0)
+
+_FLOATS: Final = {pl.Float32: "float32", pl.Float64: "float64"}
+_INTS: Final = {
+    pl.Int8: "int8", pl.Int16: "int16", pl.Int32: "int32", pl.Int64: "int64",
+    pl.UInt8: "uint8", pl.UInt16: "uint16", pl.UInt32: "uint32", pl.UInt64: "uint64",
+}  # fmt: skip
+if hasattr(pl, "Float16"):  # polars >= 2
+    _FLOATS[pl.Float16] = "float16"
+
+
+def polars_kind(dtype: pl.DataType) -> str:
+    """How the backend reads a polars type: ``float``, ``int``, ``bool``, ``null``, ``str``, ``bytes`` or ``other``.
+
+    ``other`` types (``Decimal``, ``Object``, ``Int128``, dates, nested types) are
+    not computed in polars: their column is converted to numpy and the numpy
+    backend answers, so the data policy applies value by value.
+
+    Examples:
+        >>> [polars_kind(t) for t in (pl.Float32, pl.UInt64, pl.Boolean, pl.Categorical, pl.Decimal(10, 2))]
+        ['float', 'int', 'bool', 'str', 'other']
+    """
+    base = dtype.base_type()
+    if base in _FLOATS:
+        return "float"
+    if base in _INTS:
+        return "int"
+    if base == pl.Boolean:
+        return "bool"
+    if base == pl.Null:
+        return "null"
+    if base in (pl.String, pl.Categorical, pl.Enum):
+        return "str"
+    if base == pl.Binary:
+        return "bytes"
+    return "other"
+
+
+def numpy_dtype(dtype: pl.DataType) -> np.dtype[np.generic]:
+    """The numpy dtype the data policy reads a polars type as (the table of the module docstring).
+
+    Examples:
+        >>> [str(numpy_dtype(t)) for t in (pl.Int64, pl.String, pl.Decimal(10, 2), pl.Date)]
+        ['int64', '<U0', 'object', 'datetime64[D]']
+    """
+    base = dtype.base_type()
+    if base in _FLOATS:
+        return np.dtype(_FLOATS[base])
+    if base in _INTS:
+        return np.dtype(_INTS[base])
+    if base == pl.Boolean:
+        return np.dtype(np.bool_)
+    if base in (pl.String, pl.Categorical, pl.Enum):
+        return np.dtype(np.str_)
+    if base == pl.Binary:
+        return np.dtype(np.bytes_)
+    if base in (pl.Decimal, pl.Object, pl.Null) or str(base) in ("Int128", "UInt128"):
+        return np.dtype(object)
+    if base == pl.Date:
+        return np.dtype("datetime64[D]")
+    if base in (pl.Datetime, pl.Duration):
+        unit = getattr(dtype, "time_unit", None) or "us"
+        return np.dtype(f"{'datetime64' if base == pl.Datetime else 'timedelta64'}[{unit}]")
+    return np.dtype([(str(dtype), "V1")])  # Time, List, Array, Struct, ...: no role reads it; the message names it
+
+
+@final
+class PolarsSource:
+    """The columns of a polars DataFrame or LazyFrame (a :class:`~dpalg.data._dataset.ColumnSource`).
+
+    Holds the frame as a LazyFrame (a DataFrame's ``lazy()`` costs nothing) and
+    its schema. The row count of a LazyFrame is asked for once and cached.
+    """
+
+    __slots__ = ("_eager", "_frame", "_kind", "_n", "_schema")
+
+    def __init__(self, frame: pl.DataFrame | pl.LazyFrame) -> None:
+        if isinstance(frame, pl.DataFrame):
+            self._eager: pl.DataFrame | None = frame
+            self._frame = frame.lazy()
+            schema = frame.schema
+            self._n: int | None = frame.height
+        else:
+            self._eager = None
+            self._frame = frame
+            schema = frame.collect_schema()  # resolves the plan's types; reads no row
+            self._n = None
+        self._schema: dict[str, pl.DataType] = {str(name): dtype for name, dtype in schema.items()}
+        self._kind = "DataFrame" if self._eager is not None else "LazyFrame"
+
+    @property
+    def frame(self) -> pl.LazyFrame:
+        """The data, as a LazyFrame."""
+        return self._frame
+
+    @property
+    def eager(self) -> pl.DataFrame | None:
+        """The DataFrame when one was given (its columns are in memory already), else ``None``."""
+        return self._eager
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._schema)
+
+    def polars_dtype(self, name: str) -> pl.DataType:
+        """The column's polars type."""
+        return self._schema[name]
+
+    def dtype(self, name: str) -> np.dtype[np.generic]:
+        return numpy_dtype(self._schema[name])
+
+    def count_rows(self) -> int:
+        if self._n is None:
+            self._n = int(self._frame.select(pl.len()).collect().item())
+        return self._n
+
+    def series(self, name: str) -> pl.Series:
+        """One column as a polars Series (a LazyFrame runs its plan for that column only)."""
+        if self._eager is not None:
+            return self._eager.get_column(name)
+        return self._frame.select(pl.col(name)).collect().to_series()
+
+    def materialise(self, name: str) -> npt.NDArray[np.generic]:
+        s = self.series(name)
+        base = s.dtype.base_type()
+        if str(base) in ("Int128", "UInt128") or (base in (pl.Int64, pl.UInt64) and s.null_count() > 0):
+            # numpy has no int128, and to_numpy turns a nullable int64 into float64, which merges
+            # ids above 2**53: keep the exact Python ints (None for null), as a list of them would be
+            return np.array(s.to_list(), dtype=object)
+        return s.to_numpy()
+
+    def numeric(self, name: str) -> npt.NDArray[np.float64]:
+        kind = polars_kind(self._schema[name])
+        if kind in ("float", "int", "bool", "null"):  # polars' casts to Float64 round to nearest, as numpy's do
+            s = self.series(name).cast(pl.Float64).fill_null(float("nan"))
+            return np.asarray(s.to_numpy(), dtype=np.float64)
+        return to_float(self.materialise(name), owner="Dataset", field=name)
+
+    def reductions(self, dataset: Dataset) -> Reductions:
+        from dpalg.data._polars_reductions import PolarsReductions
+
+        return PolarsReductions(dataset, self)
+
+    def __repr__(self) -> str:  # never prints values
+        return f"PolarsSource({self._kind})"
+
+
+def polars_dataset(frame: object) -> Dataset:
+    """A :class:`~dpalg.data.Dataset` backed by a polars DataFrame or LazyFrame (nothing is read).
+
+    Raises:
+        ImportError: polars is older than 1.0 (:func:`~dpalg.data.as_dataset` turns
+            it into an error naming the extra).
+
+    Examples:
+        >>> ds = polars_dataset(pl.DataFrame({"x": [1.0, None], "g": ["a", "b"]}).lazy())
+        >>> ds.names, str(ds.dtype("g")), ds.n_rows
+        (('x', 'g'), '<U0', 2)
+    """
+    major_minor = tuple(int(p) for p in pl.__version__.split(".")[:2] if p.isdigit())
+    if major_minor < MIN_POLARS:
+        raise ImportError(f"polars {pl.__version__} is too old: dpalg needs polars >= {'.'.join(map(str, MIN_POLARS))}")
+    if not isinstance(frame, (pl.DataFrame, pl.LazyFrame)):
+        raise InvalidArgument("polars_dataset", "frame", type(frame).__name__, "must be a polars DataFrame or LazyFrame")
+    return Dataset.from_source(PolarsSource(frame))

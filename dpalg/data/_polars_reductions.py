@@ -1,0 +1,633 @@
+"""The polars backend of the reductions seam: the questions of :class:`~dpalg.data.Reductions`, asked in polars.
+
+:class:`PolarsReductions` answers every reduction for a polars DataFrame or
+LazyFrame with polars expressions, and every answer is **bit-identical** to
+:class:`~dpalg.data.NumpyReductions` on the same values (the conformance suite,
+``tests/data/test_polars_backend.py``). Only small answers cross into numpy: a
+count, a sum, the occupied grid points, the values of the order window's buckets,
+the k extremes. How each reduction is made equal:
+
+* **Missing values.** NaN is not null in polars: a float column is read as
+  ``cast(Float64).fill_nan(None)`` where values are kept (keys, extremes), so both
+  are dropped before anything else. Counts are ``len − null_count − #NaN``
+  (counting ``fill_nan(None)`` costs a ``when/then`` over the column). Integer and
+  boolean columns are cast to Float64 (round to nearest, ties to even, as numpy's
+  casts) and hold no NaN.
+* **Fixed-point sums** (:meth:`PolarsReductions.clipped_sums`). The same chain as
+  the numpy fast path: ``t = rint(clip(x·2**-k, a, b))`` with the folded bounds
+  ``a = max(lo_in·2**-k, L)``, ``b = min(hi_in·2**-k, U)`` (module docstring of
+  :mod:`dpalg.data._numpy_reductions`). polars' ``clip`` keeps NaN, so NaN is
+  replaced by ``0.0`` before the chain and its term, ``round(clip(0, a, b))``, is
+  subtracted once per NaN afterwards (the numpy backend does the same with the
+  lower bound); nulls stay null and are not summed. Rounding is ties-to-even by
+  :func:`rint_expr` (below). The sum of the ``m = len − null_count`` terms is
+  exact:
+
+  - *Float64*, when ``m·B < 2**53`` with ``B = max(|round(a)|, |round(b)|, 1)``:
+    every partial sum of any subset of the terms is an integer of magnitude at
+    most ``m·B < 2**53``, so every addition is exact, in whatever order or
+    grouping polars adds (pairwise, by chunk, by thread);
+  - *Int128* otherwise (a second pass): each term is an integer with
+    ``|t| <= B <= 2**52``, exact in Int64, and ``|sum| <= m·2**52 < 2**116`` for any
+    row count a polars frame can hold (< 2**64), far inside Int128. (Int64 would
+    wrap: polars' integer sum does not raise on overflow.)
+
+  Bounds outside the fast path (``|L|`` or ``|U|`` above ``2**52``, a lattice
+  exponent beyond ±1022, a scaled bound that overflows) are exotic; there the
+  column is converted to numpy and the numpy backend's exact path answers.
+* **Rounding** (:func:`rint_expr`). ``fl(v + C) - C`` with ``C = 1.5·2**52`` is
+  ``round_half_even(v)`` for ``|v| <= 2**51``: ``v + C`` lies in ``[2**52, 2**53]``,
+  where floats are the integers, so the one rounding of the addition is to an
+  integer, ties to even; ``C`` is even, so the parity of the result is the parity
+  of the rounded ``v``; the subtraction is exact. For larger bounds ties-to-even is
+  built from ``floor``: ``f = floor(v)``, ``d = v − f`` (exact), up when ``d > 1/2``
+  or ``d = 1/2`` and ``f`` is odd. Both are checked against ``np.rint`` on ties and
+  near-ties once per process (:func:`magic_rounding_ok`), and the floor form is
+  used if polars ever folds ``(v + C) − C``. polars' own ``round`` is not used:
+  only recent versions take ``mode="half_to_even"`` (older ones round half away
+  from zero), and it measured about 4x slower than the two additions.
+* **Grid counts.** The grid index of the numpy backend,
+  ``clip(rint((clip(x)·0.5 − l/2)·scale), 0, 2**bits)``, computed op for op, then
+  a count per cell. ``clip(fl(v + C), C, C + 2**bits) − C`` equals
+  ``clip(rint(v), 0, 2**bits)`` for every v (the rounding is exact for
+  ``|v| <= 2**51``, and ``fl(· + C)`` is monotone, so larger values land on the
+  clip). NaN (a missing value, or ``0·inf``) becomes null in the cast to Int32 and
+  is counted nowhere, as the numpy backend drops its sentinel cell. Grids of up to
+  ``2**12`` cells are counted by a group-by; larger ones by sorting the cells and
+  reading their runs (polars has no bincount, and a group-by over ~600 000
+  occupied cells was 3-6x slower than the sort here).
+* **The order window.** The numpy backend sorts, in row order, the values of the
+  buckets ``b0..b1`` that hold the requested ranks, where a value's bucket is
+  :func:`~dpalg.data._numpy_reductions._bucket_of` (monotone in the value). Here
+  the same buckets are found without computing any bucket in polars: for each
+  bucket t, ``theta_t``, the smallest float whose bucket is ``>= t``, is found by
+  a search over the ordered floats (1023 probes a step, 7 steps) with the numpy
+  bucket function itself, so ``bucket(x) < t`` exactly when ``x < theta_t``. The count of values below a
+  bucket is one comparison and a sum in polars; a binary search over ``t`` (about
+  16 such counts) finds ``b0``, ``b1`` and the count below ``b0``; one filter
+  returns the values with ``theta_b0 <= x < theta_(b1+1)`` in row order, which is
+  the numpy backend's array of chosen values, element for element. It is sorted,
+  sliced and clipped by the same numpy code, so even the signs of tied zeros agree.
+  A column of at most ``2**16`` rows takes the numpy backend's short path (all
+  present values, in row order). A LazyFrame's column is collected into polars
+  once (one column, as the numpy backend holds), since the search reads it ~17
+  times.
+* **Extremes.** ``bottom_k`` and ``top_k`` of the present values, sorted and
+  clipped by numpy. The values are the same multiset as the numpy backend's; the
+  only bit pattern that can differ among equal floats is the sign of a zero, so
+  when a zero is among them and the column holds both ``0.0`` and ``-0.0`` the
+  numpy backend answers (its choice among tied zeros depends on its partition).
+* **Keys and units.** A group-by on the column (Categorical and Enum read as
+  String, NaN as missing); the distinct values, a small answer, are normalised by
+  :func:`~dpalg.data.normalise_key`, merged when they normalise equal (``0.0`` and
+  ``-0.0``) and ordered by :func:`~dpalg.data.key_order`, as the numpy backend
+  does. :meth:`PolarsReductions.key_counts` first filters the rows to the public
+  keys' values in the column's type (a superset of the matches), then matches the
+  grouped values exactly under the key policy.
+* **Other types.** ``Decimal``, ``Object``, ``Int128`` and the types no role reads
+  are not computed in polars: the column is converted to numpy (once, cached by the
+  dataset) and :class:`~dpalg.data.NumpyReductions` answers, so the policy applies
+  value by value and a refused type is refused with the same error.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any, Final, final
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from dpalg._errors import InvalidArgument
+from dpalg._numbers import fraction_ceil, fraction_floor
+from dpalg.data._dataset import Dataset
+from dpalg.data._keys import Key, key_order, normalise_key
+from dpalg.data import _numpy_reductions as _numpy_backend
+from dpalg.data._numpy_reductions import MAX_COUNTED_GRID_BITS, NumpyReductions, _bucket_of, inside_bounds
+from dpalg.data._polars import PolarsSource, polars_kind
+from dpalg.data._reductions import LatticeSum, OrderWindow, SumSpec
+
+__all__ = ["PolarsReductions", "magic_rounding_ok", "rint_expr"]
+
+#: ``fl(v + MAGIC) − MAGIC`` rounds v to an integer, ties to even, for ``|v| <= 2**51``
+MAGIC: Final = 1.5 * 2.0**52
+_MAGIC_LIMIT: Final = 2.0**51
+_EXACT_FLOAT: Final = 1 << 53
+_NATIVE_NUMERIC: Final = ("float", "int", "bool", "null")
+_HASHED_GRID_BITS: Final = 12  # grids up to 2**12 cells are counted by a group-by, larger ones by a sort
+_NATIVE_KEYS: Final = ("float", "int", "bool", "null", "str", "bytes")
+
+
+def _nan_to_null(x: pl.Expr) -> pl.Expr:
+    """``x.fill_nan(None)``, written as one ``when`` (polars lowers ``fill_nan`` to ``is_not_nan | is_null``)."""
+    return pl.when(x.is_nan()).then(None).otherwise(x)  # a null x: is_nan is null, so otherwise: null
+
+
+def _rint_floor(v: pl.Expr) -> pl.Expr:
+    """Ties-to-even rounding from ``floor``, for every finite v (``|v| >= 2**52`` is already an integer)."""
+    f = v.floor()
+    d = v - f  # exact: f and v are within 1 of each other
+    odd = (f - (f * 0.5).floor() * 2.0) == 1.0  # exact for every float: f·0.5 and 2·floor(·) are exact
+    up = (d > 0.5) | ((d == 0.5) & odd)
+    return f + up.cast(pl.Float64)
+
+
+def _rint_magic(v: pl.Expr) -> pl.Expr:
+    """Ties-to-even rounding of ``|v| <= 2**51`` by the addition of ``1.5·2**52`` (module docstring)."""
+    return (v + MAGIC) - MAGIC
+
+
+def rint_expr(v: pl.Expr, bound: float, *, method: str | None = None) -> pl.Expr:
+    """``np.rint`` as a polars expression, for values of magnitude at most ``bound`` (public).
+
+    ``method`` forces ``"magic"`` or ``"floor"`` (tests); by default the magic
+    constant is used when ``bound <= 2**51`` and :func:`magic_rounding_ok`. The
+    value equals ``np.rint``'s; the sign of a zero may not (``-0.5`` gives ``0.0``),
+    which no caller sees: terms become integers, grid points are offsets.
+
+    Examples:
+        >>> v = pl.Series([0.5, 1.5, 2.5, -0.5, -1.5, 2.4999999999999996])
+        >>> pl.select(rint_expr(pl.lit(v), 3.0)).to_series().to_list()
+        [0.0, 2.0, 2.0, 0.0, -2.0, 2.0]
+    """
+    if method is None:
+        method = "magic" if bound <= _MAGIC_LIMIT and magic_rounding_ok() else "floor"
+    if method == "magic":
+        return _rint_magic(v)
+    if method == "floor":
+        return _rint_floor(v)
+    raise InvalidArgument("rint_expr", "method", method, "must be None, 'magic' or 'floor'")
+
+
+#: ties and near-ties on which the polars rounding must equal np.rint
+_ROUNDING_PROBES: Final = [
+    0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999999999999994, -0.49999999999999994, 4503599627370495.5,
+    2251799813685247.5, -2251799813685247.5, 2.0**51, -(2.0**51), 1e-300, -1e-300, 0.0, -0.0, 7.5, 1234567.5,
+]  # fmt: skip
+
+
+@functools.cache
+def magic_rounding_ok() -> bool:
+    """Whether ``(v + 1.5·2**52) − 1.5·2**52`` in this polars equals ``np.rint`` on ties (checked once).
+
+    False would mean polars simplified the expression; the floor form is then used.
+    """
+    probes = [v for v in _ROUNDING_PROBES if abs(v) <= _MAGIC_LIMIT]
+    got = pl.DataFrame({"v": probes}).select(_rint_magic(pl.col("v"))).to_series().to_numpy()
+    return bool(np.array_equal(got, np.rint(np.array(probes)), equal_nan=True))
+
+
+def _ordered(x: float) -> int:
+    """A float's position in the total order of floats (``-0.0`` and ``0.0`` share 0)."""
+    bits = int(np.array([x], dtype=np.float64).view(np.int64)[0])
+    return bits if bits >= 0 else -(bits & 0x7FFF_FFFF_FFFF_FFFF)
+
+
+def _from_ordered(o: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    """The floats at positions ``o`` of the total order (the inverse of :func:`_ordered`)."""
+    bits = np.where(o >= 0, o, (-o) | np.int64(-(2**63))).astype(np.int64)
+    return bits.view(np.float64)
+
+
+_ORDERED_NEG_INF: Final = _ordered(-math.inf)
+_ORDERED_POS_INF: Final = _ordered(math.inf)
+_PROBES: Final = 1024  # floats tried at once per step of the threshold search (2**64 floats: 7 steps)
+
+
+@final
+class _Buckets:
+    """The numpy order window's buckets, and for each bucket t the smallest float whose bucket is ``>= t``."""
+
+    __slots__ = ("_cache", "count", "hi_in", "lo_in", "scale")
+
+    def __init__(self, lower: Fraction, upper: Fraction) -> None:
+        self.lo_in, self.hi_in = inside_bounds(lower, upper)
+        half_width = self.hi_in * 0.5 - self.lo_in * 0.5  # as the numpy backend computes it
+        self.count = _numpy_backend._WINDOW_BUCKETS  # read when used: the tests shrink it, for both backends
+        self.scale = self.count / half_width if half_width > 0 else 0.0
+        self._cache: dict[int, float | None] = {}
+
+    def buckets(self, xs: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+        """The numpy backend's bucket of each value (its own function, so the same float operations)."""
+        with np.errstate(all="ignore"):
+            return _bucket_of(xs, self.lo_in, self.hi_in, self.scale, np.empty_like(xs))
+
+    def threshold(self, t: int) -> float | None:
+        """``theta_t``: the smallest float x with ``bucket(x) >= t`` (``None``: no float reaches t).
+
+        The bucket is monotone in the value, so ``bucket(x) < t`` exactly when
+        ``x < theta_t``. A search over the ordered floats that tries 1023 of them
+        per step (7 steps).
+        """
+        if t in self._cache:
+            return self._cache[t]
+        ends = self.buckets(np.array([-math.inf, math.inf]))
+        if ends[1] < t:
+            found: float | None = None
+        elif ends[0] >= t:
+            found = -math.inf
+        else:
+            below, above = _ORDERED_NEG_INF, _ORDERED_POS_INF  # bucket(below) < t <= bucket(above)
+            while above - below > 1:
+                step = max((above - below) // _PROBES, 1)
+                probes = np.arange(below + step, above, step, dtype=np.int64)[: _PROBES - 1]
+                reached = self.buckets(_from_ordered(probes)) >= t  # monotone: False..False True..True
+                i = int(np.argmax(reached)) if bool(reached.any()) else probes.size
+                if i < probes.size:
+                    above = int(probes[i])
+                if i > 0:
+                    below = int(probes[i - 1])
+            found = float(_from_ordered(np.array([above], dtype=np.int64))[0])
+        self._cache[t] = found
+        return found
+
+
+@final
+class PolarsReductions:
+    """:class:`~dpalg.data.Reductions` over a polars DataFrame or LazyFrame, in polars (module docstring).
+
+    Built by :func:`~dpalg.data.as_reductions` for a dataset that
+    :func:`~dpalg.data.as_dataset` made from a polars frame.
+
+    Examples:
+        >>> from dpalg.data import as_dataset, as_reductions
+        >>> r = as_reductions(as_dataset(pl.DataFrame({"x": [1.0, 2.5, None, 40.0, float("nan")]}).lazy()))
+        >>> (type(r).__name__, r.n_rows, r.count("x"))
+        ('PolarsReductions', 5, 3)
+        >>> [(s.total, s.count) for s in r.clipped_sums([SumSpec("x", Fraction(0), Fraction(10), -1)])]
+        [(27, 3)]
+    """
+
+    __slots__ = ("_data", "_source")
+
+    def __init__(self, data: Dataset, source: PolarsSource) -> None:
+        self._data = data
+        self._source = source
+
+    @property
+    def dataset(self) -> Dataset:
+        """The underlying dataset (for user functions, which receive rows)."""
+        return self._data
+
+    def __repr__(self) -> str:  # never prints values
+        return f"PolarsReductions({self._data!r})"
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _numpy(self) -> NumpyReductions:
+        """The numpy backend over the same dataset: for the types polars does not compute (columns converted once)."""
+        return NumpyReductions(self._data)
+
+    def _kind(self, column: str) -> str:
+        self._data.dtype(column)  # an unknown column raises the dataset's error
+        return polars_kind(self._source.polars_dtype(column))
+
+    def _in_polars(self, column: str) -> bool:
+        """Whether ``column`` is read as numbers in polars; else the numpy backend answers.
+
+        Raises first what the numpy backend raises first (its ``numeric(column)`` is
+        evaluated before any other check): an unknown column, a type that holds no
+        numbers.
+        """
+        self._data.require_numeric(column)
+        return self._kind(column) in _NATIVE_NUMERIC
+
+    def _present(self, column: str) -> pl.Expr:
+        """The column as Float64, missing values (null and NaN) as null."""
+        x = pl.col(column).cast(pl.Float64)
+        return _nan_to_null(x) if self._kind(column) == "float" else x
+
+    def _raw(self, column: str) -> pl.Expr:
+        """The column as Float64, NaN kept (the numpy backend's float64 column, nulls as nulls)."""
+        return pl.col(column).cast(pl.Float64)
+
+    def _row(self, *exprs: pl.Expr) -> tuple[Any, ...]:
+        """One row of scalar aggregates, in one pass over the frame."""
+        return self._source.frame.select(*exprs).collect().row(0)
+
+    def _counts(self, column: str, tag: str) -> list[pl.Expr]:
+        """Rows, nulls and NaNs of a column (``rows{tag}``, ``null{tag}``, ``nan{tag}``): present = rows − nulls − NaNs.
+
+        Cheaper than counting ``fill_nan(None)``, which polars computes as a
+        ``when/then`` over the whole column.
+        """
+        x = pl.col(column)
+        nan = x.is_nan().sum() if self._kind(column) == "float" else pl.lit(0)
+        return [pl.len().alias(f"rows{tag}"), x.null_count().alias(f"null{tag}"), nan.alias(f"nan{tag}")]
+
+    # -- the protocol ------------------------------------------------------------------
+
+    @property
+    def n_rows(self) -> int:
+        return self._data.n_rows
+
+    def count(self, column: str) -> int:
+        if not self._in_polars(column):
+            return self._numpy().count(column)
+        rows, nulls, nans = self._row(*self._counts(column, ""))
+        return int(rows) - int(nulls) - int(nans)
+
+    def count_distinct(self, column: str) -> int:
+        if not self._in_polars(column):
+            return self._numpy().count_distinct(column)
+        # + 0.0 turns -0.0 into 0.0 (np.unique merges them); nulls are dropped, not counted as a value
+        (n,) = self._row((self._present(column) + 0.0).drop_nulls().n_unique().alias("n"))
+        return int(n)
+
+    def clipped_sums(self, specs: Sequence[SumSpec]) -> list[LatticeSum]:
+        plans: list[_SumPlan | None] = []
+        for s in specs:  # validate every spec first, in the numpy backend's order: column, then bounds
+            native = self._in_polars(s.column)
+            if s.lower > s.upper:
+                raise InvalidArgument("lattice_sum", "lower", s.lower, f"must be <= upper={s.upper}")
+            plans.append(_SumPlan.fast(s) if native else None)
+        exprs: list[pl.Expr] = []
+        for i, (s, plan) in enumerate(zip(specs, plans)):
+            if plan is not None:
+                raw, stats = self._raw(s.column), self._counts(s.column, f"{i}")
+                exprs += [plan.terms(raw, floats=self._kind(s.column) == "float").sum().alias(f"s{i}"), *stats]
+        got = dict(zip([e.meta.output_name() for e in exprs], self._row(*exprs))) if exprs else {}
+        wide: list[pl.Expr] = []  # sums a Float64 sum cannot hold exactly: again, in Int128
+        for i, plan in enumerate(plans):
+            if plan is not None and (int(got[f"rows{i}"]) - int(got[f"null{i}"])) * plan.bound >= _EXACT_FLOAT:
+                terms = plan.terms(self._raw(specs[i].column), floats=self._kind(specs[i].column) == "float")
+                wide.append(terms.cast(pl.Int64).cast(pl.Int128).sum().alias(f"s{i}"))
+        if wide:
+            got.update(zip([e.meta.output_name() for e in wide], self._row(*wide)))
+        out: list[LatticeSum] = []
+        for i, (s, plan) in enumerate(zip(specs, plans)):
+            if plan is None:  # a type polars does not compute, or bounds beyond the fast path
+                out.append(self._numpy().clipped_sums([s])[0])
+            else:
+                total, nan = int(got[f"s{i}"] or 0), int(got[f"nan{i}"])
+                count = int(got[f"rows{i}"]) - int(got[f"null{i}"]) - nan
+                out.append(LatticeSum(total - nan * plan.nan_term, count, s.k))  # each NaN added the term of 0.0
+        return out
+
+    def key_counts(self, column: str, keys: Sequence[Key]) -> npt.NDArray[np.int64]:
+        kind = self._kind(column)
+        if kind not in _NATIVE_KEYS:
+            return self._numpy().key_counts(column, keys)
+        wanted: dict[tuple[int, Key], int] = {}
+        for i, key in enumerate(keys):  # the first listing of a key counts it (numpy's key_codes)
+            norm = normalise_key(key)
+            if norm is not None:
+                wanted.setdefault(key_order(norm), i)
+        out = np.zeros(len(keys), dtype=np.int64)
+        candidates = _candidates(kind, self._source.polars_dtype(column), [k for _, k in wanted])
+        if not candidates:
+            return out
+        col = self._key_expr(column, kind)
+        grouped = (
+            self._source.frame.select(col.alias("k"))
+            .filter(pl.col("k").is_in(pl.Series(candidates, dtype=_key_dtype(kind, self._source.polars_dtype(column)))))
+            .group_by("k")
+            .agg(pl.len().alias("n"))
+            .collect()
+        )
+        for value, n in grouped.iter_rows():
+            norm = normalise_key(value)
+            if norm is not None and (index := wanted.get(key_order(norm))) is not None:
+                out[index] += int(n)
+        return out
+
+    def key_histogram(self, column: str) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:
+        kind = self._kind(column)
+        if kind not in _NATIVE_KEYS:
+            return self._numpy().key_histogram(column)
+        grouped = self._source.frame.select(self._key_expr(column, kind).alias("k")).group_by("k").agg(pl.len().alias("n")).collect()
+        merged: dict[tuple[int, Key], int] = {}
+        for value, n in grouped.iter_rows():
+            norm = normalise_key(value)
+            if norm is not None:  # null (and NaN, already null) count under no key
+                tagged = key_order(norm)
+                merged[tagged] = merged.get(tagged, 0) + int(n)
+        ordered = sorted(merged)
+        return tuple(k for _, k in ordered), np.array([merged[t] for t in ordered], dtype=np.int64)
+
+    def grid_counts(
+        self, column: str, lower: Fraction, upper: Fraction, bits: int
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        native = self._in_polars(column)
+        if not 1 <= bits <= MAX_COUNTED_GRID_BITS or lower >= upper:
+            raise InvalidArgument("grid_counts", "bits", bits, f"must be in [1, {MAX_COUNTED_GRID_BITS}] with lower < upper")
+        if not native:
+            return self._numpy().grid_counts(column, lower, upper, bits)
+        size = 1 << bits
+        lo_in, hi_in = inside_bounds(lower, upper)
+        half_l = float(lower) * 0.5  # the constants of the numpy backend, computed the same way
+        scale = float(Fraction(2 * size) / (upper - lower))
+        v = ((self._raw(column).clip(lo_in, hi_in) * 0.5) - half_l) * scale
+        if magic_rounding_ok():
+            cell = (v + MAGIC).clip(MAGIC, MAGIC + size) - MAGIC  # = clip(rint(v), 0, size) for every v (docstring)
+        else:
+            cell = _rint_floor(v).clip(0.0, float(size))
+        cell = cell.cast(pl.Int32, strict=False)  # NaN (a missing value, or 0·inf) becomes null: counted nowhere
+        frame = self._source.frame
+        if bits <= _HASHED_GRID_BITS:  # few cells: a hash group-by
+            counted = frame.select(cell.alias("j")).group_by("j").agg(pl.len().alias("n")).drop_nulls().sort("j").collect()
+        else:  # many cells: a sort and its runs beat a group-by whose table outgrows the cache
+            runs = cell.sort().rle().struct.rename_fields(["n", "j"]).alias("runs")
+            counted = frame.select(runs).unnest("runs").drop_nulls().collect()
+        return (
+            np.asarray(counted.get_column("j").to_numpy(), dtype=np.int64),
+            np.asarray(counted.get_column("n").to_numpy(), dtype=np.int64),
+        )
+
+    def order_window(self, column: str, lower: Fraction, upper: Fraction, first: int, last: int) -> OrderWindow:
+        if not self._in_polars(column):
+            return self._numpy().order_window(column, lower, upper, first, last)
+        buckets = _Buckets(lower, upper)
+        col = self._column_frame(column)  # one Float64 column "x", NaN kept, nulls kept
+        x = pl.col("x")
+        if col.height <= buckets.count:  # the numpy backend's short path: every present value, sorted
+            kept = col.filter(x.is_not_nan()).get_column("x").to_numpy().astype(np.float64)
+            kept.sort()
+            n = int(kept.size)
+            lo, hi = min(max(first, 0), n), min(max(last, -1), n - 1)
+            window = kept[lo : hi + 1].copy() if lo <= hi else np.zeros(0, dtype=np.float64)
+            return OrderWindow(n, lo, np.clip(window, buckets.lo_in, buckets.hi_in, out=window))
+        (n_present,) = col.select(x.is_not_nan().sum()).row(0)
+        n = int(n_present)
+        lo, hi = min(max(first, 0), n), min(max(last, -1), n - 1)
+        if hi < lo:
+            return OrderWindow(n, lo, np.zeros(0, dtype=np.float64))
+
+        def below(ts: Sequence[int]) -> dict[int, int]:
+            """How many present values lie in buckets below each t (one pass for all of them)."""
+            exprs = []
+            known: dict[int, int] = {}
+            for t in ts:
+                theta = buckets.threshold(t)
+                if theta is None:
+                    known[t] = n
+                else:  # NaN < theta is false in polars (NaN sorts above every number); nulls are not summed
+                    exprs.append((x < theta).sum().alias(str(t)))
+            if exprs:
+                known.update({int(name): int(c) for name, c in col.select(exprs).row(0, named=True).items()})
+            return known
+
+        # b = the bucket holding rank r: the smallest b with C(b + 1) > r, where C(t) = #values in buckets < t.
+        # Binary search on t for lo and hi together: C(0) = 0 <= r < n = C(B).
+        bounds = {lo: [0, buckets.count], hi: [0, buckets.count]}  # [t with C(t) <= r, t with C(t) > r]
+        counts: dict[int, int] = {0: 0}
+        while any(b - a > 1 for a, b in bounds.values()):
+            mids = sorted({(a + b) // 2 for a, b in bounds.values() if b - a > 1} - set(counts))
+            counts.update(below(mids))
+            for r, ab in bounds.items():
+                if ab[1] - ab[0] > 1:
+                    mid = (ab[0] + ab[1]) // 2
+                    ab[counts[mid] > r] = mid
+        b0, b1 = bounds[lo][1] - 1, bounds[hi][1] - 1
+        before = counts[b0] if b0 in counts else below([b0])[b0]
+        keep = x.is_not_nan()
+        start = buckets.threshold(b0)
+        if b0 > 0 and start is not None:
+            keep = keep & (x >= start)
+        stop = buckets.threshold(b1 + 1) if b1 + 1 < buckets.count else None
+        if stop is not None:
+            keep = keep & (x < stop)
+        chosen = col.filter(keep).get_column("x").to_numpy().astype(np.float64)  # row order: numpy's chosen values
+        chosen.sort()
+        window = chosen[lo - before : hi - before + 1].copy()
+        return OrderWindow(n, lo, np.clip(window, buckets.lo_in, buckets.hi_in, out=window))
+
+    def extremes(self, column: str, lower: Fraction, upper: Fraction, k: int) -> tuple[int, npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        native = self._in_polars(column)
+        if k < 0:
+            raise InvalidArgument("extremes", "k", k, "must be >= 0")
+        if not native:
+            return self._numpy().extremes(column, lower, upper, k)
+        lo_in, hi_in = inside_bounds(lower, upper)
+        v = self._present(column)
+        n_raw, small_raw, large_raw = self._row(
+            v.count().alias("n"), v.bottom_k(k).implode().alias("small"), v.top_k(k).implode().alias("large")
+        )
+        n = int(n_raw)
+        m = min(k, n)
+        if m == 0:
+            empty = np.zeros(0, dtype=np.float64)
+            return n, empty, empty
+        small = np.array([y for y in small_raw if y is not None], dtype=np.float64)
+        large = np.array([y for y in large_raw if y is not None], dtype=np.float64)
+        if (np.any(small == 0) or np.any(large == 0)) and self._signed_zeros(column):
+            return self._numpy().extremes(column, lower, upper, k)  # which tied zero numpy keeps depends on its partition
+        s = np.sort(small)[:m]
+        g = np.sort(large)[-m:]
+        return n, np.clip(s, lo_in, hi_in), np.clip(g, lo_in, hi_in)
+
+    def unit_count(self, unit: str) -> int:
+        kind = self._kind(unit)
+        if kind not in _NATIVE_KEYS:
+            return self._numpy().unit_count(unit)
+        key = self._key_expr(unit, kind)
+        if kind == "float":
+            key = key + 0.0  # -0.0 and 0.0 are one id (both normalise to the key 0)
+        (n,) = self._row(key.drop_nulls().n_unique().alias("n"))
+        return int(n)
+
+    # -- private -----------------------------------------------------------------------
+
+    def _key_expr(self, column: str, kind: str) -> pl.Expr:
+        """The column as keys in polars: NaN as null, Categorical and Enum as String."""
+        col = pl.col(column)
+        if kind == "float":
+            return _nan_to_null(col.cast(pl.Float64))
+        if kind == "str":
+            return col.cast(pl.String)
+        return col
+
+    def _column_frame(self, column: str) -> pl.DataFrame:
+        """One column as Float64 named ``x`` in a DataFrame (a LazyFrame's plan runs once, for that column)."""
+        expr = self._raw(column).alias("x")
+        eager = self._source.eager
+        if eager is not None:
+            return eager.select(expr)
+        return self._source.frame.select(expr).collect()
+
+    def _signed_zeros(self, column: str) -> bool:
+        """Whether the present values hold both ``0.0`` and ``-0.0``."""
+        v = self._present(column)
+        zero = v == 0.0
+        neg, pos = self._row((zero & ((1.0 / v) < 0.0)).sum().alias("neg"), (zero & ((1.0 / v) > 0.0)).sum().alias("pos"))
+        return int(neg) > 0 and int(pos) > 0
+
+
+@final
+class _SumPlan:
+    """The folded clip bounds and the term bound of one fixed-point sum on the fast path."""
+
+    __slots__ = ("a", "b", "bound", "scale")
+
+    def __init__(self, scale: float, a: float, b: float) -> None:
+        self.scale, self.a, self.b = scale, a, b
+        self.bound = max(abs(round(a)), abs(round(b)), 1)
+
+    @classmethod
+    def fast(cls, spec: SumSpec) -> _SumPlan | None:
+        """The numpy backend's fast-path test and constants, computed the same way; ``None`` off the fast path."""
+        lo_in, hi_in = inside_bounds(spec.lower, spec.upper)
+        step = Fraction(2) ** spec.k
+        big_l, big_u = fraction_floor(spec.lower / step), fraction_ceil(spec.upper / step)
+        if not (-1022 <= -spec.k <= 1023 and max(abs(big_l), abs(big_u)) <= 1 << 52):
+            return None
+        scale = math.ldexp(1.0, -spec.k)
+        with np.errstate(over="ignore"):
+            a = max(lo_in * scale, float(big_l))
+            b = min(hi_in * scale, float(big_u))
+        if not (math.isfinite(a) and math.isfinite(b) and a <= b):
+            return None
+        return cls(scale, a, b)
+
+    @property
+    def nan_term(self) -> int:
+        """The term of 0.0, which :meth:`terms` gives a NaN (the caller subtracts it once per NaN)."""
+        return round(min(max(0.0 * self.scale, self.a), self.b))  # Python's round is half to even, as np.rint
+
+    def terms(self, raw: pl.Expr, *, floats: bool) -> pl.Expr:
+        """Each value's lattice term, as an integral Float64: nulls stay null, NaN gets the term of 0.0.
+
+        NaN is replaced *before* the chain (polars' ``clip`` keeps NaN) by a value
+        whose term is known exactly; replacing it by null would cost a ``when/then``
+        over the column. Only a float column (``floats``) can hold NaN.
+        """
+        filled = pl.when(raw.is_nan()).then(0.0).otherwise(raw) if floats else raw  # fill_nan's when/then, one test lighter
+        return rint_expr((filled * self.scale).clip(self.a, self.b), max(abs(self.a), abs(self.b)))
+
+
+def _key_dtype(kind: str, dtype: pl.DataType) -> pl.DataType:
+    if kind == "float":
+        return pl.Float64()
+    if kind == "str":
+        return pl.String()
+    return dtype
+
+
+def _candidates(kind: str, dtype: pl.DataType, keys: Sequence[Key]) -> list[object]:
+    """The values, in the column's polars type, that a row must hold to match one of the normalised ``keys``.
+
+    A superset is enough (the grouped values are matched exactly afterwards); a key
+    no value of the type can equal is left out.
+    """
+    out: list[object] = []
+    for key in keys:
+        if kind == "bool" and type(key) is bool:
+            out.append(key)
+        elif kind == "str" and type(key) is str:
+            out.append(key)
+        elif kind == "bytes" and type(key) is bytes:
+            out.append(key)
+        elif kind == "int" and type(key) is int:
+            info = np.iinfo(np.dtype(str(dtype).lower()))
+            if info.min <= key <= info.max:
+                out.append(key)
+        elif kind == "float" and type(key) in (int, float):
+            try:
+                out.append(float(key))  # rounds a large int: a superset, matched exactly afterwards
+            except OverflowError:
+                pass  # an int beyond every float equals no float
+    return out
