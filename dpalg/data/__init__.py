@@ -3,8 +3,8 @@ data policy (numbers, keys, ids), the reductions seam every mechanism reads data
 through (:class:`Reductions`, :class:`NumpyReductions`, and ``PolarsReductions``
 for a polars frame) and the per-unit reductions of the user-level mechanisms.
 
-``PolarsReductions`` is imported on first access (PEP 562), so ``import dpalg``
-never loads polars."""
+``PolarsReductions`` and ``SparkReductions`` are imported on first access (PEP 562),
+so ``import dpalg`` never loads polars or pyspark."""
 
 from dpalg.data._dataset import ROW, ColumnSource, Dataset, DataLike, Neighbouring, Relation, as_dataset
 from dpalg.data._keys import Key, key_codes, key_counts, key_index, key_order, normalise_key
@@ -24,7 +24,7 @@ from dpalg.data._user_units import (
 )
 
 __all__ = [
-    "ROW", "ColumnRole", "ColumnSource", "LatticeSum", "NumpyReductions", "OrderWindow", "PolarsReductions", "Reductions", "SumSpec",
+    "ROW", "ColumnRole", "ColumnSource", "LatticeSum", "NumpyReductions", "OrderWindow", "PolarsReductions", "Reductions", "SparkReductions", "SumSpec",
     "as_reductions", "ColumnUse", "DataLike", "Dataset", "Key", "Neighbouring", "Relation", "as_dataset",
     "check_columns", "exact_int_total", "key_codes", "key_counts", "key_index", "key_order", "keyed_hashes",
     "normalise_key", "per_unit_lattice_sums", "per_unit_max", "per_unit_row_counts", "per_unit_sums",
@@ -33,7 +33,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """``PolarsReductions``, imported on first access (it imports polars)."""
+    """``PolarsReductions`` and ``SparkReductions``, imported on first access (they import polars, pyspark)."""
     if name == "PolarsReductions":
         try:
             from dpalg.data._polars_reductions import PolarsReductions
@@ -43,4 +43,15 @@ def __getattr__(name: str) -> object:
             raise Unsupported(f"dpalg.data.PolarsReductions needs polars ({exc}); install it with: pip install 'dpalg[polars]'") from exc
         globals()[name] = PolarsReductions
         return PolarsReductions
+    if name == "SparkReductions":
+        try:
+            import pyspark  # noqa: F401 -- the module itself imports pyspark only when it computes
+
+            from dpalg.data._spark_reductions import SparkReductions
+        except ImportError as exc:
+            from dpalg._errors import Unsupported
+
+            raise Unsupported(f"dpalg.data.SparkReductions needs pyspark ({exc}); install it with: pip install 'dpalg[spark]'") from exc
+        globals()[name] = SparkReductions
+        return SparkReductions
     raise AttributeError(f"module 'dpalg.data' has no attribute {name!r}")

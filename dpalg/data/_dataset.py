@@ -341,16 +341,18 @@ def _is_polars_frame(data: object) -> bool:
 
 
 def as_dataset(data: object) -> Dataset:
-    """Adapt a mapping of 1-D arrays, a pandas DataFrame, or a polars DataFrame or LazyFrame.
+    """Adapt a mapping of 1-D arrays, a pandas DataFrame, a polars DataFrame or LazyFrame, or a Spark DataFrame.
 
     A polars frame is not converted: the dataset reads its schema from the
     frame, answers the reductions in polars and converts a column to numpy only
     when a mechanism outside the reductions seam asks for it (the module
-    docstring).
+    docstring). A Spark DataFrame (``pyspark.sql``, classic or Spark Connect) is
+    handled the same way, its reductions computed on the executors.
 
     Raises:
         InvalidArgument: when a column is not 1-D or lengths differ.
-        Unsupported: a polars frame, but polars (>= 1.0) cannot be imported.
+        Unsupported: a polars frame, but polars (>= 1.0) cannot be imported; a Spark
+            DataFrame, but pyspark cannot be imported or Java is missing.
     """
     if isinstance(data, Dataset):
         return data
@@ -362,6 +364,13 @@ def as_dataset(data: object) -> Dataset:
                 f"as_dataset: a polars {type(data).__name__} needs polars >= 1.0 ({exc}); install it with: pip install 'dpalg[polars]'"
             ) from exc
         return polars_dataset(data)
+    if type(data).__module__.startswith("pyspark.sql") and type(data).__name__ == "DataFrame":  # classic or Spark Connect
+        try:
+            from dpalg.data._spark import spark_dataset
+
+            return spark_dataset(data)
+        except ImportError as exc:
+            raise Unsupported(f"as_dataset: a Spark DataFrame needs pyspark ({exc}); install it with: pip install 'dpalg[spark]'") from exc
     columns: dict[str, npt.NDArray[np.generic]] = {}
     if isinstance(data, Mapping):
         items = list(data.items())

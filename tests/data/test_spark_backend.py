@@ -1,0 +1,359 @@
+"""The Spark backend of the reductions seam (issue 17, part 1), in local mode.
+
+* conformance: every reduction of :class:`SparkReductions` is bit-identical to
+  :class:`NumpyReductions` on the same values in the same row order (NaN, None,
+  ±inf, −0.0, duplicates, empty, ties at .5, ±1e308), including the bucketed order
+  window (buckets shrunk to 4); on int, bool, string, binary and decimal columns;
+* ``repartition(1)``, ``repartition(7)`` and ``repartition(7, "id")`` change no
+  answer (up to the sign of a tied zero, which follows the row order, as numpy's);
+* Spark's ``rint`` is ties-to-even (its ``round`` is not);
+* integration: the schema is read without a job; a missing pyspark names the
+  extra; a missing Java is a clear error;
+* end to end: a Laplace mean, a SmoothBound median and a Laplace histogram give
+  the same release with the same seed on Spark and on a dict.
+
+Every test is ``@pytest.mark.spark`` and is skipped only where pyspark or Java is
+absent. One session-scoped SparkSession: ``local[2]``, UI off, 4 shuffle
+partitions, ANSI mode at its default.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pytest
+
+if os.environ.get("DPALG_REQUIRE_SPARK"):  # .ci/run installs the extra: there a missing pyspark or Java fails
+    import pyspark  # noqa: F401
+else:
+    pytest.importorskip("pyspark")
+
+from dpalg import ApproxDP, Clip, InvalidArgument, PureDP, Query, Unsupported  # noqa: E402
+from dpalg.data import LatticeSum, OrderWindow, Reductions, SumSpec, as_dataset, as_reductions  # noqa: E402
+from dpalg.data import _numpy_reductions as nr  # noqa: E402
+from dpalg.data._spark import SparkSource, java_problem  # noqa: E402
+from dpalg.mechanisms import Laplace, SmoothBound  # noqa: E402
+
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
+    pytest.mark.skipif(java_problem() is not None and not os.environ.get("DPALG_REQUIRE_SPARK"), reason="Spark needs Java"),
+]
+
+NAN, INF = math.nan, math.inf
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("dpalg-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+# -- comparing answers bit for bit --------------------------------------------------------
+
+
+def _canon(x: object, *, zeros: bool = True) -> object:
+    """A value whose equality is bit identity (``zeros=False``: the sign of a zero is ignored)."""
+    if isinstance(x, np.ndarray):
+        if not zeros and x.dtype.kind == "f":
+            x = x + 0.0
+        return ("array", str(x.dtype), x.shape, x.tobytes())
+    if isinstance(x, OrderWindow):
+        return ("window", x.n, x.first, _canon(x.values, zeros=zeros))
+    if isinstance(x, LatticeSum):
+        return ("sum", x.total, x.count, x.k)
+    if isinstance(x, float):
+        return ("float", (x if zeros else x + 0.0).hex())
+    if isinstance(x, (tuple, list)):
+        return (type(x).__name__, [_canon(v, zeros=zeros) for v in x])
+    return (type(x).__name__, x)
+
+
+def _outcome(fn: Callable[[], object]) -> tuple[object, Exception | None]:
+    """The answer, or the error when the call raises (so a backend is asked each question once)."""
+    try:
+        return fn(), None
+    except (InvalidArgument, OverflowError, ValueError) as exc:
+        return None, exc
+
+
+def _answer(outcome: tuple[object, Exception | None], *, zeros: bool = True) -> object:
+    value, exc = outcome
+    if exc is not None:
+        return ("raised", type(exc).__name__, str(exc))
+    return _canon(value, zeros=zeros)
+
+
+Question = tuple[str, Callable[[Reductions], object]]
+
+BOUNDS = [
+    (Fraction(0), Fraction(10)),
+    (Fraction(-5, 2), Fraction(29, 4)),
+    (Fraction(1, 10), Fraction(1, 2)),
+    (Fraction(-1, 3), Fraction(-1, 3)),
+    (Fraction(1e308) * -1, Fraction(1e308)),
+    (Fraction(-(10**400)), Fraction(10**400)),
+    (Fraction(-(10**15)), Fraction(10**15)),
+]
+KS = [-1, 0, 2, -20, -45, -1074, 1100]
+KEYS: list[Any] = [0, 1, 0.5, True, False, "a", 2.5, -0.0, 1e308, NAN, None, 10**400, 2**53 + 1, b"a", -INF, "b", 3]
+
+
+def _questions(bounds: list[tuple[Fraction, Fraction]], column: str = "x") -> list[Question]:
+    out: list[Question] = [
+        ("n_rows", lambda r: r.n_rows),
+        ("count", lambda r: r.count(column)),
+        ("count_distinct", lambda r: r.count_distinct(column)),
+        ("key_histogram", lambda r: r.key_histogram(column)),
+        ("key_counts", lambda r: r.key_counts(column, KEYS)),
+        ("unit_count", lambda r: r.unit_count(column)),
+    ]
+    for lower, upper in bounds:
+        out += _bounded_questions(column, lower, upper)
+    return out
+
+
+def _bounded_questions(column: str, lower: Fraction, upper: Fraction) -> list[Question]:
+    b = f"[{lower}, {upper}]"[:60]
+    specs = [SumSpec(column, lower, upper, k) for k in KS]
+    out: list[Question] = [
+        (f"clipped_sums {b}", lambda r: r.clipped_sums(specs)),
+        (f"order_window {b}", lambda r: r.order_window(column, lower, upper, 2, 7)),
+        (f"order_window all {b}", lambda r: r.order_window(column, lower, upper, -3, 10**6)),
+        (f"extremes {b}", lambda r: r.extremes(column, lower, upper, 3)),
+    ]
+    if lower < upper:
+        out += [(f"grid_counts {b} bits=3", lambda r: r.grid_counts(column, lower, upper, 3))]
+        out += [(f"grid_counts {b} bits=16", lambda r: r.grid_counts(column, lower, upper, 16))]
+    return out
+
+
+def _frame(spark: Any, values: list[Any], ddl: str = "double") -> Any:
+    return spark.createDataFrame([(i, v) for i, v in enumerate(values)], f"id long, x {ddl}")
+
+
+def _reference(ds: Any) -> Reductions:
+    """The numpy backend on the values of a Spark dataset, in the frame's row order."""
+    source = ds.source
+    assert isinstance(source, SparkSource)
+    return as_reductions(as_dataset({name: ds.column(name) for name in ds.names}))
+
+
+def _assert_same(reference: Reductions, backend: Reductions, questions: list[Question], *, label: str = "",
+                 loose: Reductions | None = None) -> None:  # fmt: skip
+    """Every answer of ``backend`` bit-equal to ``reference``'s (and to ``loose``'s up to the sign of a zero)."""
+    for name, ask in questions:
+        answer = _outcome(lambda: ask(backend))
+        want, got = _answer(_outcome(lambda: ask(reference))), _answer(answer)
+        assert got == want, f"{label} {name}: spark {got} != numpy {want}"
+        if loose is not None:
+            want, got = _answer(_outcome(lambda: ask(loose)), zeros=False), _answer(answer, zeros=False)
+            assert got == want, f"{label} {name} (zero signs ignored): spark {got} != numpy {want}"
+
+
+FLOATS: list[Any] = [
+    NAN, None, INF, -INF, -0.0, 0.0, 1e308, -1e308, 0.5, 1.5, 2.5, -0.5, -2.5, 5e-324, 0.1, 10.0, 7.25, 2.5, 2.5, 3.0,
+    3.0, 9007199254740993.0, 4503599627370495.5, 2.0**51 + 0.5, -0.0, 0.25, 0.75, 1.25, -1.75, 6.5, None, NAN,
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("buckets", [None, 4])
+@pytest.mark.parametrize(
+    "values",
+    [FLOATS, [], [None, NAN, None], [0.0] * 5 + [-0.0] * 5 + [5.0], [float(i) / 4 for i in range(-44, 44, 3)]],
+    ids=["specials", "empty", "missing", "zeros", "quarters"],
+)
+def test_float_columns_are_bit_identical(spark: Any, values: list[Any], buckets: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    if buckets is not None:  # the bucketed order window on short columns, in both backends
+        monkeypatch.setattr(nr, "_WINDOW_BUCKETS", buckets)
+        monkeypatch.setattr(nr, "BLOCK", 7)
+    ds = as_dataset(_frame(spark, values))
+    backend = as_reductions(ds)
+    assert type(backend).__name__ == "SparkReductions"
+    direct = as_reductions(as_dataset({"id": list(range(len(values))), "x": values}))  # the dict, as the user wrote it
+    bounds = (BOUNDS if buckets is None else BOUNDS[:2] + BOUNDS[4:6]) if values is FLOATS else BOUNDS[:2]
+    _assert_same(direct, backend, _questions(bounds), label="dict")
+
+
+def test_repartitioning_changes_nothing(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nr, "_WINDOW_BUCKETS", 4)
+    values = FLOATS * 3
+    frame = _frame(spark, values)
+    want = as_reductions(as_dataset({"id": list(range(len(values))), "x": values}))
+    questions = _questions(BOUNDS[:2])
+    for label, shuffled in (("1", frame.repartition(1)), ("7", frame.repartition(7)), ("7 by id", frame.repartition(7, "id"))):
+        ds = as_dataset(shuffled)
+        backend = as_reductions(ds)
+        # bit for bit the numpy backend on the frame's own row order, and the dict's answers up to the
+        # sign of a tied zero (which follows the row order, in numpy as here)
+        _assert_same(_reference(ds), backend, questions, label=f"repartition({label})", loose=want)
+
+
+def test_wide_sums_go_through_decimal_and_stay_exact(spark: Any) -> None:
+    """2500 terms of up to 2**52: beyond a long, so the sum is taken in decimal(38,0), exactly."""
+    values: list[Any] = [2.0**52 - 0.5, 2.0**52, 1e300, INF, 4503599627370495.5, NAN, None, -0.0] * 500
+    spec = SumSpec("x", Fraction(-(2**52)), Fraction(2**52), 0)
+    want = as_reductions(as_dataset({"x": values})).clipped_sums([spec])
+    got = as_reductions(as_dataset(_frame(spark, values).repartition(5))).clipped_sums([spec])
+    assert got == want and want[0].total > 2**63
+
+
+def test_spark_rint_is_ties_to_even_and_round_is_not(spark: Any) -> None:
+    ties = [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999999999999994, 4503599627370495.5, 2.0**52 + 1, 1e308, -7.5, 5e-324]
+    frame = spark.createDataFrame([(v,) for v in ties], "v double")
+    from pyspark.sql import functions as F
+
+    rows = frame.select(F.rint("v"), F.round("v")).collect()
+    assert np.array_equal(np.array([r[0] for r in rows]), np.rint(ties))
+    assert [r[1] for r in rows][:3] == [1.0, 2.0, 3.0]  # HALF_UP: not usable for the lattice
+
+
+@pytest.mark.parametrize(
+    ("ddl", "values"),
+    [
+        ("long", [3, None, -(2**63), 2**63 - 1, 2**53 + 1, 2**53, 0, 3, 7, -1]),
+        ("long", [1, 2, 3, 4, 5, 6, 1, 2, 0, 0]),
+        ("int", [5, -5, None, 2**31 - 1, 0, 5]),
+        ("boolean", [True, False, None, True, True]),
+        ("float", [0.1, None, float("nan"), -0.0, 2.5, 3.4028234663852886e38, 1.5]),
+    ],
+)
+def test_other_numeric_types_are_bit_identical(spark: Any, ddl: str, values: list[Any]) -> None:
+    ds = as_dataset(_frame(spark, values, ddl))
+    direct = as_dataset({"x": np.array(values, dtype=np.float32)} if ddl == "float" else {"x": values})
+    _assert_same(as_reductions(direct), as_reductions(ds), _questions(BOUNDS[:2] + BOUNDS[5:6]), label=ddl)
+
+
+@pytest.mark.parametrize(
+    ("ddl", "values"),
+    [
+        ("string", ["a", "b", None, "a", "", "1", "b", "a"]),
+        ("binary", [bytearray(b"a"), bytearray(b"b"), None, bytearray(b"a")]),
+        ("decimal(10,2)", [Decimal("1.50"), None, Decimal("2.00"), Decimal("1.50"), Decimal("-3.25")]),
+    ],
+)
+def test_key_and_decimal_columns_are_bit_identical(spark: Any, ddl: str, values: list[Any]) -> None:
+    ds = as_dataset(_frame(spark, values, ddl))
+    plain = [bytes(v) if isinstance(v, bytearray) else v for v in values]
+    direct = as_reductions(as_dataset({"x": plain}))
+    questions = _questions([]) if ddl != "decimal(10,2)" else _questions(BOUNDS[:2])
+    if ddl != "decimal(10,2)":  # numbers of a key column: both refuse with the schema error
+        questions = [q for q in questions if q[0] in ("n_rows", "key_histogram", "key_counts", "unit_count")]
+    _assert_same(direct, as_reductions(ds), questions, label=ddl)
+
+
+def test_invalid_questions_raise_what_numpy_raises(spark: Any) -> None:
+    import datetime
+
+    frame = spark.createDataFrame([(1.0, "a", datetime.date(2020, 1, 1)), (2.0, "b", datetime.date(2021, 1, 1))], "x double, s string, d date")
+    reference = as_reductions(as_dataset({"x": [1.0, 2.0], "s": np.array(["a", "b"]), "d": np.array(["2020-01-01", "2021-01-01"], dtype="datetime64[D]")}))
+    backend = as_reductions(as_dataset(frame))
+    asks: list[Callable[[Reductions], object]] = [
+        lambda r: r.clipped_sums([SumSpec("x", Fraction(0), Fraction(1), 0), SumSpec("x", Fraction(2), Fraction(1), 0)]),
+        lambda r: r.clipped_sums([SumSpec("s", Fraction(2), Fraction(1), 0)]),
+        lambda r: r.grid_counts("x", Fraction(0), Fraction(1), 0),
+        lambda r: r.grid_counts("x", Fraction(1), Fraction(1), 3),
+        lambda r: r.extremes("x", Fraction(0), Fraction(1), -1),
+        lambda r: r.order_window("s", Fraction(0), Fraction(1), 0, 1),
+        lambda r: r.count("nope"),
+        lambda r: r.key_histogram("nope"),
+        lambda r: r.unit_count("d"),
+    ]
+    for ask in asks:
+        want, got = _answer(_outcome(lambda: ask(reference))), _answer(_outcome(lambda: ask(backend)))
+        assert want[0] == "raised"  # type: ignore[index]
+        assert got == want or str(got).replace("<U0", "<U1") == str(want), (got, want)
+
+
+# -- integration ---------------------------------------------------------------------------
+
+
+def test_schema_is_read_without_a_job_and_columns_are_collected_once(spark: Any) -> None:
+    frame = spark.createDataFrame([(1, 2.5, "a", True), (None, None, None, None)], "i long, x double, s string, b boolean")
+    tracker = spark.sparkContext.statusTracker()
+    spark.sparkContext.setJobGroup("dpalg-schema", "schema only")
+    try:
+        ds = as_dataset(frame)
+        assert ds.names == ("i", "x", "s", "b")
+        assert [str(ds.dtype(n)) for n in ds.names] == ["int64", "float64", "<U0", "bool"]
+        assert list(tracker.getJobIdsForGroup("dpalg-schema")) == []
+    finally:
+        spark.sparkContext.setJobGroup("dpalg-other", "after")
+    assert repr(ds) == "<Dataset columns=['i', 'x', 's', 'b'] source=SparkSource(DataFrame)>"
+    assert ds.column("i").dtype == object and ds.column("i").tolist() == [1, None]  # a nullable long stays exact ints
+    assert ds.column("x").base is ds.column("x").base  # cached
+    assert ds.numeric("b")[0] == 1.0 and math.isnan(ds.numeric("b")[1])
+    assert ds.key_index("s")[0] == ("a",)
+    with pytest.raises(InvalidArgument, match="string dtype"):
+        ds.numeric("s")
+
+
+def test_missing_pyspark_names_the_extra(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    frame = spark.createDataFrame([(1.0,)], "x double")
+    monkeypatch.setitem(sys.modules, "dpalg.data._spark", None)  # as if pyspark could not be imported
+    with pytest.raises(Unsupported, match=r"pip install 'dpalg\[spark\]'"):
+        as_dataset(frame)
+
+
+def test_missing_java_is_a_clear_error(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    frame = spark.createDataFrame([(1.0,)], "x double")
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    assert java_problem() is not None
+    with pytest.raises(Unsupported, match="Spark needs Java"):
+        as_dataset(frame)
+
+
+# -- end to end ----------------------------------------------------------------------------
+
+
+def _release(plan: Any, budget: Any, data: object) -> tuple[str, dict[str, Any]]:
+    plan.check(budget)
+    release = plan.run(data, rng=20240917)
+    certificate = json.loads(release.certificate_json())
+    certificate.pop("created")
+    certificate.pop("digest")
+    return repr(release.value), certificate
+
+
+def test_seeded_plans_give_the_same_release_on_spark_and_a_dict(spark: Any) -> None:
+    rows = 70_000  # more rows than window buckets: the bucketed order window
+    gen = np.random.default_rng(7)  # synthetic data only
+    x: list[Any] = np.round(gen.normal(50, 15, rows), 1).tolist()
+    region: list[Any] = np.array(["n", "s", "e", "w"])[gen.choice(4, rows, p=[0.4, 0.3, 0.2, 0.1])].tolist()
+    for i in range(0, rows, 97):
+        x[i] = None
+    for i in range(5, rows, 101):
+        x[i] = NAN
+    x[1:5] = [INF, -INF, -0.0, 0.0]
+    region[4] = None
+    columns = {"x": x, "region": region}
+    frame = spark.createDataFrame(list(zip(x, region)), "x double, region string").repartition(3)
+    clip = Clip(0, 100)
+    plans: list[tuple[Callable[[], Any], Any]] = [
+        (lambda: Laplace(Query.mean("x") | clip, epsilon=1), PureDP(1)),
+        (lambda: SmoothBound(Query.median("x") | clip, epsilon=1, delta="1e-6"), ApproxDP(1, "1e-6")),
+        (lambda: Laplace(Query.histogram("region", keys=("n", "s", "e", "w", "zz")), epsilon=1), PureDP(1)),
+    ]
+    for make, budget in plans:
+        assert _release(make(), budget, frame) == _release(make(), budget, columns), make()
