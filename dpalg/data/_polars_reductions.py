@@ -110,6 +110,7 @@ from dpalg.data import _numpy_reductions as _numpy_backend
 from dpalg.data._numpy_reductions import MAX_COUNTED_GRID_BITS, NumpyReductions, _bucket_of, inside_bounds
 from dpalg.data._polars import PolarsSource, polars_kind
 from dpalg.data._reductions import LatticeSum, OrderWindow, SumSpec
+from dpalg.data._source_reductions import SourceReductions
 
 __all__ = ["PolarsReductions", "magic_rounding_ok", "rint_expr"]
 
@@ -247,7 +248,7 @@ class _Buckets:
 
 
 @final
-class PolarsReductions:
+class PolarsReductions(SourceReductions[PolarsSource]):
     """:class:`~dpalg.data.Reductions` over a polars DataFrame or LazyFrame, in polars (module docstring).
 
     Built by :func:`~dpalg.data.as_reductions` for a dataset that
@@ -262,25 +263,7 @@ class PolarsReductions:
         [(27, 3)]
     """
 
-    __slots__ = ("_data", "_source")
-
-    def __init__(self, data: Dataset, source: PolarsSource) -> None:
-        self._data = data
-        self._source = source
-
-    @property
-    def dataset(self) -> Dataset:
-        """The underlying dataset (for user functions, which receive rows)."""
-        return self._data
-
-    def __repr__(self) -> str:  # never prints values
-        return f"PolarsReductions({self._data!r})"
-
-    # -- helpers -----------------------------------------------------------------------
-
-    def _numpy(self) -> NumpyReductions:
-        """The numpy backend over the same dataset: for the types polars does not compute (columns converted once)."""
-        return NumpyReductions(self._data)
+    __slots__ = ()
 
     def _kind(self, column: str) -> str:
         self._data.dtype(column)  # an unknown column raises the dataset's error

@@ -56,6 +56,7 @@ from dpalg.data._dataset import Dataset
 from dpalg.data._keys import Key, key_order, normalise_key
 from dpalg.data._numpy_reductions import MAX_COUNTED_GRID_BITS, NumpyReductions, inside_bounds
 from dpalg.data._reductions import LatticeSum, OrderWindow, SumSpec
+from dpalg.data._source_reductions import SourceReductions
 from dpalg.data._spark import SparkSource, quoted, spark_kind
 
 if TYPE_CHECKING:
@@ -91,27 +92,10 @@ def _clip(x: Column, lo: float, hi: float) -> Column:
 
 
 @final
-class SparkReductions:
+class SparkReductions(SourceReductions[SparkSource]):
     """:class:`~dpalg.data.Reductions` over a Spark DataFrame, on the executors (module docstring)."""
 
-    __slots__ = ("_data", "_source")
-
-    def __init__(self, data: Dataset, source: SparkSource) -> None:
-        self._data = data
-        self._source = source
-
-    @property
-    def dataset(self) -> Dataset:
-        """The underlying dataset (for user functions, which receive rows)."""
-        return self._data
-
-    def __repr__(self) -> str:  # never prints values
-        return f"SparkReductions({self._data!r})"
-
-    # -- helpers -----------------------------------------------------------------------
-
-    def _numpy(self) -> NumpyReductions:
-        return NumpyReductions(self._data)
+    __slots__ = ()
 
     def _kind(self, column: str) -> str:
         self._data.dtype(column)  # an unknown column raises the dataset's error

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from dpalg._errors import InvalidArgument
@@ -44,6 +45,14 @@ def granularity_param(owner: str, value: int | None) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or not -1074 <= value <= 1023:
         raise InvalidArgument(owner, "granularity", value, "must be None or an int k in [-1074, 1023] (multiples of 2**k)")
     return value
+
+
+def float_floor(x: Fraction) -> float:
+    """The largest float ``≤ x`` (a smoothness parameter is never rounded up)."""
+    f = float(x)
+    if Fraction(f) > x:
+        f = math.nextafter(f, -math.inf)
+    return f
 
 
 def floor_log2(x: Fraction) -> int:

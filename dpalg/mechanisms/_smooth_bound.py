@@ -57,7 +57,7 @@ from dpalg.data import Dataset, Neighbouring, Relation, SumSpec, as_reductions
 from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP, PureDP
-from dpalg.mechanisms._common import floor_log2, granularity_param, positive_param, relation_param, require_fixed_n
+from dpalg.mechanisms._common import float_floor, floor_log2, granularity_param, positive_param, relation_param, require_fixed_n
 from dpalg.mechanisms._user_level import row_view, unit_values
 from dpalg.noise import AbstractRandomness, round_to_lattice
 from dpalg.noise._fixed_point import lattice_bounds
@@ -91,14 +91,6 @@ __all__ = [
 _RANGE_BITS = 40
 #: largest noise scale in lattice units accepted by the exact Laplace sampler (2^52)
 _MAX_UNITS_BITS = 52
-
-
-def _float_floor(x: Fraction) -> float:
-    """The largest float ``≤ x`` (so a smoothness parameter is never rounded up)."""
-    f = float(x)
-    if Fraction(f) > x:
-        f = math.nextafter(f, -math.inf)
-    return f
 
 
 def _ceil_log2(x: Fraction) -> int:
@@ -144,7 +136,7 @@ def center_and_scale(
     are private (functions of the data): used by :func:`smooth_release` and by the
     tests that compute the output distribution exactly; never released.
     """
-    beta = _float_floor(constants.beta)
+    beta = float_floor(constants.beta)
     s_hat = smooth_sensitivity_quantile(sorted_values, q, lower, upper, beta, relation)
     s_prime = Fraction(s_hat) + Fraction(2) ** k  # exact: every float is a rational
     n = int(sorted_values.size)
@@ -239,7 +231,7 @@ def mean_center_and_scale(
     """
     km = mean_lattice_exponent(lower, upper)
     lo_u, hi_u = lattice_bounds(lower, upper, km, "SmoothBound")
-    beta = _float_floor(constants.beta)
+    beta = float_floor(constants.beta)
     levels = window_levels(beta, lower, upper, k)
     s_units = mean_smooth_bound(summary, lo_u, hi_u, beta, levels)
     unit = Fraction(2) ** km
@@ -252,7 +244,7 @@ def _mean_summary(node: SmoothBound | SmoothBoundCauchy, data: Dataset, rng: Abs
     """The mean's summary: one exact lattice sum and one extremes pass (row level), or the users' totals."""
     lower, upper = node.stat_query.require_bounds(type(node).__name__)
     km = mean_lattice_exponent(lower, upper)
-    levels = window_levels(_float_floor(node.constants().beta), lower, upper, node.lattice_k())
+    levels = window_levels(float_floor(node.constants().beta), lower, upper, node.lattice_k())
     if node.base_query.user is not None:
         return mean_summary_from_values(unit_values(node.base_query, data, rng), lower, upper, km, levels + 2)
     assert node.base_query.column is not None
@@ -286,7 +278,7 @@ def _windowed_center_and_scale(node: SmoothBound | SmoothBoundCauchy, data: Data
     reductions = as_reductions(data)
     n = reductions.count(node.base_query.column)
     constants, k = node.constants(), node.lattice_k()
-    beta = _float_floor(constants.beta)
+    beta = float_floor(constants.beta)
     levels = window_levels(beta, lower, upper, k)
     first, last = window_ranks(n, q, levels)
     if negate:  # min = -max(-x): ranks of -x are the reversed ranks of x
@@ -315,7 +307,7 @@ def _release_unclamped(node: SmoothBound | SmoothBoundCauchy, data: Dataset, rng
     c, k = node.constants(), node.lattice_k()
     if isinstance(node.query, LocalSensAtDistance):
         env = envelope_of(node.query, type(node).__name__)
-        beta = _float_floor(c.beta)
+        beta = float_floor(c.beta)
         levels = window_levels(beta, Fraction(0), Fraction(env.top), k)
         a, scale = function_center_and_scale(node.stat_query, env, data, c, k, beta, levels)
     else:

@@ -145,7 +145,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from dpalg._errors import InvalidArgument
 from dpalg.data import Dataset, Reductions, SumSpec, as_reductions
 from dpalg.data._numpy_reductions import inside_bounds
-from dpalg.mechanisms._common import floor_log2
+from dpalg.mechanisms._common import float_floor, floor_log2
 from dpalg.mechanisms._smooth_profile import _MIN_BETA, _SLACK, truncated_smooth_bound
 from dpalg.noise import round_to_lattice
 from dpalg.noise._admissible import Admissibility
@@ -673,14 +673,6 @@ def trimmed_smooth_bound(summary: TrimmedSummary, beta: float, levels: int) -> f
     return truncated_smooth_bound(trimmed_profile(summary, levels, beta), beta, h / 2, err)
 
 
-def _float_floor(x: Fraction) -> float:
-    """The largest float ``≤ x`` (a smoothness parameter is never rounded up)."""
-    f = float(x)
-    if Fraction(f) > x:
-        f = math.nextafter(f, -math.inf)
-    return f
-
-
 def trimmed_value(summary: TrimmedSummary) -> Fraction:
     """The exact statistic in units of ``2^{k_t}``: the mean of the middle terms, ``(L + U)/2`` on empty data."""
     n = summary.n
@@ -698,7 +690,7 @@ def center_and_scale_from_summary(
     radius of at least :func:`trimmed_radius` ``(β, K)`` (else it raises).
     """
     unit = Fraction(2) ** trimmed_lattice_exponent(lower, upper)
-    s_units = trimmed_smooth_bound(summary, _float_floor(constants.beta), levels)
+    s_units = trimmed_smooth_bound(summary, float_floor(constants.beta), levels)
     s_prime = Fraction(s_units) * unit + Fraction(2) ** lattice_k  # exact: every float is a rational
     return round(trimmed_value(summary) * unit / Fraction(2) ** lattice_k), s_prime / constants.alpha
 
@@ -724,7 +716,7 @@ def trimmed_center_and_scale(
     lower, upper = query.require_bounds(owner)
     if not lower < upper:
         raise InvalidArgument(owner, "query", query, "needs a clip range with lower < upper")
-    beta = _float_floor(constants.beta)
+    beta = float_floor(constants.beta)
     levels = trimmed_levels(beta, lower, upper, lattice_k)
     summary = trimmed_summary(data, query.column, lower, upper, query.trim, trimmed_radius(beta, levels))
     return center_and_scale_from_summary(summary, lower, upper, constants, lattice_k, levels)
@@ -736,7 +728,7 @@ def trimmed_center_and_scale_values(
     """:func:`trimmed_center_and_scale` over an in-memory array (users' clipped totals from ``unit_values``, tests)."""
     if not lower < upper:
         raise InvalidArgument("trimmed_center_and_scale_values", "upper", upper, f"must be > lower={lower}")
-    beta = _float_floor(constants.beta)
+    beta = float_floor(constants.beta)
     levels = trimmed_levels(beta, lower, upper, lattice_k)
     summary = trimmed_summary_from_values(values, lower, upper, trim, trimmed_radius(beta, levels))
     return center_and_scale_from_summary(summary, lower, upper, constants, lattice_k, levels)
