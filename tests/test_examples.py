@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,14 @@ def test_there_are_examples() -> None:
     assert {"shifted_vs_clipping.py", "mean_of_ages.py", "median_vs_epsilon.py"} <= names
 
 
+# What some scripts write, checked on the same run (each script runs once in the fast suite;
+# the per-module tests that ran them again, e.g. tests/mechanisms/test_ratio.py, are marked slow)
+WRITES: dict[str, Callable[[Path], bool]] = {
+    "private_ratio.py": lambda out: (out / "private_ratio.md").read_text().count("|") > 10,
+    "per_coordinate.py": lambda out: "measured" in (out / "per_coordinate.md").read_text(),
+}
+
+
 @pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs_small(script: Path, tmp_path: Path) -> None:
     source = script.read_text()
@@ -46,6 +55,8 @@ def test_example_runs_small(script: Path, tmp_path: Path) -> None:
     assert result.returncode == 0, f"{script.name} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
     if '"--out"' in source and ".png" in source:
         assert list(tmp_path.glob("*.png")), f"{script.name} wrote no PNG into --out"
+    check = WRITES.get(script.name)
+    assert check is None or check(tmp_path), f"{script.name} wrote unexpected output into --out"
 
 
 def test_benchmarks_entry_point_starts() -> None:

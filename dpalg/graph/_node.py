@@ -61,7 +61,10 @@ class _Checked:
 
 
 _CHECKED: dict[int, _Checked] = {}
-_CHECKED_LOCK = threading.Lock()
+# Re-entrant: a garbage-collection pass can run at any allocation made while the lock is
+# held (e.g. building the _Checked entry), and the finalizer of a checked plan it collects
+# calls _forget on the same thread; a plain Lock deadlocks there.
+_CHECKED_LOCK = threading.RLock()
 
 
 def _forget(key: int) -> None:

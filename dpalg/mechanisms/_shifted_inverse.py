@@ -294,9 +294,32 @@ def _bs_beta(value: ExactLike) -> Fraction:
     return _beta("ShiftedInverseSearch", value)
 
 
+class _SearchAccuracy:
+    """The accuracy statement shared by the two noisy binary searches (not a node)."""
+
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, down_sensitivity: ExactLike | None = None) -> Accuracy:
+        """The (1 − ``alpha``) one-sided error, from the parameters only (no data touched).
+
+        With probability ≥ 1 − α, ⌊f(x)⌋ ≥ M ≥ ⌊f(x)⌋ − DS^K_{⌊f⌋}(x), with
+        K = τ + c, c the quantile of the per-step noise left after the union
+        bound over the I steps: discrete Laplace for
+        :class:`ShiftedInverseSearch` (seed 004, binary search), discrete
+        Gaussian with its sub-Gaussian tail for Z > τ for
+        :class:`ShiftedInverseSearchZCDP` (seed 004, Theorem 5); proof in
+        :mod:`dpalg.mechanisms._accuracy_ratios`; if ⌊f(x)⌋ ≤ y_hi and f(x) ≥ y_lo.
+        ``down_sensitivity``: a public upper bound D on the drop of f from
+        removing any K users; the error is then D + 1 (⌈D⌉ for counts), and
+        the release is never above f(x). Without it the statement is
+        conditional (``error`` None; the notes give K).
+        """
+        from dpalg.mechanisms._accuracy_ratios import shifted_inverse_accuracy
+
+        return shifted_inverse_accuracy(self, alpha, down_sensitivity)  # type: ignore[arg-type]  # mixed into the two searches only
+
+
 @final
 @attrs.frozen
-class ShiftedInverseSearch(AbstractPrimitive[PureDP]):
+class ShiftedInverseSearch(_SearchAccuracy, AbstractPrimitive[PureDP]):
     """Shifted inverse by noisy binary search with discrete Laplace noise (pure DP).
 
     Privacy guarantee:
@@ -337,22 +360,6 @@ class ShiftedInverseSearch(AbstractPrimitive[PureDP]):
             (("epsilon", str(self.epsilon)), ("steps", str(search_steps(self.domain))), ("sigma", str(self.sigma()))),
         )
 
-    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, down_sensitivity: ExactLike | None = None) -> Accuracy:
-        """The (1 − ``alpha``) one-sided error, from the parameters only (no data touched).
-
-        With probability ≥ 1 − α, ⌊f(x)⌋ ≥ M ≥ ⌊f(x)⌋ − DS^K_{⌊f⌋}(x), with
-        K = τ + c, c the discrete Laplace quantile left
-        after the union bound over the I steps (seed 004, binary search; proof in
-        :mod:`dpalg.mechanisms._accuracy_ratios`), if ⌊f(x)⌋ ≤ y_hi and f(x) ≥ y_lo.
-        ``down_sensitivity``: a public upper bound D on the drop of f from
-        removing any K users; the error is then D + 1 (⌈D⌉ for counts), and
-        the release is never above f(x). Without it the statement is
-        conditional (``error`` None; the notes give K).
-        """
-        from dpalg.mechanisms._accuracy_ratios import shifted_inverse_accuracy
-
-        return shifted_inverse_accuracy(self, alpha, down_sensitivity)
-
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """An integer in the domain."""
         loss = user_loss(self.query, data, self.domain[0], self.domain[1])
@@ -378,7 +385,7 @@ def _bz_beta(value: ExactLike) -> Fraction:
 
 @final
 @attrs.frozen
-class ShiftedInverseSearchZCDP(AbstractPrimitive[ZCDP]):
+class ShiftedInverseSearchZCDP(_SearchAccuracy, AbstractPrimitive[ZCDP]):
     """Shifted inverse by noisy binary search with discrete Gaussian noise (ρ-zCDP).
 
     Privacy guarantee:
@@ -419,22 +426,6 @@ class ShiftedInverseSearchZCDP(AbstractPrimitive[ZCDP]):
             "shifted inverse, noisy binary search, discrete Gaussian per step (seed 004 Thm 5; CKS 2020 Thm 4)",
             (("rho", str(self.rho)), ("steps", str(search_steps(self.domain))), ("sigma2", str(self.sigma2()))),
         )
-
-    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, down_sensitivity: ExactLike | None = None) -> Accuracy:
-        """The (1 − ``alpha``) one-sided error, from the parameters only (no data touched).
-
-        With probability ≥ 1 − α, ⌊f(x)⌋ ≥ M ≥ ⌊f(x)⌋ − DS^K_{⌊f⌋}(x), with
-        K = τ + c, c the discrete Gaussian quantile left
-        after the union bound over the I steps (sub-Gaussian tail for Z > τ) (seed 004, Theorem 5; proof in
-        :mod:`dpalg.mechanisms._accuracy_ratios`), if ⌊f(x)⌋ ≤ y_hi and f(x) ≥ y_lo.
-        ``down_sensitivity``: a public upper bound D on the drop of f from
-        removing any K users; the error is then D + 1 (⌈D⌉ for counts), and
-        the release is never above f(x). Without it the statement is
-        conditional (``error`` None; the notes give K).
-        """
-        from dpalg.mechanisms._accuracy_ratios import shifted_inverse_accuracy
-
-        return shifted_inverse_accuracy(self, alpha, down_sensitivity)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """An integer in the domain."""

@@ -206,11 +206,22 @@ def budget_around(cost: Measure, scale: Fraction) -> Measure:
 # --- 2. exact sums ------------------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.fractions(max_denominator=10**12), max_size=60))
-def test_exact_sum_equals_the_naive_sum(values: list[Fraction]) -> None:
+def _check_exact_sum(values: list[Fraction]) -> None:
     assert exact_sum(values) == sum(values, Fraction(0))
     assert exact_sum(iter(values)) == sum(values, Fraction(0))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.fractions(max_denominator=10**12), max_size=60))
+def test_exact_sum_equals_the_naive_sum(values: list[Fraction]) -> None:
+    _check_exact_sum(values)
+
+
+@pytest.mark.slow  # the same property on the 300 examples it used to draw in the fast suite
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.fractions(max_denominator=10**12), max_size=60))
+def test_exact_sum_equals_the_naive_sum_many_examples(values: list[Fraction]) -> None:
+    _check_exact_sum(values)
 
 
 @pytest.mark.parametrize("case", ["one denominator", "few small", "few huge", "many distinct", "primes", "mixed signs"])
@@ -236,9 +247,20 @@ def test_exact_sum_on_large_random_inputs(case: str) -> None:
     assert type(total) is Fraction
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(st.sampled_from(["pure", "approx", "zcdp"]).flatmap(lambda m: st.lists(leaf(m), min_size=1, max_size=40)))
 def test_sum_measures_equals_adding_one_by_one(leaves: list[Fixed[PureDP]]) -> None:
+    _check_sum_measures(leaves)
+
+
+@pytest.mark.slow  # the same property on the 100 examples it used to draw in the fast suite
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(["pure", "approx", "zcdp"]).flatmap(lambda m: st.lists(leaf(m), min_size=1, max_size=40)))
+def test_sum_measures_equals_adding_one_by_one_many_examples(leaves: list[Fixed[PureDP]]) -> None:
+    _check_sum_measures(leaves)
+
+
+def _check_sum_measures(leaves: list[Fixed[PureDP]]) -> None:
     costs: list[Measure] = [x.loss for x in leaves]
     total = costs[0]
     for c in costs[1:]:
@@ -257,17 +279,39 @@ def test_sum_measures_refuses_mixed_types_as_before() -> None:
 # --- 3 and 4. derivations, failures and explanations equal the naive accountant's -------------
 
 
-@settings(max_examples=300, deadline=None)
-@given(any_plan)
-def test_derivation_equals_the_naive_one(plan: AnyPlan) -> None:
+def _check_derivation(plan: AnyPlan) -> None:
     assert_same_derivation(derive(plan), naive_derive(plan))
     assert plan.cost() == naive_derive(plan).cost
     assert supports(plan)
 
 
+@settings(max_examples=50, deadline=None)
+@given(any_plan)
+def test_derivation_equals_the_naive_one(plan: AnyPlan) -> None:
+    _check_derivation(plan)
+
+
+@pytest.mark.slow  # the same property on the 300 plans it used to draw in the fast suite
 @settings(max_examples=300, deadline=None)
+@given(any_plan)
+def test_derivation_equals_the_naive_one_many_plans(plan: AnyPlan) -> None:
+    _check_derivation(plan)
+
+
+@settings(max_examples=50, deadline=None)
 @given(any_plan, st.fractions(min_value=0, max_value=Fraction(3, 2), max_denominator=50))
 def test_budget_failure_names_the_same_node_and_amounts(plan: AnyPlan, scale: Fraction) -> None:
+    _check_budget_failure(plan, scale)
+
+
+@pytest.mark.slow  # the same property on the 300 plans it used to draw in the fast suite
+@settings(max_examples=300, deadline=None)
+@given(any_plan, st.fractions(min_value=0, max_value=Fraction(3, 2), max_denominator=50))
+def test_budget_failure_names_the_same_node_and_amounts_many_plans(plan: AnyPlan, scale: Fraction) -> None:
+    _check_budget_failure(plan, scale)
+
+
+def _check_budget_failure(plan: AnyPlan, scale: Fraction) -> None:
     budget = budget_around(naive_derive(plan).cost, scale)
     expected = naive_failure(plan, budget)
     if expected is None:
@@ -538,6 +582,49 @@ def test_a_dead_plans_check_is_forgotten() -> None:
         assert fresh.checked_budget() is None
         with pytest.raises(UncheckedPlan):
             take_checked(fresh)
+
+
+
+def test_a_plan_collected_while_another_is_checked_does_not_deadlock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GC pass inside check()'s locked block runs a dead plan's finalizer on the same thread.
+
+    It happened in the suite (a hang in test_reliability): the finalizer's _forget took the
+    registry's lock that check() already held. Here the GC pass is forced at the allocation.
+    """
+    import threading
+
+    from dpalg.graph import _node
+
+    real = _node._Checked
+
+    def collecting(*args: object, **kwargs: object) -> object:
+        gc.collect()  # the interpreter may run a pass at any allocation; here at this one
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    checked: list[bool] = []
+
+    def check_two() -> None:
+        dead = Compose(Fixed(PureDP(1)))
+        dead.check(PureDP(1))
+        cycle: list[object] = [dead]
+        cycle.append(cycle)  # reachable only through a cycle: collected by the pass above
+        del dead, cycle
+        monkeypatch.setattr(_node, "_Checked", collecting)
+        live = Compose(Fixed(PureDP(1)))
+        live.check(PureDP(1))
+        checked.append(live.checked_budget() == PureDP(1))
+
+    enabled = gc.isenabled()
+    gc.disable()  # no pass but the forced one
+    try:
+        worker = threading.Thread(target=check_two, daemon=True)
+        worker.start()
+        worker.join(timeout=10)
+    finally:
+        if enabled:
+            gc.enable()
+    assert not worker.is_alive(), "check() deadlocked on its own registry lock"
+    assert checked == [True]
 
 
 # --- building a Compose: neighbouring relations and loss types, cached the same way ---------------

@@ -57,26 +57,59 @@ def _leaf_sum(plan: AbstractMeasurement[PureDP]) -> Fraction:
     raise AssertionError(type(plan))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(pure_plans())
 def test_cost_matches_hand_computation_and_is_nonnegative(plan: AbstractMeasurement[PureDP]) -> None:
+    _check_cost(plan)
+
+
+@pytest.mark.slow  # the same property on the 200 plans it used to draw in the fast suite
+@settings(max_examples=200, deadline=None)
+@given(pure_plans())
+def test_cost_matches_hand_computation_and_is_nonnegative_many_plans(plan: AbstractMeasurement[PureDP]) -> None:
+    _check_cost(plan)
+
+
+def _check_cost(plan: AbstractMeasurement[PureDP]) -> None:
     cost = plan.cost()
     assert cost.epsilon >= 0
     assert cost.epsilon == _leaf_sum(plan)
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(pure_plans(), min_size=1, max_size=5))
-def test_composition_adds_exactly_and_flattening_is_neutral(plans: list[AbstractMeasurement[PureDP]]) -> None:
+def _check_composition(plans: list[AbstractMeasurement[PureDP]]) -> None:
     nested = Compose(*plans)
     assert nested.cost().epsilon == sum((p.cost().epsilon for p in plans), Fraction(0))
     assert compose(*plans).cost() == nested.cost()
     assert compose(nested, nested).cost() == Compose(nested, nested).cost()
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=40, deadline=None)
+@given(st.lists(pure_plans(), min_size=1, max_size=5))
+def test_composition_adds_exactly_and_flattening_is_neutral(plans: list[AbstractMeasurement[PureDP]]) -> None:
+    _check_composition(plans)
+
+
+@pytest.mark.slow  # the same property on the 200 plans it used to draw in the fast suite
+@settings(max_examples=200, deadline=None)
+@given(st.lists(pure_plans(), min_size=1, max_size=5))
+def test_composition_adds_exactly_and_flattening_is_neutral_many_plans(plans: list[AbstractMeasurement[PureDP]]) -> None:
+    _check_composition(plans)
+
+
+@settings(max_examples=30, deadline=None)  # each ZCDPToApprox cost is an exact numeric minimisation (~20 ms)
 @given(pure_plans(), pure_plans())
 def test_conversions_are_monotone(a: AbstractMeasurement[PureDP], b: AbstractMeasurement[PureDP]) -> None:
+    _check_conversions_are_monotone(a, b)
+
+
+@pytest.mark.slow  # the same property on the 100 pairs it used to draw in the fast suite
+@settings(max_examples=100, deadline=None)
+@given(pure_plans(), pure_plans())
+def test_conversions_are_monotone_many_plans(a: AbstractMeasurement[PureDP], b: AbstractMeasurement[PureDP]) -> None:
+    _check_conversions_are_monotone(a, b)
+
+
+def _check_conversions_are_monotone(a: AbstractMeasurement[PureDP], b: AbstractMeasurement[PureDP]) -> None:
     lo, hi = sorted((a, b), key=lambda p: p.cost().epsilon)
     assert PureToZCDP(lo).cost().rho <= PureToZCDP(hi).cost().rho
     assert PureToApprox(lo).cost().epsilon <= PureToApprox(hi).cost().epsilon

@@ -50,12 +50,12 @@ def _rank_gap(values: np.ndarray, c: float, q: Fraction, grid: np.ndarray) -> fl
     return score(c) - min(score(g) for g in grid)
 
 
-def test_exponential_quantile_rank_error() -> None:
+@pytest.mark.parametrize("trials", [1000, pytest.param(2000, marks=pytest.mark.slow)])
+def test_exponential_quantile_rank_error(trials: int) -> None:
     node = ExponentialQuantile(Query.median("x") | Clip(0, 16), epsilon="1.45", grid_bits=4)
     acc = node.accuracy()
     assert acc.unit == "rank" and acc.error == Fraction(7, 2)
     grid = np.arange(17.0)
-    trials = 2000
     # 8 values on one grid point: every other point is 4 ranks worse, so P[gap > 3.5] = 16e^-5.8/(1 + 16e^-5.8), near 0.05
     spike = np.full(8, 8.0)
     outs = [float(node.release(as_dataset({"x": spike}), SeededRandomness(s))) for s in range(trials)]  # type: ignore[arg-type]
@@ -109,7 +109,8 @@ def test_ptr_bottom_probability_is_the_exact_sum(eps: Fraction, delta: Fraction)
         assert exact <= p * (1 + 1e-12) + 1e-300 and p <= exact * (1 + 1e-9) + 1e-300
 
 
-def test_ptr_bottom_frequency_at_the_suggested_bound() -> None:
+@pytest.mark.parametrize("trials", [500, pytest.param(1000, marks=pytest.mark.slow)])
+def test_ptr_bottom_frequency_at_the_suggested_bound(trials: int) -> None:
     eps, delta = Fraction(1), Fraction(1, 1000)
     query = Query.mean("x") | Clip(0, 1)
     target = ptr_bottom_probability(eps, delta, 8)  # ~0.099; at distance 7 it is ~0.27
@@ -120,7 +121,6 @@ def test_ptr_bottom_frequency_at_the_suggested_bound() -> None:
     assert node.distance(x) == 8
     acc = node.accuracy(distance=8)
     assert any(n.startswith(f"P(⊥) <= {float(target):.6g}"[:12]) for n in acc.notes)
-    trials = 1000
     data = as_dataset({"x": x})
     bottoms = sum(node.release(data, SeededRandomness(s_)) is BOTTOM for s_ in range(trials))
     assert consistent(bottoms, trials, float(target))
@@ -133,13 +133,13 @@ def test_ptr_bottom_frequency_at_the_suggested_bound() -> None:
     assert consistent(b_bottoms, trials, float(ptr_bottom_probability(eps, delta, 7)))
 
 
-def test_ptr_release_error_is_the_laplace_quantile() -> None:
+@pytest.mark.parametrize("trials", [400, pytest.param(1000, marks=pytest.mark.slow)])
+def test_ptr_release_error_is_the_laplace_quantile(trials: int) -> None:
     node = ProposeTest(Query.mean("x") | Clip(0, 1), bound=1, epsilon=1, delta="1e-3")
     x = np.linspace(0, 1, 30)
     acc = node.accuracy()
     assert acc.tight and acc.error is not None and acc.condition == "it releases (no ⊥)"
     assert float(ptr_bottom_probability(node.eps_test, node.delta, node.distance(x))) < 1e-9
-    trials = 1000
     data = as_dataset({"x": x})
     outs = [node.release(data, SeededRandomness(s)) for s in range(trials)]
     assert BOTTOM not in outs

@@ -22,6 +22,7 @@ from dpalg import Clip, ClipPerUser, Compose, InvalidArgument, MaxRowsPerUser, P
 from dpalg.data import as_dataset
 from dpalg.mechanisms import ExponentialQuantile
 from dpalg.mechanisms._exponential import MAX_CANDIDATES, candidate_scores
+from dpalg.mechanisms._testing import multiset_neighbours
 from dpalg.noise import SeededRandomness
 from dpalg.noise._permute_flip import permute_flip_probabilities, sample_permute_flip
 from dpalg.release import audit_certificate, decode, encode
@@ -31,26 +32,6 @@ DOMAIN = (0.0, 0.5, 1.0, 2.0)
 #: inside Clip(0, 2): data values, a non-dyadic one (exact float comparison path) and a gap
 CANDIDATES = (Fraction(0), Fraction(1, 3), Fraction(1), Fraction(3, 2), Fraction(2))
 Dist = Callable[[ExponentialQuantile, tuple[float, ...]], list[float]]
-
-
-def _datasets(max_n: int) -> list[tuple[float, ...]]:
-    return [x for n in range(max_n + 1) for x in itertools.combinations_with_replacement(DOMAIN, n)]
-
-
-def _neighbours(relation: str, max_n: int) -> list[tuple[tuple[float, ...], tuple[float, ...]]]:
-    """All ordered neighbouring pairs of multisets over DOMAIN of size <= max_n."""
-    pairs = []
-    for x in _datasets(max_n):
-        if relation == "add_remove" and len(x) < max_n:
-            for v in DOMAIN:
-                y = tuple(sorted(x + (v,)))
-                pairs += [(x, y), (y, x)]
-        if relation == "substitution":
-            for i, v in itertools.product(range(len(x)), DOMAIN):
-                z = list(x)
-                z[i] = v
-                pairs.append((x, tuple(sorted(z))))
-    return pairs
 
 
 def _scores(node: ExponentialQuantile, x: tuple[float, ...]) -> list[int]:
@@ -91,7 +72,7 @@ def pf_distribution(node: ExponentialQuantile, x: tuple[float, ...]) -> list[flo
 def _worst_ratio(node: ExponentialQuantile, relation: str, dist: Dist) -> float:
     worst = 0.0
     cache: dict[tuple[float, ...], list[float]] = {}
-    for x, y in _neighbours(relation, 3):
+    for x, y in multiset_neighbours(DOMAIN, 3, relation):
         px = cache.setdefault(x, dist(node, x))
         py = cache.setdefault(y, dist(node, y))
         worst = max(worst, max(a / b for a, b in zip(px, py)))

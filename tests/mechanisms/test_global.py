@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import Counter
 from fractions import Fraction
@@ -18,32 +17,10 @@ from dpalg.data import Dataset, as_dataset
 from dpalg.mechanisms import ExponentialQuantile, Gaussian, Laplace, NoisyMax
 from dpalg.mechanisms import _global
 from dpalg.mechanisms._exponential import quantile_runs
+from dpalg.mechanisms._testing import multiset_neighbours
 from dpalg.noise import SeededRandomness
 
 DOMAIN = (0.0, 0.5, 1.0, 2.0)
-
-
-def _datasets(max_n: int) -> list[tuple[float, ...]]:
-    out: list[tuple[float, ...]] = []
-    for n in range(max_n + 1):
-        out.extend(itertools.combinations_with_replacement(DOMAIN, n))
-    return out
-
-
-def _neighbours(relation: str, max_n: int) -> list[tuple[tuple[float, ...], tuple[float, ...]]]:
-    """All ordered neighbouring pairs of multisets over DOMAIN with size <= max_n."""
-    pairs = []
-    for x in _datasets(max_n):
-        if relation == "add_remove" and len(x) < max_n:
-            for v in DOMAIN:
-                pairs.append((x, tuple(sorted(x + (v,)))))
-                pairs.append((tuple(sorted(x + (v,))), x))
-        if relation == "substitution":
-            for i, v in itertools.product(range(len(x)), DOMAIN):
-                y = list(x)
-                y[i] = v
-                pairs.append((x, tuple(sorted(y))))
-    return pairs
 
 
 def _ds(x: tuple[float, ...]) -> Dataset:
@@ -89,7 +66,7 @@ NODES = [
 def test_exact_privacy_on_all_neighbours(make: object, relation: str) -> None:
     node = make(relation)  # type: ignore[operator]
     budget = node.epsilon if isinstance(node, Laplace) else node.rho
-    worst = max(_privacy_loss_bound(node, _ds(x), _ds(y)) for x, y in _neighbours(relation, 3))
+    worst = max(_privacy_loss_bound(node, _ds(x), _ds(y)) for x, y in multiset_neighbours(DOMAIN, 3, relation))
     assert worst <= budget
     row_count_under_substitution = node.query.kind == "count" and relation == "substitution"
     assert worst > 0 or row_count_under_substitution  # the check is not vacuous
@@ -105,7 +82,7 @@ def test_broken_lattice_units_are_caught(monkeypatch: pytest.MonkeyPatch) -> Non
         return clipped_sum_sensitivity(lower, upper, k, relation)  # real units: the bug
 
     monkeypatch.setattr(_global, "_sum_sensitivity", bad)
-    worst = max(_privacy_loss_bound(node, _ds(x), _ds(y)) for x, y in _neighbours("add_remove", 2))
+    worst = max(_privacy_loss_bound(node, _ds(x), _ds(y)) for x, y in multiset_neighbours(DOMAIN, 2, "add_remove"))
     assert worst > node.epsilon
 
 
@@ -164,7 +141,7 @@ def _em_probs(node: ExponentialQuantile, x: tuple[float, ...]) -> list[float]:
 def test_exponential_quantile_exact_ratios(relation: str, q: str) -> None:
     node = ExponentialQuantile(Query.quantile("x", q) | Clip(0, 2), epsilon="0.8", relation=relation, grid_bits=3)
     worst = 0.0
-    for x, y in _neighbours(relation, 3):
+    for x, y in multiset_neighbours(DOMAIN, 3, relation):
         px, py = _em_probs(node, x), _em_probs(node, y)
         worst = max(worst, max(math.log(a / b) for a, b in zip(px, py)))
     assert worst <= 0.8 + 1e-12
@@ -176,7 +153,7 @@ def test_exponential_quantile_wrong_sensitivity_is_caught() -> None:
     node = ExponentialQuantile(Query.median("x") | Clip(0, 2), epsilon="0.8", relation="substitution", grid_bits=3)
     broken = ExponentialQuantile(Query.median("x") | Clip(0, 2), epsilon="0.8", relation="add_remove", grid_bits=3)
     worst = 0.0
-    for x, y in _neighbours("substitution", 3):
+    for x, y in multiset_neighbours(DOMAIN, 3, "substitution"):
         px, py = _em_probs(broken, x), _em_probs(broken, y)
         worst = max(worst, max(math.log(a / b) for a, b in zip(px, py)))
     assert worst > float(node.epsilon) + 0.05
@@ -202,7 +179,8 @@ def test_exponential_quantile_utility_on_large_data() -> None:
     assert all(isinstance(o, float) and abs(o - 50) < 0.1 for o in out)
 
 
-def test_noisy_max_exact_ratio_and_sampling() -> None:
+@pytest.mark.parametrize("draws", [5_000, pytest.param(20_000, marks=pytest.mark.slow)])
+def test_noisy_max_exact_ratio_and_sampling(draws: int) -> None:
     node = NoisyMax(Query.histogram("g", keys=("a", "b", "c")), epsilon=1)
 
     def probs(x: tuple[float, ...]) -> list[float]:
@@ -210,13 +188,13 @@ def test_noisy_max_exact_ratio_and_sampling() -> None:
         w = [math.exp(float(node.epsilon) * ci) for ci in c]
         return [wi / sum(w) for wi in w]
 
-    worst = max(max(math.log(a / b) for a, b in zip(probs(x), probs(y))) for x, y in _neighbours("add_remove", 3))
+    worst = max(max(math.log(a / b) for a, b in zip(probs(x), probs(y))) for x, y in multiset_neighbours(DOMAIN, 3, "add_remove"))
     assert 0.5 < worst <= 1 + 1e-12
     rng = SeededRandomness(9)
     x = (0.0, 0.5, 1.0)
-    got = Counter(node.release(_ds(x), rng) for _ in range(20_000))
+    got = Counter(node.release(_ds(x), rng) for _ in range(draws))
     observed = [got.get(k, 0) for k in ("a", "b", "c")]
-    assert stats.chisquare(observed, [p * 20_000 for p in probs(x)]).pvalue > 1e-4
+    assert stats.chisquare(observed, [p * draws for p in probs(x)]).pvalue > 1e-4
 
 
 @pytest.mark.parametrize(
@@ -267,7 +245,7 @@ def test_centred_mean_sensitivity_is_tight_under_add_remove() -> None:
     """Centring halves the mean's sum sensitivity; the exact worst case meets ε exactly,
     so any further (wrong) reduction of the declared sensitivity would fail the check above."""
     node = Laplace(Query.mean("x") | Clip(0, 2), epsilon="0.7")
-    worst = max(_privacy_loss_bound(node, _ds(x), _ds(y)) for x, y in _neighbours("add_remove", 3))
+    worst = max(_privacy_loss_bound(node, _ds(x), _ds(y)) for x, y in multiset_neighbours(DOMAIN, 3, "add_remove"))
     assert worst == Fraction(7, 10)
     terms = _global.noise_terms(node, _ds((0.0, 2.0)))
     assert terms[0].label == "centred_sum" and terms[0].sensitivity * 2 ** terms[0].k == 1  # (u - l)/2, not max(|l|, |u|) = 2

@@ -279,6 +279,7 @@ def test_end_to_end() -> None:
     assert len(out) == D
 
 
+@pytest.mark.slow  # the same run (and checks) as tests/test_examples.py::test_example_runs_small[per_coordinate.py]
 def test_example_runs_quick(tmp_path: Path) -> None:
     script = Path(__file__).parents[2] / "examples" / "per_coordinate.py"
     subprocess.run([sys.executable, str(script), "--quick", "--out", str(tmp_path)], check=True, timeout=120)

@@ -319,6 +319,7 @@ def test_bail_out_when_b_is_small() -> None:
     assert out.shape == (500,) and np.all((out >= 0) & (out <= 1))
 
 
+@pytest.mark.slow  # the same run (and checks) as tests/test_examples.py::test_example_runs_small[private_ratio.py]
 def test_example_runs_quick(tmp_path: Path) -> None:
     script = Path(__file__).parents[2] / "examples" / "private_ratio.py"
     subprocess.run([sys.executable, str(script), "--quick", "--out", str(tmp_path)], check=True, timeout=120)

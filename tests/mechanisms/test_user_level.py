@@ -72,9 +72,21 @@ def _moves(node: Laplace | Gaussian, small: Dataset, big: Dataset) -> list[tuple
 
 
 @pytest.mark.parametrize("query", QUERIES, ids=repr)
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=_rows, extra=_extreme)
 def test_adding_one_user_moves_each_statistic_within_its_sensitivity(query: Query, rows: UserRows, extra: UserRows) -> None:
+    _check_adding_one_user(query, rows, extra)
+
+
+@pytest.mark.slow  # the same property on the 60 examples per query it used to draw in the fast suite
+@pytest.mark.parametrize("query", QUERIES, ids=repr)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=_rows, extra=_extreme)
+def test_adding_one_user_moves_each_statistic_within_its_sensitivity_many_examples(query: Query, rows: UserRows, extra: UserRows) -> None:
+    _check_adding_one_user(query, rows, extra)
+
+
+def _check_adding_one_user(query: Query, rows: UserRows, extra: UserRows) -> None:
     small, big = _dataset(rows), _dataset(rows + extra)
     lap = Laplace(query, epsilon=1)
     moves = _moves(lap, small, big)
@@ -262,14 +274,18 @@ def test_a_user_level_certificate_is_re_derived_by_the_audit() -> None:
     assert audit_certificate(tampered).exit_code != 0
 
 
-def _small_worlds() -> list[UserRows]:
-    """Every dataset of at most two users with at most two rows over a tiny domain (ids of two types)."""
+def _small_worlds(second_user_rows: int = 2) -> list[UserRows]:
+    """Every dataset of at most two users over a tiny domain (ids of two types): the first user has
+    at most two rows, the second at most ``second_user_rows``."""
     import itertools
 
     items = ((0.0, "a"), (7.0, "b"), (7.0, "a"))
-    per_user = [()] + [tuple(c) for n in (1, 2) for c in itertools.combinations_with_replacement(items, n)]
+
+    def per_user(most: int) -> list[tuple[tuple[float, str], ...]]:
+        return [()] + [tuple(c) for n in range(1, most + 1) for c in itertools.combinations_with_replacement(items, n)]
+
     worlds: list[UserRows] = []
-    for first, second in itertools.product(per_user, repeat=2):
+    for first, second in itertools.product(per_user(2), per_user(second_user_rows)):
         worlds.append([("u1", v, k) for v, k in first] + [(2, v, k) for v, k in second])
     return worlds
 
@@ -285,16 +301,36 @@ def _newcomers() -> list[UserRows]:
     return out
 
 
-@pytest.mark.parametrize("query", QUERIES, ids=repr)
-def test_brute_force_every_small_world_and_every_extreme_newcomer(query: Query) -> None:
-    """Exhaustive over a small domain: D ranges over every world, D' = D + each extreme user."""
+def _check_every_world_and_newcomer(query: Query, worlds: list[UserRows]) -> None:
+    """D ranges over ``worlds``, D' = D + each extreme newcomer: every statistic moves within its sensitivity."""
     lap = Laplace(query, epsilon=1)
-    for rows in _small_worlds():
-        for extra in _newcomers():
-            moves = _moves(lap, _dataset(rows), _dataset(rows + extra))
+    newcomers = _newcomers()
+    for rows in worlds:
+        small = _global.noise_terms(lap, _dataset(rows), SECRET)  # once per world, not once per newcomer
+        for extra in newcomers:
+            big = _global.noise_terms(lap, _dataset(rows + extra), SECRET)
+            assert [t.param for t in small] == [t.param for t in big]  # parameters never depend on data
+            moves = [(ta.value, tb.value, ta.sensitivity) for ta, tb in zip(small, big)]
             if query.kind == "histogram":
                 l1, l2sq, linf = histogram_sensitivity(query)
                 diffs = [abs(b - a) for a, b, _ in moves]
                 assert sum(diffs) <= l1 and sum(d * d for d in diffs) <= l2sq and max(diffs) <= linf
             else:
                 assert all(abs(b - a) <= s for a, b, s in moves), (query, rows, extra)
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=repr)
+def test_brute_force_small_worlds_and_every_extreme_newcomer(query: Query) -> None:
+    """The fast variant of the test below: the second user has at most one row (40 worlds, not 100)."""
+    worlds = _small_worlds(second_user_rows=1)
+    assert len(worlds) == 40 and len(_newcomers()) == 25
+    _check_every_world_and_newcomer(query, worlds)
+
+
+@pytest.mark.slow  # 100 worlds x 25 newcomers x 13 queries: ~25 s in all
+@pytest.mark.parametrize("query", QUERIES, ids=repr)
+def test_brute_force_every_small_world_and_every_extreme_newcomer(query: Query) -> None:
+    """Exhaustive over a small domain: D ranges over every world, D' = D + each extreme user."""
+    worlds = _small_worlds()
+    assert len(worlds) == 100
+    _check_every_world_and_newcomer(query, worlds)

@@ -18,7 +18,6 @@ The worked statistic is the mean of g(x) = log(1 + x) over values clipped to
 
 from __future__ import annotations
 
-import itertools
 import math
 from fractions import Fraction
 
@@ -30,10 +29,10 @@ from dpalg import ApproxDP, Clip, InvalidArgument, Query, Session
 from dpalg.data import as_dataset
 from dpalg.mechanisms import ExponentialQuantile, Gaussian, Laplace, SmoothBound, SmoothBoundCauchy
 from dpalg.mechanisms._ls_at_distance import BRUTE_MAX_K, BRUTE_MAX_N, LocalSensAtDistance, brute_force_datasets
-from dpalg.mechanisms._ptr import ProposeTest, exact_value
-from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
+from dpalg.mechanisms._ptr import ProposeTest
+from dpalg.mechanisms._testing import multiset_neighbours, worst_ptr_delta
 from dpalg.mechanisms._user_function import statistic_value
-from dpalg.noise import SeededRandomness, round_to_lattice
+from dpalg.noise import SeededRandomness
 from dpalg.release import audit_certificate
 from dpalg.release._certificate import classify_note
 from dpalg.release._serialize import decode, encode
@@ -196,42 +195,7 @@ def test_certificate_round_trip_and_strict_audit() -> None:
 
 # --- exact privacy of the PTR release ---------------------------------------------------
 
-DOMAIN = (0.0, 1.0, 2.0, 3.0)
-
-
-def _neighbours(max_n: int) -> list[tuple[tuple[float, ...], tuple[float, ...]]]:
-    pairs = []
-    for n in range(max_n):
-        for x in itertools.combinations_with_replacement(DOMAIN, n):
-            for v in DOMAIN:
-                y = tuple(sorted(x + (v,)))
-                pairs.extend([(x, y), (y, x)])
-    return pairs
-
-
-def _bottom_prob(gamma: int, eps: float, m: int) -> float:
-    """P[γ + Z <= M], Z discrete Laplace of scale 1/ε."""
-    p, j = math.exp(-eps), m - gamma
-    return 1 - p ** (j + 1) / (1 + p) if j >= 0 else p ** (-j) / (1 + p)
-
-
-def _hockey_stick(node: ProposeTest, x: tuple[float, ...], y: tuple[float, ...]) -> float:
-    """Exact δ with P_x(S) <= e^(2ε) P_y(S) + δ over all events (⊥ and each lattice point)."""
-    m = ceil_log_inv_delta_over_eps(node.eps_test, node.delta) - 1
-    vx, vy = np.array(x), np.array(y)
-    ax = _bottom_prob(node.distance(vx), float(node.eps_test), m)
-    ay = _bottom_prob(node.distance(vy), float(node.eps_test), m)
-    k = node.lattice_k()
-    t = float(node.release_scale() / Fraction(2) ** k)
-    cx = int(round_to_lattice(np.array([exact_value(node.stat_query, vx)]), k)[0])
-    cy = int(round_to_lattice(np.array([exact_value(node.stat_query, vy)]), k)[0])
-    window = np.arange(min(cx, cy) - int(80 * t) - 5, max(cx, cy) + int(80 * t) + 6)
-    q = math.exp(-1 / t)
-    pmf_x = (1 - q) / (1 + q) * q ** np.abs(window - cx)
-    pmf_y = (1 - q) / (1 + q) * q ** np.abs(window - cy)
-    e2 = math.exp(float(node.eps_test + node.eps_release))
-    rel = np.maximum(0.0, (1 - ax) * pmf_x - e2 * (1 - ay) * pmf_y).sum()
-    return max(0.0, ax - e2 * ay) + float(rel)
+PAIRS = multiset_neighbours((0.0, 1.0, 2.0, 3.0), 5)  # 560 pairs over 126 datasets of at most 5 values
 
 
 @pytest.mark.parametrize("bound, granularity", [("0.5", -2), ("1.5", -2), ("0.1", -4)])
@@ -239,7 +203,7 @@ def test_ptr_with_the_right_formula_is_private_exactly(bound: str, granularity: 
     """b = 0.5: γ = max(0, n − 2) (the test decides); b = 1.5: γ = cap (the release noise alone must cover LS)."""
     node = ProposeTest(LocalSensAtDistance(_query(), FORMULA), bound=bound, epsilon="0.5", delta="0.01",
                        granularity=granularity)
-    worst = max(_hockey_stick(node, x, y) for x, y in _neighbours(5))
+    worst = worst_ptr_delta(node, PAIRS)
     assert worst <= float(node.delta)
 
 
@@ -252,7 +216,7 @@ def test_a_too_small_formula_that_escaped_refutation_leaks(monkeypatch: pytest.M
     monkeypatch.setattr(LocalSensAtDistance, "_refute", lambda self, lower, upper: None)
     node = ProposeTest(LocalSensAtDistance(_query(), f"{R}/(10*Max(n - k, 1))"), bound="0.2", epsilon="0.5",
                        delta="0.01", granularity=-4)
-    worst = max(_hockey_stick(node, x, y) for x, y in _neighbours(5))
+    worst = worst_ptr_delta(node, PAIRS)
     assert worst > float(node.delta)
 
 

@@ -25,12 +25,12 @@ def _probs(scores: list[Fraction], gamma: Fraction, counts: list[int]) -> npt.ND
     return np.array([float(x / tot) for x in w])
 
 
-def test_distribution_chisquare() -> None:
+@pytest.mark.parametrize("n", [8_000, pytest.param(30_000, marks=pytest.mark.slow)])
+def test_distribution_chisquare(n: int) -> None:
     scores = [Fraction(0), Fraction(1), Fraction(2), Fraction(1, 3), Fraction(7, 2)]
     counts = [1, 2, 3, 1, 40]
     gamma = Fraction(1)
     rng = SeededRandomness(41)
-    n = 30_000
     draws = np.array([sample_exp_weights(scores, gamma, counts=counts, rng=rng) for _ in range(n)])
     observed = np.bincount(draws, minlength=len(scores))
     assert stats.chisquare(observed, _probs(scores, gamma, counts) * n).pvalue > 1e-4

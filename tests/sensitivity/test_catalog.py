@@ -23,6 +23,7 @@ from dpalg.sensitivity._catalog import (
     ls_profile,
     mode_gap_distance,
 )
+from dpalg.sensitivity._testing import domain_neighbours
 
 DOMAIN = (0, 1, 2, 3)
 WIDE = tuple(range(8))  # count_distinct / mode need fresh values
@@ -61,17 +62,8 @@ def diff(query: Query, u: Data, v: Data) -> float:
 
 @lru_cache(maxsize=None)
 def neighbours(data: Data, relation: Relation, domain: tuple[int, ...]) -> frozenset[Data]:
-    out: set[Data] = set()
-    for i in range(len(data)):
-        rest = data[:i] + data[i + 1 :]
-        if relation == "add_remove":
-            out.add(rest)
-        else:
-            out.update(tuple(sorted(rest + (v,))) for v in domain)
-    if relation == "add_remove":
-        out.update(tuple(sorted(data + (v,))) for v in domain)
-    out.discard(data)
-    return frozenset(out)
+    """The datasets one step from ``data`` (``data`` itself left out), cached for the searches below."""
+    return frozenset(domain_neighbours(data, relation, domain) - {data})
 
 
 def ball(data: Data, k: int, relation: Relation, domain: tuple[int, ...]) -> set[Data]:
