@@ -24,7 +24,7 @@ from dpalg.data._user_units import (
 )
 
 __all__ = [
-    "ROW", "ColumnRole", "ColumnSource", "LatticeSum", "NumpyReductions", "OrderWindow", "PolarsReductions", "Reductions", "SparkReductions", "SumSpec",
+    "ROW", "ColumnRole", "ColumnSource", "LatticeSum", "NumpyReductions", "OrderWindow", "PolarsReductions", "Reductions", "SumSpec",
     "as_reductions", "ColumnUse", "DataLike", "Dataset", "Key", "Neighbouring", "Relation", "as_dataset",
     "check_columns", "exact_int_total", "key_codes", "key_counts", "key_index", "key_order", "keyed_hashes",
     "normalise_key", "per_unit_lattice_sums", "per_unit_max", "per_unit_row_counts", "per_unit_sums",

@@ -205,8 +205,10 @@ class Dataset:
     def _unknown(self, name: str) -> InvalidArgument:
         return InvalidArgument("Dataset", "column", name, f"is not a column; available: {sorted(self.names)}")
 
-    def dtype(self, name: str) -> np.dtype[np.generic]:
+    def column_dtype(self, name: str) -> np.dtype[np.generic]:
         """The column's dtype, read from the schema alone (never from a value).
+
+        (Not ``dtype``: numpy reads an object's ``dtype`` attribute as an array's.)
 
         For a polars frame this is the numpy dtype the data policy reads the
         polars type as (``String`` is a str dtype, ``Int64`` is int64 whether or
@@ -264,7 +266,7 @@ class Dataset:
         Raises:
             InvalidArgument: as :meth:`numeric`.
         """
-        dtype = self.dtype(name)
+        dtype = self.column_dtype(name)
         problem = numeric_dtype_problem(dtype)
         if problem is not None:
             raise InvalidArgument("Dataset", name, f"dtype={dtype}", problem)
@@ -313,7 +315,7 @@ class _Rows:
         return self._parent.names
 
     def dtype(self, name: str) -> np.dtype[np.generic]:
-        return self._parent.dtype(name)
+        return self._parent.column_dtype(name)
 
     def count_rows(self) -> int:
         rows = np.asarray(self._rows)

@@ -208,7 +208,7 @@ def polars_dataset(frame: object) -> Dataset:
 
     Examples:
         >>> ds = polars_dataset(pl.DataFrame({"x": [1.0, None], "g": ["a", "b"]}).lazy())
-        >>> ds.names, str(ds.dtype("g")), ds.n_rows
+        >>> ds.names, str(ds.column_dtype("g")), ds.n_rows
         (('x', 'g'), '<U0', 2)
     """
     major_minor = tuple(int(p) for p in pl.__version__.split(".")[:2] if p.isdigit())

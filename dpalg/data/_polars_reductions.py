@@ -266,7 +266,7 @@ class PolarsReductions(SourceReductions[PolarsSource]):
     __slots__ = ()
 
     def _kind(self, column: str) -> str:
-        self._data.dtype(column)  # an unknown column raises the dataset's error
+        self._data.column_dtype(column)  # an unknown column raises the dataset's error
         return polars_kind(self._source.polars_dtype(column))
 
     def _in_polars(self, column: str) -> bool:

@@ -67,7 +67,7 @@ def column_problem(data: Dataset, use: ColumnUse) -> str | None:
     """Why ``data`` cannot serve ``use``, or ``None`` (names and dtypes only)."""
     if use.name not in data.names:
         return f"is not a column of the data; available: {sorted(data.names)}"
-    dtype = data.dtype(use.name)  # the schema alone: a polars-backed dataset reads no row here
+    dtype = data.column_dtype(use.name)  # the schema alone: a polars-backed dataset reads no row here
     return numeric_dtype_problem(dtype) if use.role == "numeric" else key_dtype_problem(dtype)
 
 

@@ -68,6 +68,8 @@ else:
         """``pyspark.sql.functions``, imported on first use: this module (and its doctest collection) never needs pyspark."""
 
         def __getattr__(self, name: str) -> Any:
+            if name.startswith("__"):  # introspection (doctest collection, copy, pickle) never imports pyspark
+                raise AttributeError(name)
             from pyspark.sql import functions
 
             return getattr(functions, name)
@@ -98,7 +100,7 @@ class SparkReductions(SourceReductions[SparkSource]):
     __slots__ = ()
 
     def _kind(self, column: str) -> str:
-        self._data.dtype(column)  # an unknown column raises the dataset's error
+        self._data.column_dtype(column)  # an unknown column raises the dataset's error
         return spark_kind(self._source.spark_dtype(column))
 
     def _native(self, column: str) -> bool:

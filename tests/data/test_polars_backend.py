@@ -373,7 +373,7 @@ def test_schema_is_read_from_polars_without_running_the_plan() -> None:
         pl.col("x").map_batches(boom, return_dtype=pl.Float64)
     )
     ds = as_dataset(lazy)
-    assert ds.names == ("x", "s") and str(ds.dtype("x")) == "float64" and ds.dtype("s").kind == "U"
+    assert ds.names == ("x", "s") and str(ds.column_dtype("x")) == "float64" and ds.column_dtype("s").kind == "U"
     session = Session(PureDP(1))
     with pytest.raises(InvalidArgument, match="'y' is not a column"):
         session.run(Laplace(Query.sum("y") | Clip(0, 1), epsilon="0.5"), lazy, rng=1)
@@ -387,7 +387,7 @@ def test_schema_is_read_from_polars_without_running_the_plan() -> None:
 def test_a_polars_dataset_converts_columns_once_and_only_when_asked() -> None:
     frame = pl.DataFrame({"x": [1, None, 3], "b": [True, None, False], "s": ["a", None, "c"]})
     ds = as_dataset(frame)
-    assert [str(ds.dtype(n)) for n in ds.names] == ["int64", "bool", "<U0"]
+    assert [str(ds.column_dtype(n)) for n in ds.names] == ["int64", "bool", "<U0"]
     assert ds.numeric("x").tolist()[::2] == [1.0, 3.0] and math.isnan(ds.numeric("x")[1])
     assert ds.column("x") is not ds.column("x") and ds.column("x").base is ds.column("x").base  # cached, read-only views
     assert not ds.numeric("b").flags.writeable

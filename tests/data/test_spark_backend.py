@@ -293,7 +293,7 @@ def test_schema_is_read_without_a_job_and_columns_are_collected_once(spark: Any)
     try:
         ds = as_dataset(frame)
         assert ds.names == ("i", "x", "s", "b")
-        assert [str(ds.dtype(n)) for n in ds.names] == ["int64", "float64", "<U0", "bool"]
+        assert [str(ds.column_dtype(n)) for n in ds.names] == ["int64", "float64", "<U0", "bool"]
         assert list(tracker.getJobIdsForGroup("dpalg-schema")) == []
     finally:
         spark.sparkContext.setJobGroup("dpalg-other", "after")
