@@ -23,7 +23,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -49,22 +49,6 @@ pytestmark = [
 ]
 
 NAN, INF = math.nan, math.inf
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("dpalg-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 # -- comparing answers bit for bit --------------------------------------------------------
