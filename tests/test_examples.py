@@ -44,13 +44,34 @@ WRITES: dict[str, Callable[[Path], bool]] = {
 }
 
 
-@pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
+def _needs_spark(script: Path) -> bool:
+    return "from pyspark" in script.read_text()
+
+
+def _spark_ready() -> bool:
+    """pyspark importable and Java present (under ``DPALG_REQUIRE_SPARK=1`` their absence fails instead of skipping)."""
+    if os.environ.get("DPALG_REQUIRE_SPARK"):
+        return True
+    from importlib.util import find_spec
+
+    from dpalg.data._spark import java_problem
+
+    return find_spec("pyspark") is not None and java_problem() is None
+
+
+# Scripts that start Spark run in the Spark step of CI (the spark marker), where the extra is installed
+SCRIPTS = [pytest.param(p, marks=[pytest.mark.spark]) if _needs_spark(p) else p for p in EXAMPLES]
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
 def test_example_runs_small(script: Path, tmp_path: Path) -> None:
     source = script.read_text()
+    if _needs_spark(script) and not _spark_ready():
+        pytest.skip("needs pyspark and Java (pip install 'dpalg[spark]')")
     env = {**os.environ, "DPALG_EXAMPLES_SMALL": "1", "MPLBACKEND": "Agg"}
     result = subprocess.run(
         [sys.executable, str(script), *_arguments(source, tmp_path)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300 if _needs_spark(script) else 120,
     )  # fmt: skip
     assert result.returncode == 0, f"{script.name} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
     if '"--out"' in source and ".png" in source:

@@ -330,12 +330,20 @@ def test_without_the_immediate_transaction_the_same_workers_overspend(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The harness above can fail: with the read outside the write transaction, it does.
+    # The interleaving is the scheduler's: on a loaded machine one round of four workers
+    # happened to end on exactly the budget (every stale read landed on a multiple of four
+    # charges), so the broken variant gets three rounds to show an overspend.
     monkeypatch.setattr(_SQLiteLedger, "charge", _unlocked_charge)
-    path = tmp_path / "b.db"
-    results = _four_processes(path)
-    rows = _column(path, "SELECT epsilon FROM charges")
-    assert sum(done for done, _ in results) == len(rows) > 100
-    assert sum(Fraction(str(r)) for r in rows) > 1  # overspent
+    totals = []
+    for attempt in range(3):
+        path = tmp_path / f"b{attempt}.db"
+        results = _four_processes(path)
+        rows = _column(path, "SELECT epsilon FROM charges")
+        assert sum(done for done, _ in results) == len(rows) >= 100
+        totals.append(sum(Fraction(str(r)) for r in rows))
+        if totals[-1] > 1:
+            break
+    assert max(totals) > 1, totals  # overspent
 
 
 def _charge_in_child(session: Session[PureDP]) -> None:

@@ -78,7 +78,8 @@ def test_interval_bound_is_above_the_exact_value_and_tight(formula: str) -> None
     up = upper_values(expr, ks, ns)
     k, n = sympy.Symbol("k"), sympy.Symbol("n", integer=True, nonnegative=True)
     for kk, nn, u in zip(ks.ravel(), ns.ravel(), up.ravel()):
-        exact = sympy.N(expr.xreplace({k: sympy.Integer(int(kk)), n: sympy.Integer(int(nn))}), 60)
+        # n as a 100-digit Float (exact for these integers): 2**(-n) at n = 10**6 is not built as an exact rational
+        exact = sympy.N(expr.xreplace({k: sympy.Integer(int(kk)), n: sympy.Float(int(nn), 100)}), 60)
         assert sympy.Float(u, 60) >= exact, (formula, kk, nn)
         assert float(u) <= float(exact) * (1 + 2.0**-38) + 1e-300  # tight: a few ulp of widening only
     assert (up >= formula_values(expr, ks.astype(float), ns.astype(float))).all()
