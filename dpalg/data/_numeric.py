@@ -39,17 +39,34 @@ def as_column(values: object) -> npt.NDArray[np.generic]:
     ``["1", "1"]`` and ``[True, 2]`` the ints ``[1, 2]``, which would silently
     merge two keys or two users. A list that mixes bools, numbers, str and bytes
     is kept as an ``object`` column instead, so the data policy sees each value
-    as it is. Arrays and DataFrame columns keep their dtype.
+    as it is. So is a list that numpy would turn into float64 although it holds an
+    int beyond 2**53 (``[2**63, -1]``, or ints next to floats), which float64
+    would round (two ids would become one). Arrays and DataFrame columns keep their
+    dtype.
 
     Examples:
         >>> as_column([1, "1"]).dtype, as_column([True, 2]).dtype, as_column([1, 2.5]).dtype
         (dtype('O'), dtype('O'), dtype('float64'))
+        >>> as_column([2**63, -1]).dtype, as_column([2**53 + 1, 2.0]).dtype  # ints float64 cannot hold stay exact
+        (dtype('O'), dtype('O'))
     """
     if isinstance(values, (list, tuple)) and len({_kind_of(v) for v in values}) > 1:
-        arr = np.empty(len(values), dtype=object)
-        arr[:] = list(values)
-        return arr
-    return np.asarray(values)
+        return _objects(values)
+    arr = np.asarray(values)
+    if isinstance(values, (list, tuple)) and arr.dtype.kind == "f" and any(_inexact_int(v) for v in values):
+        return _objects(values)  # numpy made float64 of ints beyond 2**53: 2**53 and 2**53 + 1 would be one id
+    return arr
+
+
+def _objects(values: list[object] | tuple[object, ...]) -> npt.NDArray[np.generic]:
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = list(values)
+    return arr
+
+
+def _inexact_int(value: object) -> bool:
+    """A Python int that float64 cannot hold exactly (numpy casts a list of ints beyond int64 to float64)."""
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) > 1 << 53
 
 
 def numeric_dtype_problem(dtype: np.dtype[np.generic]) -> str | None:

@@ -318,3 +318,14 @@ def test_a_python_list_of_mixed_ids_or_keys_is_not_coerced() -> None:
     assert Session(PureDP(10**6)).run(users, {"u": [1, "1", 2]}, rng=0).value == (3,)
     keys = Compose(Laplace(Query.histogram("k", keys=(1, "1")), epsilon=10**6))
     assert Session(PureDP(10**6)).run(keys, {"k": [True, 1, "1"]}, rng=0).value == ({1: 1, "1": 1},)
+
+
+def test_python_ints_beyond_float64_stay_distinct_ids() -> None:
+    # numpy turns [2**63, -1] and [2**53 + 1, 2.0] into float64, which rounds 2**63 + 1 and 2**53 + 1:
+    # two users would become one (the broken reading is np.asarray)
+    from dpalg.data import as_dataset, unit_count
+
+    for ids in ([2**63, -1, 2**63 + 1], [2**53 + 1, 2**53, 2.0], (2**64 - 1, 2**64 - 2, -5)):
+        assert unit_count(ids) == 3
+        assert unit_count(np.asarray(ids)) < 3  # what the list would have become
+        assert as_dataset({"u": list(ids)}).column("u").dtype == np.dtype(object)
