@@ -37,7 +37,7 @@ from dpalg.data._dataset import Dataset
 from dpalg.data._keys import Key, key_index
 from dpalg.data._numeric import as_column
 
-__all__ = ["keyed_hashes", "row_hashes", "select_keys", "select_rows"]
+__all__ = ["exact_occurrences", "keyed_hashes", "keyed_labels", "row_hashes", "select_keys", "select_rows"]
 
 _U64 = np.uint64
 _C1: Final = _U64(0xFF51AFD7ED558CCD)
@@ -213,6 +213,51 @@ def _occurrence(unit_codes: npt.NDArray[np.intp], content: npt.NDArray[np.uint64
     occ = np.empty(unit_codes.size, dtype=np.int64)
     occ[order] = rank
     return occ
+
+
+def exact_occurrences(codes: Sequence[npt.NDArray[np.intp]], n_rows: int) -> npt.NDArray[np.int64]:
+    """Each row's rank (0, 1, 2, …) among the rows equal to it in every code array; exact, no hash.
+
+    ``codes[j][i]`` is an exact code of row i in column j (e.g. the index of its
+    key from :func:`~dpalg.data.key_index`, ``-1`` for missing): rows are equal
+    when all their codes are. Identical rows are interchangeable, so which of
+    them gets which rank does not matter: the multiset of (row, rank) pairs is a
+    function of the multiset of rows, and adding one row adds exactly one pair
+    (the new row with rank = the number of its copies before). With no code
+    array every row is equal to every other (ranks 0 .. n_rows - 1).
+
+    Examples:
+        >>> exact_occurrences([np.array([0, 1, 0, 0]), np.array([5, 5, 5, 6])], 4).tolist()
+        [0, 0, 1, 0]
+    """
+    if not codes:
+        return np.arange(n_rows, dtype=np.int64)
+    for arr in codes:
+        if arr.shape != (n_rows,):
+            raise InvalidArgument("exact_occurrences", "codes", f"shape={arr.shape}", f"must be ({n_rows},)")
+    order, rank = _group_rank(list(codes)[::-1], len(codes))  # the first array primary
+    occ = np.empty(n_rows, dtype=np.int64)
+    occ[order] = rank
+    return occ
+
+
+def keyed_labels(hashes: npt.NDArray[np.uint64], occurrences: npt.NDArray[np.int64], secret: bytes, m: int) -> npt.NDArray[np.int64]:
+    """``PRF(secret, hash, occurrence) mod m`` per row: a label in ``[0, m)`` from the row's own hash and rank only.
+
+    Vectorised; the same label on every backend for the same (hash, occurrence)
+    (sample-and-aggregate's block labels, :mod:`dpalg.mechanisms._sample_aggregate`).
+
+    Examples:
+        >>> labels = keyed_labels(np.array([1, 1, 2], dtype=np.uint64), np.array([0, 0, 0]), bytes(32), 4)
+        >>> bool(labels[0] == labels[1]), bool(np.all((labels >= 0) & (labels < 4)))
+        (True, True)
+    """
+    if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+        raise InvalidArgument("keyed_labels", "m", m, "must be an int >= 1")
+    words = _words(secret)
+    mixed = _mix(np.asarray(hashes, dtype=np.uint64), np.asarray(occurrences).astype(np.uint64), words[3] ^ _GOLD)
+    out: npt.NDArray[np.int64] = (mixed % _U64(m)).astype(np.int64)
+    return out
 
 
 def select_rows(

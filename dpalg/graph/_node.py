@@ -349,6 +349,15 @@ class AbstractPrimitive(AbstractMeasurement[M]):
             uses.append(ColumnUse(self.neighbouring.unit, "id"))
         return tuple(dict.fromkeys(uses))
 
+    def check_backend(self, data: Dataset) -> None:
+        """Refuse a backend this node cannot run on, before the charge (the default accepts every backend).
+
+        Reads the kind of ``data`` (its source: numpy, polars, Spark), never a
+        row; the runner calls it with the schema check, so a refusal costs
+        nothing. A node overrides it to raise
+        :class:`~dpalg.Unsupported` naming what it cannot do there.
+        """
+
 
 def _field_columns(value: object, depth: int) -> Iterator[ColumnUse]:
     if depth > 4:

@@ -9,6 +9,7 @@ nothing, and nothing after the charge can fail because of the schema.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from dpalg.data import ColumnUse, Dataset, check_columns
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
@@ -50,14 +51,16 @@ def plan_columns(plan: object, path: str = "") -> Iterator[tuple[str, ColumnUse]
 
 
 def validate_schema(plan: object, data: Dataset) -> None:
-    """Refuse ``data`` when a column the plan reads is absent or of a dtype its role cannot read.
+    """Refuse ``data`` when a column the plan reads is absent or of a dtype its role cannot read, or its backend is unsupported.
 
-    Reads names and dtypes only, never a value.
+    Reads names, dtypes and the kind of source only, never a value.
 
     Raises:
         InvalidArgument: naming the node path, the column, its role and the
             problem (missing; complex dtype; string dtype for a numeric column;
             a dtype no role reads).
+        Unsupported: a node cannot run on this backend
+            (:meth:`~dpalg.graph.AbstractPrimitive.check_backend`).
 
     Examples:
         >>> from dpalg import Query
@@ -70,3 +73,21 @@ def validate_schema(plan: object, data: Dataset) -> None:
     """
     for path, use in plan_columns(plan):
         check_columns(data, (use,), owner=path)
+    for node in _primitives(plan):
+        node.check_backend(data)  # the backend is public too: a refusal costs nothing
+
+
+def _primitives(plan: object) -> Iterator[AbstractPrimitive[Any]]:
+    """Every primitive node of the plan, in the order :func:`plan_columns` visits them."""
+    if isinstance(plan, Compose):
+        for child in plan.children:
+            yield from _primitives(child)
+    elif isinstance(plan, Parallel):
+        for _, child in plan.parts:
+            yield from _primitives(child)
+    elif isinstance(plan, (PureToApprox, PureToZCDP, ZCDPToApprox)):
+        yield from _primitives(plan.child)
+    elif isinstance(plan, GroupPrivacy):
+        yield from _primitives(plan.plan)
+    elif isinstance(plan, AbstractPrimitive):
+        yield plan

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, final
 import attrs
 import numpy as np
 
-from dpalg._errors import InvalidArgument
+from dpalg._errors import InvalidArgument, Unsupported
 from dpalg._numbers import ExactLike
 from dpalg.data import ColumnUse, Dataset, Neighbouring, Relation
 from dpalg.graph._accuracy import Accuracy
@@ -485,6 +485,27 @@ class BoundedLS(AbstractPrimitive[ApproxDP]):
         exact = None if result is FAILED else as_exact(result)
         return Fraction(0) if exact is None else exact
 
+    def check_backend(self, data: Dataset) -> None:
+        """Refuse a Python ``value`` function on a Spark DataFrame (it reads the type of ``data`` only, never a row).
+
+        A function of the whole :class:`~dpalg.data.Dataset` would pull every
+        column it reads to the driver, which a plan on Spark must not do; an
+        expression ``value`` (a formula in the counts) runs on the executors.
+        The runner calls it before the charge (with the schema check); the
+        release calls it again, and it depends on the data's type alone.
+
+        Raises:
+            Unsupported: naming the node, the function and the alternatives.
+        """
+        from dpalg.data._spark import SparkSource  # imports no pyspark
+
+        if not isinstance(self.value, str) and isinstance(data.source, SparkSource):
+            raise Unsupported(
+                f"BoundedLS: value={describe(self.value)!r} is a Python function, which is not supported on a Spark "
+                "DataFrame (it would collect the data to the driver): give value as an expression in the counts, "
+                "or run on local data (e.g. df.toPandas())"
+            )
+
     def value_slack(self) -> Fraction:
         """How much the release widens ĝ to cover the numerical evaluation of f.
 
@@ -500,7 +521,13 @@ class BoundedLS(AbstractPrimitive[ApproxDP]):
         return 2 * _VALUE_SLACK
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
-        """The noisy f(x) as a float (lattice point), or ``BOTTOM`` on bail-out without GS."""
+        """The noisy f(x) as a float (lattice point), or ``BOTTOM`` on bail-out without GS.
+
+        Raises:
+            Unsupported: ``value`` is a Python function and ``data`` a Spark
+                DataFrame (before any row is read; see :meth:`check_backend`).
+        """
+        self.check_backend(data)
         true = {c.name: c.value(data) for c in self.counts}
         noise = discrete_laplace(self.noise_scale(), size=len(self.counts), rng=rng).tolist()
         g = self.bound_from_noisy({c.name: true[c.name] + int(z) for c, z in zip(self.counts, noise)})

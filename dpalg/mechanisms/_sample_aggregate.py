@@ -4,16 +4,27 @@ The data is split into m disjoint blocks, an arbitrary user function runs on
 each block, and a private aggregator combines the m outputs. dpalg's guarantee
 rests on the aggregator only: the block function may be any Python callable.
 
-The partition must not depend on the other units (seed 002 slices rows into
-contiguous chunks whose size depends on n, which breaks under add/remove: one
-added row shifts every later chunk). Here each unit gets its block from its own
-random label: rows get independent uniform labels (drawn by the noise layer);
-users get ``keyed_hash(key, id) mod m`` with a fresh random 128-bit key per
-release. Adding or removing one unit therefore changes exactly one block
-(`tests/mechanisms/test_sample_aggregate.py` checks it), so the vector of m
-block outputs changes in at most one coordinate: a *substitution* neighbour.
-A row whose id is missing (``None``, NaN, an unsupported type; the key policy of
-:mod:`dpalg.data`) belongs to no unit and to no block.
+The partition must not depend on the other units (seed 002's contiguous chunks
+of n-dependent size shift every later chunk when one row is added). Each unit's
+block is a keyed PRF of that unit alone, with a fresh key per release (the
+release's first draw, :func:`dpalg.noise.prf_secret`): users get
+``PRF(key, id) mod m`` (ids by the key policy of :mod:`dpalg.data`; a missing
+id is in no block); rows get ``PRF(key, content, occurrence) mod m``, the content
+being the row's canonical value in ``column`` or over ``reads``, the occurrence
+its rank among the identical rows (computed exactly, never by hash).
+
+**Privacy of the partition** (all NRS 2007 §4 and seed 002 need). A unit's
+label, and what the block function sees of it, is a function of the key and
+that unit's own rows only (a row: its content and occurrence). Identical rows
+are interchangeable, and adding a row with c copies present adds exactly the
+pair (content, c); so adding or removing one unit changes exactly one block as a
+multiset, for every key. The function sees its block in a canonical form and
+order (:mod:`._sample_aggregate_blocks`), a function of that multiset, so the m
+block outputs change in at most one coordinate: a *substitution* neighbour (m
+public). Privacy never depends on the hash's quality (a collision only
+unbalances blocks). Nothing depends on row order or partitioning, so numpy and
+Spark (:mod:`._sample_aggregate_spark`) give the same seeded release bit for bit
+(brute force: ``tests/mechanisms/test_sample_aggregate_backends.py``).
 
 The block function (DESIGN §3, "Releases are total"; :mod:`._user_function`):
 
@@ -26,7 +37,8 @@ The block function (DESIGN §3, "Releases are total"; :mod:`._user_function`):
   numbers in the declared columns); a raise, or a result that is not a finite
   number, refuses the node with :class:`~dpalg.InvalidArgument` naming the
   function and the exception type;
-* **at release** it is called only on non-empty blocks. An empty block, a raise
+* **at release** it is called only on non-empty blocks (the Dataset form sees
+  the ``reads`` columns only). An empty block, a raise
   (any :class:`Exception`), a non-numeric result or NaN gives the block the
   aggregator's public **fallback**: the midpoint ``(lower + upper)/2`` for the
   mean and the median, :data:`FAILURE_VOTE` (+inf) for the mode; ``±inf`` is
@@ -55,17 +67,10 @@ from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP, PureDP
 from dpalg.mechanisms._common import floor_log2, granularity_param, positive_param
 from dpalg.mechanisms._ptr import ptr_cap, ptr_test_passes
-from dpalg.mechanisms._sample_aggregate_blocks import (
-    BlockFunction,
-    ColumnFunction,
-    QueryStatistic,
-    block_labels,
-    block_outputs,
-    block_values,
-    blocks_of,
-)
+from dpalg.mechanisms._sample_aggregate_blocks import BlockFunction, ColumnFunction, QueryStatistic, discover_block_reads
+from dpalg.mechanisms._sample_aggregate_blocks import block_labels, block_outputs, block_values, blocks_of, release_block_values
 from dpalg.mechanisms._smooth_bound import auto_granularity, check_range, smooth_release
-from dpalg.mechanisms._user_function import describe, discover_columns, is_recorded_stub, quiet, refuse_result, trial_array
+from dpalg.mechanisms._user_function import describe, is_recorded_stub, quiet, refuse_result, trial_array
 from dpalg.noise import AbstractRandomness, lattice_noise
 from dpalg.noise._admissible import Admissibility, LaplaceNoise
 from dpalg.queries import Query
@@ -245,7 +250,7 @@ def _try_block_fn(node: SampleAggregateMean | SampleAggregateMedian | SampleAggr
             ) from None  # fmt: skip
     else:
         hint = "; to receive one column as a 1-D array, pass column=" if not node.reads else ""
-        read, result = discover_columns(fn, node.reads, owner, "block_fn", type_hint=hint)  # type: ignore[arg-type]
+        read, result = discover_block_reads(fn, node.reads, owner, hint)  # type: ignore[arg-type]
         object.__setattr__(node, "reads", read)  # the columns it reads: checked before the charge
     refuse_result(owner, "block_fn", fn, result)
 
@@ -276,8 +281,8 @@ class SampleAggregateMean(AbstractPrimitive[PureDP]):
         unit: ``None`` (one row) or the id column of users.
         column: ``None`` (the Dataset form) or the column whose values, missing
             ones dropped, the function receives as a 1-D array.
-        reads: the columns a Dataset-form function reads (checked before the
-            charge); default: those it asks for on the public trial block.
+        reads: the columns a Dataset-form function reads, the only ones its blocks
+            hold (checked before the charge); default: those it asks for on trial.
 
     Raises:
         InvalidArgument: a parameter is invalid, or ``block_fn`` raises or does not
@@ -288,7 +293,7 @@ class SampleAggregateMean(AbstractPrimitive[PureDP]):
 
     Privacy guarantee:
         ε-DP for adding or removing one unit: the unit falls in one block (its
-        own random label), so one of the m clipped outputs changes, by at most
+        own keyed label), so one of the m clipped outputs changes, by at most
         u − l; their mean changes by at most (u − l)/m and is released with
         discrete Laplace noise of scale (u − l)/(mε) + lattice rounding
         (seed 002's sample-and-aggregate mean; Dwork et al. 2006). The fallback
@@ -357,8 +362,10 @@ class SampleAggregateMean(AbstractPrimitive[PureDP]):
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """The noisy mean of the block outputs."""
-        labels = block_labels(data, self.blocks, self.unit, rng)
-        outs = block_outputs(self.block_fn, data, labels, self.blocks, float(self.lower), float(self.upper), column=self.column)
+        lo, hi = float(self.lower), float(self.upper)
+        outs = release_block_values(self.block_fn, data, self.blocks, self.unit, rng, lo / 2 + hi / 2,
+                                    column=self.column, reads=self.reads, owner=_MEAN)
+        outs = np.clip(outs, lo, hi)
         k = self.lattice_k()
         # the exact mean of the clipped floats (no overflow for any range), rounded once to a float:
         # with the clipping to float(l), float(u) each side errs by at most 2^-51 max(|l|, |u|)
@@ -406,9 +413,8 @@ class SampleAggregateMedian(AbstractPrimitive[ApproxDP]):
         label, so the vector of m clipped outputs of neighbouring datasets differs
         in at most one coordinate (a substitution neighbour, m fixed); the median of
         that vector released with Laplace noise ``2S'/ε`` and ``β ≤ ε/(2 ln(2/δ))`` is
-        (ε, δ)-DP under substitution (NRS07 Lemmas 2.6, 2.9; exact lattice sampling).
-        Averaging over the labels of the other units (which the unit does not
-        affect) keeps the inequality.
+        (ε, δ)-DP under substitution (NRS07 Lemmas 2.6, 2.9; exact lattice sampling),
+        for every key; averaging over the key keeps the inequality.
     """
 
     block_fn: BlockFunction | ColumnFunction = attrs.field(converter=_median_fn, eq=False)
@@ -477,8 +483,10 @@ class SampleAggregateMedian(AbstractPrimitive[ApproxDP]):
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """The noisy median of the block outputs (clamped to the range)."""
-        labels = block_labels(data, self.blocks, self.unit, rng)
-        outs = block_outputs(self.block_fn, data, labels, self.blocks, float(self.lower), float(self.upper), column=self.column)
+        lo, hi = float(self.lower), float(self.upper)
+        outs = release_block_values(self.block_fn, data, self.blocks, self.unit, rng, lo / 2 + hi / 2,
+                                    column=self.column, reads=self.reads, owner=_MEDIAN)
+        outs = np.clip(outs, lo, hi)
         # float(lower/upper) may round outward by an ulp; keep the outputs inside the exact range
         outs = np.sort(np.clip(outs, _inside_float(self.lower, up=True), _inside_float(self.upper, up=False)))
         value = smooth_release(
@@ -580,8 +588,8 @@ class SampleAggregateMode(AbstractPrimitive[ApproxDP]):
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """⊥ or the mode of the block outputs (a float)."""
-        labels = block_labels(data, self.blocks, self.unit, rng)
-        votes = block_values(self.block_fn, data, labels, self.blocks, FAILURE_VOTE, column=self.column)
+        votes = release_block_values(self.block_fn, data, self.blocks, self.unit, rng, FAILURE_VOTE,
+                                     column=self.column, reads=self.reads, owner=_MODE)
         gamma = min(mode_gap_distance(votes, "substitution"), ptr_cap(self.epsilon, self.delta))
         if not ptr_test_passes(gamma, self.epsilon, self.delta, rng):
             return BOTTOM

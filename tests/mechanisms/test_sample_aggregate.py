@@ -85,8 +85,8 @@ def test_invalid(kwargs: dict[str, object], field: str) -> None:
 
 
 def test_adding_a_row_changes_one_block() -> None:
-    # rows get independent labels; with m a power of two no label is redrawn, so the
-    # same random words give the existing rows the same blocks
+    # a row's label is a keyed function of its own content and occurrence: with the same
+    # key (the same seed) every existing row keeps its block, and the new row joins one
     gen = np.random.default_rng(3)
     base = as_dataset({"age": gen.uniform(20, 80, 500)})
     extra = as_dataset({"age": np.append(base.numeric("age"), 55.0)})
