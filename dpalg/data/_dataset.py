@@ -10,7 +10,9 @@ dtypes) can, and it is checked before the charge.
 Datasets
 
 * a dataset is a mapping from column name to a 1-D array; all columns have the
-  same length; a pandas DataFrame is accepted through :func:`as_dataset`;
+  same length; a pandas DataFrame is accepted through :func:`as_dataset` (a
+  nullable integer column with a missing value keeps exact Python ints, not the
+  float64 of ``to_numpy()``, so ids above 2**53 stay distinct);
 * a polars DataFrame or LazyFrame stays where it is: :func:`as_dataset` wraps it
   in a :class:`Dataset` backed by a :class:`ColumnSource` whose schema comes from
   the frame's schema (no row is read before the charge), whose reductions run in
@@ -58,7 +60,10 @@ Keys and unit ids (:meth:`Dataset.key_index`, :func:`dpalg.data._keys.normalise_
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Literal, Protocol, final
 
 import attrs
@@ -72,7 +77,7 @@ from dpalg.data._numeric import as_column, numeric_dtype_problem, to_float
 if TYPE_CHECKING:
     from dpalg.data._reductions import Reductions
 
-__all__ = ["ColumnSource", "Dataset", "DataLike", "Neighbouring", "Relation", "as_dataset", "ROW"]
+__all__ = ["BackendInfo", "ColumnSource", "Dataset", "DataLike", "Neighbouring", "Relation", "as_dataset", "package_version", "ROW"]
 
 Relation = Literal["add_remove", "substitution"]
 _RELATIONS = ("add_remove", "substitution")
@@ -116,6 +121,72 @@ class Neighbouring:
 
 ROW = Neighbouring()
 
+
+@functools.cache
+def package_version(distribution: str) -> str:
+    """The installed version of ``distribution``, read from its metadata: the package is never imported to ask.
+
+    When no distribution of that name is installed but a module of that name is
+    imported already (``polars-lts-cpu`` installs the module ``polars``), its
+    ``__version__``; otherwise ``"unknown"``. Read once per process.
+
+    Examples:
+        >>> package_version("numpy") == np.__version__
+        True
+        >>> package_version("no-such-distribution-here")
+        'unknown'
+    """
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        found = getattr(sys.modules.get(distribution), "__version__", None)
+        return found if isinstance(found, str) else "unknown"
+
+
+def _version_pairs(pairs: Mapping[str, str] | Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    items = pairs.items() if isinstance(pairs, Mapping) else pairs
+    out = tuple(sorted((str(k), str(v)) for k, v in items))
+    if len({k for k, _ in out}) != len(out):
+        raise InvalidArgument("BackendInfo", "versions", [k for k, _ in out], "must name each package once")
+    return out
+
+
+def _backend_name(value: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidArgument("BackendInfo", "name", value, "must be a non-empty string")
+    return value
+
+
+@final
+@attrs.frozen
+class BackendInfo:
+    """Which backend computes a dataset's answers, and the versions it runs on (recorded in a release's certificate).
+
+    Attributes:
+        name: ``"numpy"`` (numpy columns: a mapping of arrays or lists, or a
+            pandas DataFrame), ``"polars"`` (a polars DataFrame or LazyFrame),
+            ``"spark"`` (a classic pyspark DataFrame) or ``"spark-connect"``
+            (a Spark Connect DataFrame).
+        versions: ``(package, version)`` pairs sorted by package; a mapping is
+            accepted. Besides installed packages, ``"spark"`` is the Spark
+            version of the frame's session.
+
+    Examples:
+        >>> BackendInfo("polars", {"polars": "1.2.3", "numpy": "2.0.0"})
+        BackendInfo(name='polars', versions=(('numpy', '2.0.0'), ('polars', '1.2.3')))
+        >>> BackendInfo.installed("numpy", ["numpy"]).name
+        'numpy'
+    """
+
+    name: str = attrs.field(converter=_backend_name)
+    versions: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_version_pairs)
+
+    @classmethod
+    def installed(cls, name: str, packages: Sequence[str], extra: Mapping[str, str] | None = None) -> BackendInfo:
+        """The backend ``name`` with the installed versions of ``packages`` (metadata only, see :func:`package_version`) and ``extra``."""
+        return cls(name, {**{p: package_version(p) for p in packages}, **(extra or {})})
+
+
 ArrayLike1D = npt.ArrayLike
 DataLike = Mapping[str, ArrayLike1D] | object
 
@@ -155,6 +226,15 @@ class ColumnSource(Protocol):
         """The backend's reductions over ``dataset`` (which is backed by this source)."""
         ...
 
+    @property
+    def backend(self) -> BackendInfo:
+        """The backend's name and versions, for certificates; never reads a row, never raises.
+
+        A dataset of numpy columns has no source and describes itself as
+        ``numpy`` (:attr:`Dataset.backend`).
+        """
+        ...
+
 
 @final
 class Dataset:
@@ -188,6 +268,25 @@ class Dataset:
     def source(self) -> ColumnSource | None:
         """The backend holding the columns, or ``None`` for numpy columns."""
         return self._source
+
+    @property
+    def backend(self) -> BackendInfo:
+        """Which backend answers this dataset's reductions, with its versions (recorded in certificates).
+
+        ``numpy`` for numpy columns (a mapping or a pandas DataFrame); a sourced
+        dataset asks its :class:`ColumnSource`. Reads no row.
+
+        Examples:
+            >>> as_dataset({"x": [1.0]}).backend.name
+            'numpy'
+        """
+        if self._source is None:
+            return BackendInfo.installed("numpy", ["numpy"])
+        describe = getattr(self._source, "backend", None)  # a source written before the protocol asked for it
+        if isinstance(describe, BackendInfo):
+            return describe
+        kind = type(self._source)
+        return BackendInfo.installed(f"{kind.__module__}.{kind.__qualname__}", ["numpy"])
 
     @property
     def n_rows(self) -> int:
@@ -332,6 +431,10 @@ class _Rows:
 
         return NumpyReductions(dataset)
 
+    @property
+    def backend(self) -> BackendInfo:
+        return self._parent.backend  # the rows were read from the parent's backend
+
     def __repr__(self) -> str:  # never prints values
         return f"rows of {self._parent!r}"
 
@@ -391,6 +494,11 @@ def as_dataset(data: object) -> Dataset:
 
 def _to_numpy(values: object) -> object:
     to_numpy = getattr(values, "to_numpy", None)
-    if callable(to_numpy):
-        return to_numpy()
-    return values
+    if not callable(to_numpy):
+        return values
+    dtype = getattr(values, "dtype", None)
+    if getattr(dtype, "kind", None) in ("i", "u") and type(dtype).__module__.startswith("pandas") and getattr(values, "hasnans", False):
+        # a nullable pandas integer column (Int64, int64[pyarrow]) with a missing value: to_numpy() gives
+        # float64, which merges ids above 2**53; keep the exact Python ints (None for missing), as polars does
+        return to_numpy(dtype=object, na_value=None)
+    return to_numpy()

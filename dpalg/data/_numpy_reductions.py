@@ -39,7 +39,9 @@ from dpalg._numbers import fraction_ceil, fraction_floor
 from dpalg.data._dataset import Dataset
 from dpalg.data._keys import Key, key_counts, key_index
 from dpalg.data._reductions import LatticeSum, OrderWindow, Reductions, SumSpec
-from dpalg.data._user_units import unit_count
+from dpalg.data._user_units import (
+    check_unit_clip, check_unit_lattice, clip_rows, per_unit_max, per_unit_row_counts, per_unit_sums, unit_count,
+)  # fmt: skip
 
 __all__ = [
     "BLOCK", "NumpyReductions", "as_reductions", "extremes", "grid_counts", "inside_bounds", "lattice_sum", "order_window",
@@ -363,6 +365,25 @@ class NumpyReductions:
 
     def unit_count(self, unit: str) -> int:
         return unit_count(self._data.column(unit))
+
+    # -- per-unit questions: ascending entries, +0.0 for a zero (the protocol's canonical order) --
+
+    def per_unit_sums(self, unit: str, column: str, lower: float | None, upper: float | None, k: int) -> npt.NDArray[np.float64]:
+        check_unit_lattice("per_unit_sums", k)
+        check_unit_clip("per_unit_sums", lower, upper)
+        ids = self._data.column(unit)  # the shifted inverse's order of reads, so the same error comes first
+        values = clip_rows(self._data.numeric(column), lower, upper)
+        return np.sort(per_unit_sums(ids, values, k=k))  # totals are >= 0: no -0.0
+
+    def per_unit_row_counts(self, unit: str, column: str | None) -> npt.NDArray[np.int64]:
+        ids = self._data.column(unit)
+        return np.sort(per_unit_row_counts(ids, None if column is None else self._data.numeric(column)))
+
+    def per_unit_max(self, unit: str, column: str, lower: float | None, upper: float | None) -> npt.NDArray[np.float64]:
+        check_unit_clip("per_unit_max", lower, upper)
+        ids = self._data.column(unit)
+        maxima = per_unit_max(ids, clip_rows(self._data.numeric(column), lower, upper))
+        return np.sort(maxima + 0.0)  # + 0.0: -0.0 is 0.0, so the sort has one answer
 
 
 def as_reductions(data: Dataset | Reductions) -> Reductions:

@@ -45,7 +45,7 @@ import numpy.typing as npt
 import polars as pl
 
 from dpalg._errors import InvalidArgument
-from dpalg.data._dataset import Dataset
+from dpalg.data._dataset import BackendInfo, Dataset
 from dpalg.data._numeric import to_float
 from dpalg.data._reductions import Reductions
 
@@ -194,6 +194,11 @@ class PolarsSource:
         from dpalg.data._polars_reductions import PolarsReductions
 
         return PolarsReductions(dataset, self)
+
+    @property
+    def backend(self) -> BackendInfo:
+        """``polars``, with the versions of polars and numpy (the same for a DataFrame and a LazyFrame)."""
+        return BackendInfo.installed("polars", ["polars", "numpy"])
 
     def __repr__(self) -> str:  # never prints values
         return f"PolarsSource({self._kind})"

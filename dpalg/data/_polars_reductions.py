@@ -93,8 +93,7 @@ the k extremes. How each reduction is made equal:
 from __future__ import annotations
 
 import functools
-import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any, Final, final
 
@@ -103,14 +102,12 @@ import numpy.typing as npt
 import polars as pl
 
 from dpalg._errors import InvalidArgument
-from dpalg._numbers import fraction_ceil, fraction_floor
-from dpalg.data._dataset import Dataset
-from dpalg.data._keys import Key, key_order, normalise_key
-from dpalg.data import _numpy_reductions as _numpy_backend
-from dpalg.data._numpy_reductions import MAX_COUNTED_GRID_BITS, NumpyReductions, _bucket_of, inside_bounds
+from dpalg.data._keys import Key
 from dpalg.data._polars import PolarsSource, polars_kind
-from dpalg.data._reductions import LatticeSum, OrderWindow, SumSpec
-from dpalg.data._source_reductions import SourceReductions
+from dpalg.data._reductions import OrderWindow, SumSpec
+from dpalg.data._source_reductions import (
+    BucketSpan, GridCells, SourceReductions, SumPlan, WindowBuckets, chosen_window, key_candidates, sorted_window, window_ranks,
+)  # fmt: skip
 
 __all__ = ["PolarsReductions", "magic_rounding_ok", "rint_expr"]
 
@@ -182,71 +179,6 @@ def magic_rounding_ok() -> bool:
     return bool(np.array_equal(got, np.rint(np.array(probes)), equal_nan=True))
 
 
-def _ordered(x: float) -> int:
-    """A float's position in the total order of floats (``-0.0`` and ``0.0`` share 0)."""
-    bits = int(np.array([x], dtype=np.float64).view(np.int64)[0])
-    return bits if bits >= 0 else -(bits & 0x7FFF_FFFF_FFFF_FFFF)
-
-
-def _from_ordered(o: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
-    """The floats at positions ``o`` of the total order (the inverse of :func:`_ordered`)."""
-    bits = np.where(o >= 0, o, (-o) | np.int64(-(2**63))).astype(np.int64)
-    return bits.view(np.float64)
-
-
-_ORDERED_NEG_INF: Final = _ordered(-math.inf)
-_ORDERED_POS_INF: Final = _ordered(math.inf)
-_PROBES: Final = 1024  # floats tried at once per step of the threshold search (2**64 floats: 7 steps)
-
-
-@final
-class _Buckets:
-    """The numpy order window's buckets, and for each bucket t the smallest float whose bucket is ``>= t``."""
-
-    __slots__ = ("_cache", "count", "hi_in", "lo_in", "scale")
-
-    def __init__(self, lower: Fraction, upper: Fraction) -> None:
-        self.lo_in, self.hi_in = inside_bounds(lower, upper)
-        half_width = self.hi_in * 0.5 - self.lo_in * 0.5  # as the numpy backend computes it
-        self.count = _numpy_backend._WINDOW_BUCKETS  # read when used: the tests shrink it, for both backends
-        self.scale = self.count / half_width if half_width > 0 else 0.0
-        self._cache: dict[int, float | None] = {}
-
-    def buckets(self, xs: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
-        """The numpy backend's bucket of each value (its own function, so the same float operations)."""
-        with np.errstate(all="ignore"):
-            return _bucket_of(xs, self.lo_in, self.hi_in, self.scale, np.empty_like(xs))
-
-    def threshold(self, t: int) -> float | None:
-        """``theta_t``: the smallest float x with ``bucket(x) >= t`` (``None``: no float reaches t).
-
-        The bucket is monotone in the value, so ``bucket(x) < t`` exactly when
-        ``x < theta_t``. A search over the ordered floats that tries 1023 of them
-        per step (7 steps).
-        """
-        if t in self._cache:
-            return self._cache[t]
-        ends = self.buckets(np.array([-math.inf, math.inf]))
-        if ends[1] < t:
-            found: float | None = None
-        elif ends[0] >= t:
-            found = -math.inf
-        else:
-            below, above = _ORDERED_NEG_INF, _ORDERED_POS_INF  # bucket(below) < t <= bucket(above)
-            while above - below > 1:
-                step = max((above - below) // _PROBES, 1)
-                probes = np.arange(below + step, above, step, dtype=np.int64)[: _PROBES - 1]
-                reached = self.buckets(_from_ordered(probes)) >= t  # monotone: False..False True..True
-                i = int(np.argmax(reached)) if bool(reached.any()) else probes.size
-                if i < probes.size:
-                    above = int(probes[i])
-                if i > 0:
-                    below = int(probes[i - 1])
-            found = float(_from_ordered(np.array([above], dtype=np.int64))[0])
-        self._cache[t] = found
-        return found
-
-
 @final
 class PolarsReductions(SourceReductions[PolarsSource]):
     """:class:`~dpalg.data.Reductions` over a polars DataFrame or LazyFrame, in polars (module docstring).
@@ -264,6 +196,7 @@ class PolarsReductions(SourceReductions[PolarsSource]):
     """
 
     __slots__ = ()
+    _KEY_KINDS = _NATIVE_KEYS
 
     def _kind(self, column: str) -> str:
         self._data.column_dtype(column)  # an unknown column raises the dataset's error
@@ -302,116 +235,61 @@ class PolarsReductions(SourceReductions[PolarsSource]):
         nan = x.is_nan().sum() if self._kind(column) == "float" else pl.lit(0)
         return [pl.len().alias(f"rows{tag}"), x.null_count().alias(f"null{tag}"), nan.alias(f"nan{tag}")]
 
-    # -- the protocol ------------------------------------------------------------------
+    # -- polars' side of each question (SourceReductions asks them, checked, in the numpy backend's order) --
 
-    @property
-    def n_rows(self) -> int:
-        return self._data.n_rows
+    def _computes(self, column: str) -> bool:
+        return self._in_polars(column)
 
-    def count(self, column: str) -> int:
-        if not self._in_polars(column):
-            return self._numpy().count(column)
+    def _count(self, column: str) -> int:
         rows, nulls, nans = self._row(*self._counts(column, ""))
         return int(rows) - int(nulls) - int(nans)
 
-    def count_distinct(self, column: str) -> int:
-        if not self._in_polars(column):
-            return self._numpy().count_distinct(column)
+    def _count_distinct(self, column: str) -> int:
         # + 0.0 turns -0.0 into 0.0 (np.unique merges them); nulls are dropped, not counted as a value
         (n,) = self._row((self._present(column) + 0.0).drop_nulls().n_unique().alias("n"))
         return int(n)
 
-    def clipped_sums(self, specs: Sequence[SumSpec]) -> list[LatticeSum]:
-        plans: list[_SumPlan | None] = []
-        for s in specs:  # validate every spec first, in the numpy backend's order: column, then bounds
-            native = self._in_polars(s.column)
-            if s.lower > s.upper:
-                raise InvalidArgument("lattice_sum", "lower", s.lower, f"must be <= upper={s.upper}")
-            plans.append(_SumPlan.fast(s) if native else None)
+    def _sums(self, planned: dict[int, tuple[SumSpec, SumPlan]]) -> dict[int, tuple[int, int]]:
         exprs: list[pl.Expr] = []
-        for i, (s, plan) in enumerate(zip(specs, plans)):
-            if plan is not None:
-                raw, stats = self._raw(s.column), self._counts(s.column, f"{i}")
-                exprs += [plan.terms(raw, floats=self._kind(s.column) == "float").sum().alias(f"s{i}"), *stats]
-        got = dict(zip([e.meta.output_name() for e in exprs], self._row(*exprs))) if exprs else {}
+        for i, (s, plan) in planned.items():
+            raw, stats = self._raw(s.column), self._counts(s.column, f"{i}")
+            exprs += [_terms(plan, raw, floats=self._kind(s.column) == "float").sum().alias(f"s{i}"), *stats]
+        got = dict(zip([e.meta.output_name() for e in exprs], self._row(*exprs)))
         wide: list[pl.Expr] = []  # sums a Float64 sum cannot hold exactly: again, in Int128
-        for i, plan in enumerate(plans):
-            if plan is not None and (int(got[f"rows{i}"]) - int(got[f"null{i}"])) * plan.bound >= _EXACT_FLOAT:
-                terms = plan.terms(self._raw(specs[i].column), floats=self._kind(specs[i].column) == "float")
+        for i, (s, plan) in planned.items():
+            if (int(got[f"rows{i}"]) - int(got[f"null{i}"])) * plan.bound >= _EXACT_FLOAT:
+                terms = _terms(plan, self._raw(s.column), floats=self._kind(s.column) == "float")
                 wide.append(terms.cast(pl.Int64).cast(pl.Int128).sum().alias(f"s{i}"))
         if wide:
             got.update(zip([e.meta.output_name() for e in wide], self._row(*wide)))
-        out: list[LatticeSum] = []
-        for i, (s, plan) in enumerate(zip(specs, plans)):
-            if plan is None:  # a type polars does not compute, or bounds beyond the fast path
-                out.append(self._numpy().clipped_sums([s])[0])
-            else:
-                total, nan = int(got[f"s{i}"] or 0), int(got[f"nan{i}"])
-                count = int(got[f"rows{i}"]) - int(got[f"null{i}"]) - nan
-                out.append(LatticeSum(total - nan * plan.nan_term, count, s.k))  # each NaN added the term of 0.0
+        out: dict[int, tuple[int, int]] = {}
+        for i, (_, plan) in planned.items():
+            total, nan = int(got[f"s{i}"] or 0), int(got[f"nan{i}"])
+            count = int(got[f"rows{i}"]) - int(got[f"null{i}"]) - nan
+            out[i] = (total - nan * plan.zero_term, count)  # each NaN added the term of 0.0
         return out
 
-    def key_counts(self, column: str, keys: Sequence[Key]) -> npt.NDArray[np.int64]:
-        kind = self._kind(column)
-        if kind not in _NATIVE_KEYS:
-            return self._numpy().key_counts(column, keys)
-        wanted: dict[tuple[int, Key], int] = {}
-        for i, key in enumerate(keys):  # the first listing of a key counts it (numpy's key_codes)
-            norm = normalise_key(key)
-            if norm is not None:
-                wanted.setdefault(key_order(norm), i)
-        out = np.zeros(len(keys), dtype=np.int64)
-        candidates = _candidates(kind, self._source.polars_dtype(column), [k for _, k in wanted])
-        if not candidates:
-            return out
-        col = self._key_expr(column, kind)
-        grouped = (
-            self._source.frame.select(col.alias("k"))
-            .filter(pl.col("k").is_in(pl.Series(candidates, dtype=_key_dtype(kind, self._source.polars_dtype(column)))))
-            .group_by("k")
-            .agg(pl.len().alias("n"))
-            .collect()
-        )
-        for value, n in grouped.iter_rows():
-            norm = normalise_key(value)
-            if norm is not None and (index := wanted.get(key_order(norm))) is not None:
-                out[index] += int(n)
-        return out
+    def _key_candidates(self, column: str, kind: str, keys: list[Key]) -> list[object]:
+        dtype = self._source.polars_dtype(column)
+        return key_candidates(kind, np.dtype(str(dtype).lower()) if kind == "int" else None, keys)
 
-    def key_histogram(self, column: str) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:
-        kind = self._kind(column)
-        if kind not in _NATIVE_KEYS:
-            return self._numpy().key_histogram(column)
-        grouped = self._source.frame.select(self._key_expr(column, kind).alias("k")).group_by("k").agg(pl.len().alias("n")).collect()
-        merged: dict[tuple[int, Key], int] = {}
-        for value, n in grouped.iter_rows():
-            norm = normalise_key(value)
-            if norm is not None:  # null (and NaN, already null) count under no key
-                tagged = key_order(norm)
-                merged[tagged] = merged.get(tagged, 0) + int(n)
-        ordered = sorted(merged)
-        return tuple(k for _, k in ordered), np.array([merged[t] for t in ordered], dtype=np.int64)
+    def _key_groups(self, column: str, kind: str, candidates: list[object] | None) -> list[tuple[object, int]]:
+        keys = self._source.frame.select(self._key_expr(column, kind).alias("k"))
+        if candidates is not None:  # the rows that can match, first: a group-by over fewer rows
+            keys = keys.filter(pl.col("k").is_in(pl.Series(candidates, dtype=_key_dtype(kind, self._source.polars_dtype(column)))))
+        grouped = keys.group_by("k").agg(pl.len().alias("n")).collect()
+        return [(value, int(n)) for value, n in grouped.iter_rows()]
 
-    def grid_counts(
-        self, column: str, lower: Fraction, upper: Fraction, bits: int
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        native = self._in_polars(column)
-        if not 1 <= bits <= MAX_COUNTED_GRID_BITS or lower >= upper:
-            raise InvalidArgument("grid_counts", "bits", bits, f"must be in [1, {MAX_COUNTED_GRID_BITS}] with lower < upper")
-        if not native:
-            return self._numpy().grid_counts(column, lower, upper, bits)
-        size = 1 << bits
-        lo_in, hi_in = inside_bounds(lower, upper)
-        half_l = float(lower) * 0.5  # the constants of the numpy backend, computed the same way
-        scale = float(Fraction(2 * size) / (upper - lower))
-        v = ((self._raw(column).clip(lo_in, hi_in) * 0.5) - half_l) * scale
+    def _grid_counts(self, column: str, grid: GridCells) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        size = grid.size
+        v = ((self._raw(column).clip(grid.lo_in, grid.hi_in) * 0.5) - grid.half_l) * grid.scale
         if magic_rounding_ok():
             cell = (v + MAGIC).clip(MAGIC, MAGIC + size) - MAGIC  # = clip(rint(v), 0, size) for every v (docstring)
         else:
             cell = _rint_floor(v).clip(0.0, float(size))
         cell = cell.cast(pl.Int32, strict=False)  # NaN (a missing value, or 0·inf) becomes null: counted nowhere
         frame = self._source.frame
-        if bits <= _HASHED_GRID_BITS:  # few cells: a hash group-by
+        if size <= 1 << _HASHED_GRID_BITS:  # few cells: a hash group-by
             counted = frame.select(cell.alias("j")).group_by("j").agg(pl.len().alias("n")).drop_nulls().sort("j").collect()
         else:  # many cells: a sort and its runs beat a group-by whose table outgrows the cache
             runs = cell.sort().rle().struct.rename_fields(["n", "j"]).alias("runs")
@@ -421,24 +299,16 @@ class PolarsReductions(SourceReductions[PolarsSource]):
             np.asarray(counted.get_column("n").to_numpy(), dtype=np.int64),
         )
 
-    def order_window(self, column: str, lower: Fraction, upper: Fraction, first: int, last: int) -> OrderWindow:
-        if not self._in_polars(column):
-            return self._numpy().order_window(column, lower, upper, first, last)
-        buckets = _Buckets(lower, upper)
+    def _order_window(self, column: str, buckets: WindowBuckets, first: int, last: int) -> OrderWindow:
         col = self._column_frame(column)  # one Float64 column "x", NaN kept, nulls kept
         x = pl.col("x")
-        if col.height <= buckets.count:  # the numpy backend's short path: every present value, sorted
-            kept = col.filter(x.is_not_nan()).get_column("x").to_numpy().astype(np.float64)
-            kept.sort()
-            n = int(kept.size)
-            lo, hi = min(max(first, 0), n), min(max(last, -1), n - 1)
-            window = kept[lo : hi + 1].copy() if lo <= hi else np.zeros(0, dtype=np.float64)
-            return OrderWindow(n, lo, np.clip(window, buckets.lo_in, buckets.hi_in, out=window))
+        if col.height <= buckets.count:  # the numpy backend's short path: every present value, in row order
+            return sorted_window(col.filter(x.is_not_nan()).get_column("x").to_numpy().astype(np.float64), buckets, first, last)
         (n_present,) = col.select(x.is_not_nan().sum()).row(0)
         n = int(n_present)
-        lo, hi = min(max(first, 0), n), min(max(last, -1), n - 1)
+        lo, hi = window_ranks(n, first, last)
         if hi < lo:
-            return OrderWindow(n, lo, np.zeros(0, dtype=np.float64))
+            return chosen_window(np.zeros(0, dtype=np.float64), BucketSpan(n, lo, hi, 0, -1, 0), buckets)
 
         def below(ts: Sequence[int]) -> dict[int, int]:
             """How many present values lie in buckets below each t (one pass for all of them)."""
@@ -475,38 +345,18 @@ class PolarsReductions(SourceReductions[PolarsSource]):
         if stop is not None:
             keep = keep & (x < stop)
         chosen = col.filter(keep).get_column("x").to_numpy().astype(np.float64)  # row order: numpy's chosen values
-        chosen.sort()
-        window = chosen[lo - before : hi - before + 1].copy()
-        return OrderWindow(n, lo, np.clip(window, buckets.lo_in, buckets.hi_in, out=window))
+        return chosen_window(chosen, BucketSpan(n, lo, hi, b0, b1, before), buckets)
 
-    def extremes(self, column: str, lower: Fraction, upper: Fraction, k: int) -> tuple[int, npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-        native = self._in_polars(column)
-        if k < 0:
-            raise InvalidArgument("extremes", "k", k, "must be >= 0")
-        if not native:
-            return self._numpy().extremes(column, lower, upper, k)
-        lo_in, hi_in = inside_bounds(lower, upper)
+    def _extremes(self, column: str, k: int) -> tuple[int, npt.NDArray[np.float64], npt.NDArray[np.float64], Callable[[], bool]]:
         v = self._present(column)
         n_raw, small_raw, large_raw = self._row(
             v.count().alias("n"), v.bottom_k(k).implode().alias("small"), v.top_k(k).implode().alias("large")
         )
-        n = int(n_raw)
-        m = min(k, n)
-        if m == 0:
-            empty = np.zeros(0, dtype=np.float64)
-            return n, empty, empty
         small = np.array([y for y in small_raw if y is not None], dtype=np.float64)
         large = np.array([y for y in large_raw if y is not None], dtype=np.float64)
-        if (np.any(small == 0) or np.any(large == 0)) and self._signed_zeros(column):
-            return self._numpy().extremes(column, lower, upper, k)  # which tied zero numpy keeps depends on its partition
-        s = np.sort(small)[:m]
-        g = np.sort(large)[-m:]
-        return n, np.clip(s, lo_in, hi_in), np.clip(g, lo_in, hi_in)
+        return int(n_raw), small, large, lambda: self._signed_zeros(column)
 
-    def unit_count(self, unit: str) -> int:
-        kind = self._kind(unit)
-        if kind not in _NATIVE_KEYS:
-            return self._numpy().unit_count(unit)
+    def _unit_count(self, unit: str, kind: str) -> int:
         key = self._key_expr(unit, kind)
         if kind == "float":
             key = key + 0.0  # -0.0 and 0.0 are one id (both normalise to the key 0)
@@ -539,47 +389,64 @@ class PolarsReductions(SourceReductions[PolarsSource]):
         neg, pos = self._row((zero & ((1.0 / v) < 0.0)).sum().alias("neg"), (zero & ((1.0 / v) > 0.0)).sum().alias("pos"))
         return int(neg) > 0 and int(pos) > 0
 
+    # -- per-unit questions (issue 17) ---------------------------------------------------
+    # Thin: validation, the numpy fallback for what polars does not group or read, then one
+    # group_by in dpalg.data._polars_units (semantics and exactness argued there).
 
-@final
-class _SumPlan:
-    """The folded clip bounds and the term bound of one fixed-point sum on the fast path."""
+    def _unit_kinds(self, unit: str, column: str | None) -> tuple[str, str | None] | None:
+        """The id kind and the value kind (``None`` without a column), or ``None`` when numpy answers.
 
-    __slots__ = ("a", "b", "bound", "scale")
-
-    def __init__(self, scale: float, a: float, b: float) -> None:
-        self.scale, self.a, self.b = scale, a, b
-        self.bound = max(abs(round(a)), abs(round(b)), 1)
-
-    @classmethod
-    def fast(cls, spec: SumSpec) -> _SumPlan | None:
-        """The numpy backend's fast-path test and constants, computed the same way; ``None`` off the fast path."""
-        lo_in, hi_in = inside_bounds(spec.lower, spec.upper)
-        step = Fraction(2) ** spec.k
-        big_l, big_u = fraction_floor(spec.lower / step), fraction_ceil(spec.upper / step)
-        if not (-1022 <= -spec.k <= 1023 and max(abs(big_l), abs(big_u)) <= 1 << 52):
-            return None
-        scale = math.ldexp(1.0, -spec.k)
-        with np.errstate(over="ignore"):
-            a = max(lo_in * scale, float(big_l))
-            b = min(hi_in * scale, float(big_u))
-        if not (math.isfinite(a) and math.isfinite(b) and a <= b):
-            return None
-        return cls(scale, a, b)
-
-    @property
-    def nan_term(self) -> int:
-        """The term of 0.0, which :meth:`terms` gives a NaN (the caller subtracts it once per NaN)."""
-        return round(min(max(0.0 * self.scale, self.a), self.b))  # Python's round is half to even, as np.rint
-
-    def terms(self, raw: pl.Expr, *, floats: bool) -> pl.Expr:
-        """Each value's lattice term, as an integral Float64: nulls stay null, NaN gets the term of 0.0.
-
-        NaN is replaced *before* the chain (polars' ``clip`` keeps NaN) by a value
-        whose term is known exactly; replacing it by null would cost a ``when/then``
-        over the column. Only a float column (``floats``) can hold NaN.
+        Checks in the numpy backend's order: the id column exists, then the value column holds numbers.
         """
-        filled = pl.when(raw.is_nan()).then(0.0).otherwise(raw) if floats else raw  # fill_nan's when/then, one test lighter
-        return rint_expr((filled * self.scale).clip(self.a, self.b), max(abs(self.a), abs(self.b)))
+        from dpalg.data._polars_units import UNIT_KEY_KINDS
+
+        key_kind = self._kind(unit)  # an unknown id column raises the dataset's error first
+        if column is not None and not self._in_polars(column):
+            return None
+        return None if key_kind not in UNIT_KEY_KINDS else (key_kind, None if column is None else self._kind(column))
+
+    def per_unit_sums(self, unit: str, column: str, lower: float | None, upper: float | None, k: int) -> npt.NDArray[np.float64]:
+        from dpalg.data import _polars_units as units
+        from dpalg.data._user_units import check_unit_clip, check_unit_lattice
+
+        check_unit_lattice("per_unit_sums", k)
+        check_unit_clip("per_unit_sums", lower, upper)
+        kinds = self._unit_kinds(unit, column)
+        if kinds is None:
+            return self._numpy().per_unit_sums(unit, column, lower, upper, k)
+        key, x = units.unit_key(unit, kinds[0]), units.raw_values(column)
+        return units.unit_sums(self._source.frame, key, x, lower, upper, k, self.n_rows)
+
+    def per_unit_row_counts(self, unit: str, column: str | None) -> npt.NDArray[np.int64]:
+        from dpalg.data import _polars_units as units
+
+        kinds = self._unit_kinds(unit, column)
+        if kinds is None:
+            return self._numpy().per_unit_row_counts(unit, column)
+        x = None if column is None else units.raw_values(column)
+        return units.unit_row_counts(self._source.frame, units.unit_key(unit, kinds[0]), x, floats=kinds[1] == "float")
+
+    def per_unit_max(self, unit: str, column: str, lower: float | None, upper: float | None) -> npt.NDArray[np.float64]:
+        from dpalg.data import _polars_units as units
+        from dpalg.data._user_units import check_unit_clip
+
+        check_unit_clip("per_unit_max", lower, upper)
+        kinds = self._unit_kinds(unit, column)
+        if kinds is None:
+            return self._numpy().per_unit_max(unit, column, lower, upper)
+        return units.unit_max(self._source.frame, units.unit_key(unit, kinds[0]), units.raw_values(column), lower, upper)
+
+
+def _terms(plan: SumPlan, raw: pl.Expr, *, floats: bool) -> pl.Expr:
+    """Each value's lattice term, as an integral Float64: nulls stay null, NaN gets the term of 0.0.
+
+    NaN is replaced *before* the chain (polars' ``clip`` keeps NaN) by a value
+    whose term is known exactly (:attr:`SumPlan.zero_term`, subtracted once per
+    NaN); replacing it by null would cost a ``when/then`` over the column. Only a
+    float column (``floats``) can hold NaN.
+    """
+    filled = pl.when(raw.is_nan()).then(0.0).otherwise(raw) if floats else raw  # fill_nan's when/then, one test lighter
+    return rint_expr((filled * plan.scale).clip(plan.a, plan.b), max(abs(plan.a), abs(plan.b)))
 
 
 def _key_dtype(kind: str, dtype: pl.DataType) -> pl.DataType:
@@ -588,29 +455,3 @@ def _key_dtype(kind: str, dtype: pl.DataType) -> pl.DataType:
     if kind == "str":
         return pl.String()
     return dtype
-
-
-def _candidates(kind: str, dtype: pl.DataType, keys: Sequence[Key]) -> list[object]:
-    """The values, in the column's polars type, that a row must hold to match one of the normalised ``keys``.
-
-    A superset is enough (the grouped values are matched exactly afterwards); a key
-    no value of the type can equal is left out.
-    """
-    out: list[object] = []
-    for key in keys:
-        if kind == "bool" and type(key) is bool:
-            out.append(key)
-        elif kind == "str" and type(key) is str:
-            out.append(key)
-        elif kind == "bytes" and type(key) is bytes:
-            out.append(key)
-        elif kind == "int" and type(key) is int:
-            info = np.iinfo(np.dtype(str(dtype).lower()))
-            if info.min <= key <= info.max:
-                out.append(key)
-        elif kind == "float" and type(key) in (int, float):
-            try:
-                out.append(float(key))  # rounds a large int: a superset, matched exactly afterwards
-            except OverflowError:
-                pass  # an int beyond every float equals no float
-    return out

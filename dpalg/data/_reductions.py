@@ -22,6 +22,22 @@ Semantics shared by every backend (the data policy, ``docs/data_policy.md``):
 * a lattice term is ``round_half_even(clip(x) / 2**k)``, clamped to
   ``[floor(lower/2**k), ceil(upper/2**k)]``; sums of terms are exact Python ints,
   whatever the order or the partitioning of the rows.
+
+**Per-unit questions** (``per_unit_sums``, ``per_unit_row_counts``,
+``per_unit_max``; the user-level mechanisms' only way to read rows). A unit is
+one value of the id column under the key policy (:mod:`dpalg.data._user_units`:
+a missing id is no unit, ``1`` and ``1.0`` are one unit, ``-0.0`` is ``0.0``); a
+unit whose values are all missing still exists. The answers are those of
+:func:`~dpalg.data.per_unit_sums`, :func:`~dpalg.data.per_unit_row_counts` and
+:func:`~dpalg.data.per_unit_max` after ``np.clip(values, lower, upper)`` (the
+*nearest*-float clip that the shifted inverse has always applied, not
+``clip_inside``), with one difference: the entries are in **ascending order of
+value**, not in the order of the ids, and a zero is ``+0.0``. Every consumer
+(:class:`~dpalg.sensitivity.UserLoss`) depends only on the multiset of entries
+(it sorts them); ascending order is the one canonical order every backend produces
+cheaply (the driver sorts one number per unit, and never needs the ids, which
+stay on the executors), so a seeded release is bit-identical across backends and
+partitionings.
 """
 
 from __future__ import annotations
@@ -137,4 +153,33 @@ class Reductions(Protocol):
 
     def unit_count(self, unit: str) -> int:
         """How many distinct units (users) the id column holds (missing ids are no unit)."""
+        ...
+
+    def per_unit_sums(self, unit: str, column: str, lower: float | None, upper: float | None, k: int) -> npt.NDArray[np.float64]:
+        """Each unit's exact fixed-point total of ``column`` (module docstring: ascending, one entry per unit).
+
+        Row by row: a missing value is dropped; ``np.clip(x, lower, upper)`` (a
+        ``None`` bound clips nothing on its side); clamp to ``±2**62·2**k``; the term
+        ``rint(x·2**-k)`` (ties to even). A unit's total is the exact integer sum of
+        its terms, clamped to ``[0, 2**62]`` and returned as ``ldexp(float(total), k)``:
+        :func:`~dpalg.data.per_unit_sums`, bit for bit, whatever the row order or
+        partitioning.
+
+        Raises:
+            InvalidArgument: an unknown column, a dtype that holds no numbers or
+                ids, ``k`` outside ``[-1000, 900]``, a NaN bound or ``lower > upper``
+                (never because of a value).
+        """
+        ...
+
+    def per_unit_row_counts(self, unit: str, column: str | None) -> npt.NDArray[np.int64]:
+        """Each unit's number of rows, or of present (not missing) numeric values of ``column``; ascending."""
+        ...
+
+    def per_unit_max(self, unit: str, column: str, lower: float | None, upper: float | None) -> npt.NDArray[np.float64]:
+        """Each unit's largest ``np.clip(x, lower, upper)``, ascending (:func:`~dpalg.data.per_unit_max`).
+
+        Missing values are dropped, ``+inf`` becomes the largest finite float, a
+        unit without a present value gives ``-inf``, a zero is ``+0.0``.
+        """
         ...

@@ -32,9 +32,21 @@ arrays, maps, structs, others                  a structured dtype naming the typ
 A frame that was shuffled (``repartition``) has no fixed row order between two
 jobs, so the source persists the frame on first use (``persist()``, lazy: the
 first job fills the cache) and every later job, and every collected column,
-reads the same rows in the same order. The cache is released when the source is
-garbage-collected (or by :meth:`SparkSource.unpersist`). A frame the caller
-persisted already is left as it is.
+reads the same rows in the same order.
+
+**Lifecycle.** A run persists the input once and releases it when it ends: the
+runner (``plan.run``, ``Session.run``) calls :meth:`SparkSource.close` when the
+run that adapted the frame ends, whether it succeeded or raised. A
+:class:`~dpalg.data.Dataset` the caller built (``as_dataset(df)``) is the
+caller's: its cache lives until :meth:`SparkSource.close` or until the source is
+garbage-collected. A frame the caller persisted already is never unpersisted.
+
+**Spark Connect.** A Connect frame (``pyspark.sql.connect``) is recognised by its
+type's module too and reduced on the server with the same expressions; it needs
+``pyspark[connect]`` (grpcio, grpcio-status, googleapis-common-protos, zstandard)
+and no Java here. ``pyspark.sql.functions`` builds Connect columns only in a
+Connect client process, so a Connect frame in a process that is not one is
+refused before any job (:func:`connect_problem`).
 """
 
 from __future__ import annotations
@@ -48,11 +60,11 @@ import numpy as np
 import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument, Unsupported
-from dpalg.data._dataset import Dataset
+from dpalg.data._dataset import BackendInfo, Dataset
 from dpalg.data._numeric import to_float
 from dpalg.data._reductions import Reductions
 
-__all__ = ["SparkSource", "is_spark_frame", "java_problem", "spark_dataset", "spark_kind"]
+__all__ = ["SparkSource", "connect_problem", "is_spark_frame", "java_problem", "spark_dataset", "spark_kind"]
 
 _INTS: Final = {"ByteType": "int8", "ShortType": "int16", "IntegerType": "int32", "LongType": "int64"}
 _FLOATS: Final = {"FloatType": "float32", "DoubleType": "float64"}
@@ -140,13 +152,14 @@ class SparkSource:
     on first use (module docstring); the row count is asked for once and cached.
     """
 
-    __slots__ = ("__weakref__", "_frame", "_n", "_persisted", "_schema")
+    __slots__ = ("__weakref__", "_frame", "_n", "_persisted", "_release", "_schema")
 
     def __init__(self, frame: Any) -> None:
         self._frame = frame
         self._schema: dict[str, Any] = {str(f.name): f.dataType for f in frame.schema.fields}
         self._n: int | None = None
         self._persisted = False
+        self._release: weakref.finalize[[Any], SparkSource] | None = None  # set when this source persisted the frame
 
     @property
     def frame(self) -> Any:
@@ -159,13 +172,28 @@ class SparkSource:
                 cached = False
             if not cached:
                 self._frame = self._frame.persist()
-                weakref.finalize(self, _unpersist, self._frame)
+                self._release = weakref.finalize(self, _unpersist, self._frame)  # at the latest when collected
         return self._frame
 
-    def unpersist(self) -> None:
-        """Release the cache this source made (a frame persisted by the caller is left alone)."""
-        if self._persisted:
-            _unpersist(self._frame)
+    def close(self) -> None:
+        """The end of a run: release the cache this source made (a frame the caller persisted is left alone).
+
+        Idempotent and never raises. A source used again afterwards persists the frame again.
+        """
+        release, self._release = self._release, None
+        self._persisted = False
+        if release is not None:
+            release()  # a finalizer runs once: the garbage collector will not unpersist again
+
+    @property
+    def known_rows(self) -> int | None:
+        """The row count, if a job has counted it already (no job runs to ask)."""
+        return self._n
+
+    def note_rows(self, n: int) -> None:
+        """Record the row count a reduction's pass counted along the way (so no job asks for it again)."""
+        if self._n is None:
+            self._n = n
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -228,6 +256,21 @@ class SparkSource:
 
         return SparkReductions(dataset, self)
 
+    @property
+    def backend(self) -> BackendInfo:
+        """``spark`` (``spark-connect`` for a Connect frame) with the pyspark, numpy and session Spark versions.
+
+        The session's version is one call to the JVM (classic) or the server
+        (Connect); a session that cannot answer is recorded without it.
+        """
+        extra: dict[str, str] = {}
+        try:
+            extra["spark"] = str(self._frame.sparkSession.version)
+        except Exception:  # noqa: BLE001 -- informative only: a certificate must not fail on it
+            pass
+        name = "spark-connect" if ".connect." in type(self._frame).__module__ else "spark"
+        return BackendInfo.installed(name, ["pyspark", "numpy"], extra)
+
     def __repr__(self) -> str:  # never prints values
         return "SparkSource(DataFrame)"
 
@@ -245,14 +288,39 @@ def spark_dataset(frame: object) -> Dataset:
     Raises:
         ImportError: pyspark cannot be imported (:func:`~dpalg.data.as_dataset`
             turns it into an error naming the extra).
-        Unsupported: a classic (JVM) frame, but no Java is found.
+        Unsupported: a classic (JVM) frame, but no Java is found; a Spark Connect
+            frame in a process that is not a Connect client (below).
     """
     import pyspark  # noqa: F401 -- ImportError here names the missing extra in as_dataset
 
     if not is_spark_frame(frame):
         raise InvalidArgument("spark_dataset", "frame", type(frame).__name__, "must be a pyspark.sql DataFrame")
-    if ".connect." not in type(frame).__module__:  # Spark Connect runs the JVM on the server, not here
+    if ".connect." in type(frame).__module__:  # Spark Connect runs the JVM on the server, not here
+        problem = connect_problem()
+    else:
         problem = java_problem()
-        if problem is not None:
-            raise Unsupported(f"as_dataset: {problem}")
+    if problem is not None:
+        raise Unsupported(f"as_dataset: {problem}")
     return Dataset.from_source(SparkSource(frame))
+
+
+def connect_problem() -> str | None:
+    """Why a Spark Connect frame cannot be reduced in this process, or ``None``.
+
+    ``pyspark.sql.functions`` builds Connect columns only in a Connect client
+    process (``pyspark.sql.utils.is_remote()``: ``SparkSession.builder.remote(...)``
+    marks the process so, and so does the Connect-only ``pyspark-client``); in a
+    process that runs a classic session and only holds a Connect session beside
+    it, every expression would be a classic column that the Connect frame refuses.
+    """
+    try:
+        from pyspark.sql.utils import is_remote
+    except ImportError:  # a pyspark without the function: let the frame answer
+        return None
+    if is_remote():
+        return None
+    return (
+        "a Spark Connect DataFrame needs a Connect client process (create the session with "
+        "SparkSession.builder.remote(...), or set SPARK_CONNECT_MODE_ENABLED=1): pyspark.sql.functions "
+        "builds classic columns here"
+    )

@@ -15,23 +15,34 @@ with Spark SQL expressions, and every answer is **bit-identical** to
   ``a = max(lo_in·2**-k, L)``, ``b = min(hi_in·2**-k, U)``. Spark's ``rint`` is
   Java's ``Math.rint``, ties to even like ``np.rint`` (Spark's ``round`` is
   HALF_UP and is not used). Each term is an integer with ``|t| <= B <= 2**52``,
-  cast to ``long``. When ``n_rows·B < 2**63`` no partial sum of any subset of the
-  terms can overflow, so a ``long`` sum is exact in any order and partitioning;
-  otherwise the terms are summed as ``decimal(38, 0)`` (a ``long`` sum would raise
-  in ANSI mode on overflow, and wrap without it; ``decimal(38,0)`` holds
-  ``n·2**52`` for ``n < 2**74``), which is exact too but several times slower.
-  The sums and counts of one call are one ``agg`` job. Bounds off the fast path go to the numpy
+  cast to ``long`` and summed with ``try_sum``: a ``long`` sum of integers is
+  exact in any order and partitioning as long as no partial sum overflows, and
+  ``try_sum`` answers null when one does (in ANSI mode or not). Then, and only
+  then (``n·B >= 2**63`` at least), a second job sums the terms as
+  ``decimal(38, 0)``, which holds ``n·2**52`` for ``n < 2**74``: exact too, but
+  several times slower. The sums and counts of one call are one aggregate, and
+  no row count is asked for first. Bounds off the fast path go to the numpy
   backend (the column is collected), as they go to its exact path.
-* **Grid counts.** The numpy grid index, op for op, grouped by cell.
-* **The order window.** Pass 1 counts the present values per bucket, the numpy
-  backend's :func:`~dpalg.data._numpy_reductions._bucket_of` computed with the
-  same float operations (so the same bucket, monotone in the value); pass 2
-  collects the values of the buckets that hold the ranks, in the frame's row
-  order, which numpy sorts, slices and clips exactly as the numpy backend does
-  (so even the signs of tied zeros agree with numpy on the same row order).
-* **Extremes.** ``orderBy(...).limit(k)`` both ways; sorted and clipped in numpy.
-  When a zero is among them and the column holds both ``0.0`` and ``-0.0``, the
-  numpy backend answers (its choice among tied zeros depends on its blocks).
+* **Grid counts.** The numpy grid index, op for op, grouped by cell; the occupied
+  cells come back through Arrow (a million ``Row`` objects would cost seconds).
+* **The order window.** Pass 1 counts the values per bucket, the numpy backend's
+  :func:`~dpalg.data._numpy_reductions._bucket_of` computed with the same float
+  operations (so the same bucket, monotone in the value), missing values in a
+  bucket of their own, so the same pass counts the rows (which decide numpy's
+  short path). Pass 2 collects the values of the buckets that hold the ranks, in
+  the frame's row order, selected by two comparisons with the smallest floats of
+  the first bucket and of the one after the last (the bucket is monotone; a plain
+  range also lets a cached frame skip whole batches by their minimum and maximum),
+  and the driver sorts, slices and clips them with the
+  shared code of :mod:`dpalg.data._source_reductions` (so even the signs of tied
+  zeros agree with numpy on the same row order). Two passes, three jobs (the
+  group-by's shuffle is a job of its own under adaptive execution).
+* **Extremes.** One collect of a union: ``orderBy(v).limit(k)`` both ways and one
+  aggregate holding the count and how many zeros of each sign the column holds
+  (``-0.0`` is told by its text, computed for zeros only). Sorted and clipped in
+  the driver; when a zero is among them and the column holds both ``0.0`` and
+  ``-0.0``, the numpy backend answers (its choice among tied zeros depends on its
+  blocks).
 * **Keys and units.** A group-by (NaN as null), the distinct values normalised by
   :func:`~dpalg.data.normalise_key` and merged when they normalise equal; a unit
   count is a ``count(DISTINCT ·)`` (``x + 0.0`` merges ``-0.0`` with ``0.0``).
@@ -41,22 +52,17 @@ with Spark SQL expressions, and every answer is **bit-identical** to
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
-from fractions import Fraction
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, final
 
 import numpy as np
 import numpy.typing as npt
 
-from dpalg._errors import InvalidArgument
-from dpalg._numbers import fraction_ceil, fraction_floor
-from dpalg.data import _numpy_reductions as _numpy_backend
-from dpalg.data._dataset import Dataset
-from dpalg.data._keys import Key, key_order, normalise_key
-from dpalg.data._numpy_reductions import MAX_COUNTED_GRID_BITS, NumpyReductions, inside_bounds
-from dpalg.data._reductions import LatticeSum, OrderWindow, SumSpec
-from dpalg.data._source_reductions import SourceReductions
+from dpalg.data._keys import Key
+from dpalg.data._reductions import OrderWindow, SumSpec
+from dpalg.data._source_reductions import (
+    GridCells, SourceReductions, SumPlan, WindowBuckets, bucket_span, chosen_window, key_candidates, sorted_window,
+)  # fmt: skip
 from dpalg.data._spark import SparkSource, quoted, spark_kind
 
 if TYPE_CHECKING:
@@ -78,8 +84,6 @@ else:
 
 __all__ = ["SparkReductions"]
 
-#: a long sum of n terms of magnitude <= B cannot overflow when n·B < 2**63 (every partial sum is then exact)
-_LONG_SUM_LIMIT: Final = 1 << 63
 _NATIVE_NUMERIC: Final = ("float", "int", "bool", "null")
 _NATIVE_KEYS: Final = ("float", "int", "bool", "str", "bytes")
 
@@ -98,6 +102,7 @@ class SparkReductions(SourceReductions[SparkSource]):
     """:class:`~dpalg.data.Reductions` over a Spark DataFrame, on the executors (module docstring)."""
 
     __slots__ = ()
+    _KEY_KINDS = _NATIVE_KEYS
 
     def _kind(self, column: str) -> str:
         self._data.column_dtype(column)  # an unknown column raises the dataset's error
@@ -117,161 +122,106 @@ class SparkReductions(SourceReductions[SparkSource]):
         return F.when(~F.isnan(x), x) if self._kind(column) == "float" else x
 
     def _agg(self, *exprs: Column) -> Any:
-        """One row of scalar aggregates: one job."""
+        """One row of scalar aggregates: one pass over the frame."""
         return self._source.frame.agg(*exprs).collect()[0]
 
-    # -- the protocol ------------------------------------------------------------------
+    # -- the backend's side of each question (SourceReductions asks them, checked, in the numpy backend's order) --
 
-    @property
-    def n_rows(self) -> int:
-        return self._data.n_rows
+    def _computes(self, column: str) -> bool:
+        return self._native(column)
 
-    def count(self, column: str) -> int:
-        if not self._native(column):
-            return self._numpy().count(column)
+    def _count(self, column: str) -> int:
         return int(self._agg(F.count(self._present(column)))[0])
 
-    def count_distinct(self, column: str) -> int:
-        if not self._native(column):
-            return self._numpy().count_distinct(column)
+    def _count_distinct(self, column: str) -> int:
         return int(self._agg(F.countDistinct(self._present(column) + F.lit(0.0)))[0])  # + 0.0: -0.0 is 0.0
 
-    def clipped_sums(self, specs: Sequence[SumSpec]) -> list[LatticeSum]:
-        plans: list[_SumPlan | None] = []
-        for s in specs:  # validate every spec first, in the numpy backend's order: column, then bounds
-            native = self._native(s.column)
-            if s.lower > s.upper:
-                raise InvalidArgument("lattice_sum", "lower", s.lower, f"must be <= upper={s.upper}")
-            plans.append(_SumPlan.fast(s) if native else None)
+    def _sums(self, planned: dict[int, tuple[SumSpec, SumPlan]]) -> dict[int, tuple[int, int]]:
+        terms: dict[int, Column] = {}
         exprs: list[Column] = []
-        for i, (s, plan) in enumerate(zip(specs, plans)):
-            if plan is not None:
-                x = self._present(s.column)
-                terms = F.rint(_clip(x * F.lit(plan.scale), plan.a, plan.b)).cast("long")
-                if self.n_rows * plan.bound >= _LONG_SUM_LIMIT:  # a long sum could overflow: sum exactly in decimal
-                    terms = terms.cast("decimal(38,0)")
-                exprs += [F.sum(terms).alias(f"s{i}"), F.count(x).alias(f"n{i}")]
-        got = self._agg(*exprs).asDict() if exprs else {}
-        out: list[LatticeSum] = []
-        for i, (s, plan) in enumerate(zip(specs, plans)):
-            if plan is None:
-                out.append(self._numpy().clipped_sums([s])[0])
-            else:
-                total = got[f"s{i}"]
-                out.append(LatticeSum(0 if total is None else int(total), int(got[f"n{i}"]), s.k))
-        return out
+        for i, (s, plan) in planned.items():
+            x = self._present(s.column)
+            terms[i] = F.rint(_clip(x * F.lit(plan.scale), plan.a, plan.b)).cast("long")
+            exprs += [F.try_sum(terms[i]).alias(f"s{i}"), F.count(x).alias(f"n{i}")]  # try_sum: null on overflow
+        got = self._agg(*exprs).asDict()
+        wide = [F.sum(t.cast("decimal(38,0)")).alias(f"s{i}") for i, t in terms.items() if got[f"s{i}"] is None and got[f"n{i}"]]
+        if wide:  # a long partial sum overflowed: again, exactly, in decimal (rare: n·B >= 2**63)
+            got.update(self._agg(*wide).asDict())
+        return {i: (int(got[f"s{i}"] or 0), int(got[f"n{i}"])) for i in planned}
 
-    def key_counts(self, column: str, keys: Sequence[Key]) -> npt.NDArray[np.int64]:
-        kind = self._kind(column)
-        if kind not in _NATIVE_KEYS:
-            return self._numpy().key_counts(column, keys)
-        wanted: dict[tuple[int, Key], int] = {}
-        for i, key in enumerate(keys):  # the first listing of a key counts it (numpy's key_codes)
-            norm = normalise_key(key)
-            if norm is not None:
-                wanted.setdefault(key_order(norm), i)
-        out = np.zeros(len(keys), dtype=np.int64)
-        candidates = _candidates(kind, self._source.spark_dtype(column), [k for _, k in wanted])
-        if not candidates:
-            return out
-        k = self._key_expr(column, kind)
-        rows = self._source.frame.select(k.alias("k")).where(F.col("k").isin(candidates)).groupBy("k").count().collect()
-        for value, n in rows:
-            norm = normalise_key(_py(value))
-            if norm is not None and (index := wanted.get(key_order(norm))) is not None:
-                out[index] += int(n)
-        return out
+    def _key_candidates(self, column: str, kind: str, keys: list[Key]) -> list[object]:
+        int_dtype = _INT_TYPES.get(type(self._source.spark_dtype(column)).__name__)
+        return key_candidates(kind, int_dtype, keys, as_bytes=bytearray, zero_twins=True)  # isin tells -0.0 from 0.0
 
-    def key_histogram(self, column: str) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:
-        kind = self._kind(column)
-        if kind not in _NATIVE_KEYS:
-            return self._numpy().key_histogram(column)
-        rows = self._source.frame.select(self._key_expr(column, kind).alias("k")).groupBy("k").count().collect()
-        merged: dict[tuple[int, Key], int] = {}
-        for value, n in rows:
-            norm = normalise_key(_py(value))
-            if norm is not None:
-                tagged = key_order(norm)
-                merged[tagged] = merged.get(tagged, 0) + int(n)
-        ordered = sorted(merged)
-        return tuple(k for _, k in ordered), np.array([merged[t] for t in ordered], dtype=np.int64)
+    def _key_groups(self, column: str, kind: str, candidates: list[object] | None) -> list[tuple[object, int]]:
+        keys = self._source.frame.select(self._key_expr(column, kind).alias("k"))
+        if candidates is not None:
+            keys = keys.where(F.col("k").isin(candidates))
+        return _pairs(keys.groupBy("k").count())
 
-    def grid_counts(
-        self, column: str, lower: Fraction, upper: Fraction, bits: int
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        native = self._native(column)
-        if not 1 <= bits <= MAX_COUNTED_GRID_BITS or lower >= upper:
-            raise InvalidArgument("grid_counts", "bits", bits, f"must be in [1, {MAX_COUNTED_GRID_BITS}] with lower < upper")
-        if not native:
-            return self._numpy().grid_counts(column, lower, upper, bits)
-        size = 1 << bits
-        lo_in, hi_in = inside_bounds(lower, upper)
-        half_l = float(lower) * 0.5  # the numpy backend's constants, computed the same way
-        scale = float(Fraction(2 * size) / (upper - lower))
-        v = ((_clip(self._present(column), lo_in, hi_in) * F.lit(0.5)) - F.lit(half_l)) * F.lit(scale)
+    def _grid_counts(self, column: str, grid: GridCells) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        v = ((_clip(self._present(column), grid.lo_in, grid.hi_in) * F.lit(0.5)) - F.lit(grid.half_l)) * F.lit(grid.scale)
         r = F.rint(v)
-        cell = F.when(~F.isnan(r), _clip(r, 0.0, float(size)).cast("long"))  # NaN (0·inf): counted nowhere
-        rows = self._source.frame.select(cell.alias("j")).where(F.col("j").isNotNull()).groupBy("j").count().collect()
-        pairs = sorted((int(j), int(n)) for j, n in rows)
+        cell = F.when(~F.isnan(r), _clip(r, 0.0, float(grid.size)).cast("long"))  # NaN (0·inf): counted nowhere
+        groups = self._source.frame.select(cell.alias("j")).where(F.col("j").isNotNull()).groupBy("j").count()
+        pairs = sorted((int(j), n) for j, n in _pairs(groups))
         return np.array([j for j, _ in pairs], dtype=np.int64), np.array([n for _, n in pairs], dtype=np.int64)
 
-    def order_window(self, column: str, lower: Fraction, upper: Fraction, first: int, last: int) -> OrderWindow:
-        if not self._native(column):
-            return self._numpy().order_window(column, lower, upper, first, last)
-        lo_in, hi_in = inside_bounds(lower, upper)
-        buckets = _numpy_backend._WINDOW_BUCKETS  # read when used: the tests shrink it, for both backends
+    def _order_window(self, column: str, buckets: WindowBuckets, first: int, last: int) -> OrderWindow:
         x = self._present(column)
-        if self.n_rows <= buckets:  # the numpy backend's short path: every present value, in row order, sorted
-            kept = self._collect(x)
-            kept.sort()
-            n = int(kept.size)
-            lo, hi = min(max(first, 0), n), min(max(last, -1), n - 1)
-            window = kept[lo : hi + 1].copy() if lo <= hi else np.zeros(0, dtype=np.float64)
-            return OrderWindow(n, lo, np.clip(window, lo_in, hi_in, out=window))
-        half_width = hi_in * 0.5 - lo_in * 0.5
-        scale = buckets / half_width if half_width > 0 else 0.0
-        bucket = F.floor((_clip(x, lo_in, hi_in) * F.lit(0.5) - F.lit(lo_in * 0.5)) * F.lit(scale))
-        bucket = _clip(bucket.cast("double"), 0.0, float(buckets - 1)).cast("long")
-        rows = self._source.frame.select(bucket.alias("b")).where(F.col("b").isNotNull()).groupBy("b").count().collect()
-        counts = np.zeros(buckets, dtype=np.int64)
-        for b, c in rows:
-            counts[int(b)] = int(c)
-        cum = np.cumsum(counts)
-        n = int(cum[-1])
-        lo, hi = min(max(first, 0), n), min(max(last, -1), n - 1)
-        if hi < lo:
-            return OrderWindow(n, lo, np.zeros(0, dtype=np.float64))
-        b0 = int(np.searchsorted(cum, lo, side="right"))
-        b1 = int(np.searchsorted(cum, hi, side="right"))
-        below = int(cum[b0 - 1]) if b0 > 0 else 0
-        chosen = self._collect(F.when(bucket.between(b0, b1), x))  # row order: numpy's chosen values
-        chosen.sort()
-        window = chosen[lo - below : hi - below + 1].copy()
-        return OrderWindow(n, lo, np.clip(window, lo_in, hi_in, out=window))
+        known = self._source.known_rows
+        if known is not None and known <= buckets.count:  # the numpy backend's short path: every present value, in row order
+            return sorted_window(self._collect(x), buckets, first, last)
+        # pass 1: the count per bucket; the missing values in bucket `count`, so the same pass counts the rows
+        bucket = F.floor((_clip(x, buckets.lo_in, buckets.hi_in) * F.lit(0.5) - F.lit(buckets.lo_in * 0.5)) * F.lit(buckets.scale))
+        bucket = _clip(bucket.cast("double"), 0.0, float(buckets.count - 1)).cast("long")
+        counts = np.zeros(buckets.count + 1, dtype=np.int64)
+        for b, c in _pairs(self._source.frame.select(F.coalesce(bucket, F.lit(buckets.count)).alias("b")).groupBy("b").count()):
+            counts[int(b)] = c
+        self._source.note_rows(int(counts.sum()))
+        if int(counts.sum()) <= buckets.count:  # short after all: pass 2 collects every present value
+            return sorted_window(self._collect(x), buckets, first, last)
+        span = bucket_span(counts[: buckets.count], first, last)
+        if span.empty:
+            return chosen_window(np.zeros(0, dtype=np.float64), span, buckets)
+        # pass 2: the values of buckets b0..b1 in row order (numpy's chosen values), selected by two comparisons:
+        # the bucket is monotone, so bucket(x) >= t exactly when x >= theta_t (WindowBuckets.threshold)
+        raw = self._double(column)
+        keep = ~F.isnan(raw) if self._kind(column) == "float" else raw.isNotNull()
+        start = buckets.threshold(span.b0) if span.b0 > 0 else None
+        stop = buckets.threshold(span.b1 + 1) if span.b1 + 1 < buckets.count else None
+        if start is not None:
+            keep = keep & (raw >= F.lit(start))
+        if stop is not None:  # (Spark's comparisons take -0.0 as 0.0, as numpy's)
+            keep = keep & (raw < F.lit(stop))
+        return chosen_window(self._collect(F.when(keep, raw)), span, buckets)
 
-    def extremes(self, column: str, lower: Fraction, upper: Fraction, k: int) -> tuple[int, npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-        native = self._native(column)
-        if k < 0:
-            raise InvalidArgument("extremes", "k", k, "must be >= 0")
-        if not native:
-            return self._numpy().extremes(column, lower, upper, k)
-        lo_in, hi_in = inside_bounds(lower, upper)
-        present = self._source.frame.select(self._present(column).alias("v")).where(F.col("v").isNotNull())
-        n = self.count(column)
-        m = min(k, n)
-        if m == 0:
-            empty = np.zeros(0, dtype=np.float64)
-            return n, empty, empty
-        small = np.array([r[0] for r in present.orderBy(F.col("v").asc()).limit(m).collect()], dtype=np.float64)
-        large = np.array([r[0] for r in present.orderBy(F.col("v").desc()).limit(m).collect()], dtype=np.float64)
-        if (np.any(small == 0) or np.any(large == 0)) and self._signed_zeros(column):
-            return self._numpy().extremes(column, lower, upper, k)  # which tied zero numpy keeps depends on its blocks
-        return n, np.clip(np.sort(small), lo_in, hi_in), np.clip(np.sort(large), lo_in, hi_in)
+    def _extremes(self, column: str, k: int) -> tuple[int, npt.NDArray[np.float64], npt.NDArray[np.float64], Callable[[], bool]]:
+        # One collect: the count and the zeros of each sign (one aggregate), the k smallest and the k largest.
+        x = self._present(column)
+        zero = x == F.lit(0.0)
+        negative = F.when(zero, x.cast("string").startswith("-"))  # the text tells -0.0 apart (cast only for zeros)
+        none = F.lit(None).cast("long")
+        query = self._source.frame.agg(
+            F.lit(2).alias("t"), F.lit(None).cast("double").alias("v"), F.count(x).alias("n"),
+            F.count(F.when(negative, 1)).alias("neg"), F.count(F.when(~negative, 1)).alias("pos"),
+        )  # fmt: skip
+        if k > 0:
+            present = self._source.frame.select(x.alias("v")).where(F.col("v").isNotNull())
+            for tag, order in ((0, F.col("v").asc()), (1, F.col("v").desc())):
+                part = present.orderBy(order).limit(k).select(F.lit(tag).alias("t"), "v", none.alias("n"), none.alias("neg"), none.alias("pos"))
+                query = query.unionAll(part)
+        ends: dict[int, list[float]] = {0: [], 1: []}
+        n, zeros = 0, (0, 0)
+        for row in query.collect():
+            if row[0] == 2:
+                n, zeros = int(row[2]), (int(row[3]), int(row[4]))
+            else:
+                ends[int(row[0])].append(float(row[1]))
+        small, large = np.array(ends[0], dtype=np.float64), np.array(ends[1], dtype=np.float64)
+        return n, small, large, lambda: zeros[0] > 0 and zeros[1] > 0
 
-    def unit_count(self, unit: str) -> int:
-        kind = self._kind(unit)
-        if kind not in _NATIVE_KEYS:
-            return self._numpy().unit_count(unit)
+    def _unit_count(self, unit: str, kind: str) -> int:
         key = self._key_expr(unit, kind)
         if kind == "float":
             key = key + F.lit(0.0)  # -0.0 and 0.0 are one id
@@ -290,75 +240,80 @@ class SparkReductions(SourceReductions[SparkSource]):
     def _collect(self, expr: Column) -> npt.NDArray[np.float64]:
         """The non-null values of ``expr`` in the frame's row order, as float64 (one job)."""
         selected = self._source.frame.select(expr.alias("v")).where(F.col("v").isNotNull())
-        to_arrow = getattr(selected, "toArrow", None)
-        if callable(to_arrow):
-            try:
-                return np.asarray(to_arrow().column(0).to_numpy(), dtype=np.float64).copy()
-            except Exception:  # noqa: BLE001 -- no pyarrow: collect rows
-                pass
+        table = _arrow(selected)
+        if table is not None:
+            return np.asarray(table.column(0).to_numpy(), dtype=np.float64).copy()
         return np.array([r[0] for r in selected.collect()], dtype=np.float64)
 
-    def _signed_zeros(self, column: str) -> bool:
-        """Whether the present values hold both ``0.0`` and ``-0.0`` (told apart by their text: Spark's ``atan2`` adds 0.0)."""
-        x = self._present(column)
-        zero = x == F.lit(0.0)
-        negative = x.cast("string").startswith("-")
-        row = self._agg(F.sum(F.when(zero & negative, 1).otherwise(0)), F.sum(F.when(zero & ~negative, 1).otherwise(0)))
-        return int(row[0] or 0) > 0 and int(row[1] or 0) > 0
+    # -- per-unit questions (issue 17) ---------------------------------------------------
+    # Thin: validation, the numpy fallback for what Spark does not group or read, then one
+    # groupBy in dpalg.data._spark_units (semantics and exactness argued there).
+
+    def _unit_plan(self, unit: str, column: str | None) -> tuple[Column, Column | None] | None:
+        """The unit key and the present values (``None`` without a column); ``None`` when numpy answers.
+
+        Checks in the numpy backend's order: the id column exists, then the value column holds numbers.
+        """
+        from dpalg.data import _spark_units as units
+
+        self._data.column_dtype(unit)  # an unknown id column raises the dataset's error first
+        key_kind = units.unit_key_kind(self._source.spark_dtype(unit))
+        values = None
+        if column is not None:
+            if not self._native(column):
+                return None
+            values = units.present_values(column, self._kind(column))
+        return None if key_kind is None else (units.unit_key(unit, key_kind), values)
+
+    def per_unit_sums(self, unit: str, column: str, lower: float | None, upper: float | None, k: int) -> npt.NDArray[np.float64]:
+        from dpalg.data import _spark_units as units
+        from dpalg.data._user_units import check_unit_clip, check_unit_lattice
+
+        check_unit_lattice("per_unit_sums", k)
+        check_unit_clip("per_unit_sums", lower, upper)
+        plan = self._unit_plan(unit, column)
+        if plan is None or plan[1] is None:
+            return self._numpy().per_unit_sums(unit, column, lower, upper, k)
+        return units.unit_sums(self._source.frame, plan[0], plan[1], lower, upper, k, self.n_rows)
+
+    def per_unit_row_counts(self, unit: str, column: str | None) -> npt.NDArray[np.int64]:
+        from dpalg.data import _spark_units as units
+
+        plan = self._unit_plan(unit, column)
+        if plan is None:
+            return self._numpy().per_unit_row_counts(unit, column)
+        return units.unit_row_counts(self._source.frame, plan[0], plan[1])
+
+    def per_unit_max(self, unit: str, column: str, lower: float | None, upper: float | None) -> npt.NDArray[np.float64]:
+        from dpalg.data import _spark_units as units
+        from dpalg.data._user_units import check_unit_clip
+
+        check_unit_clip("per_unit_max", lower, upper)
+        plan = self._unit_plan(unit, column)
+        if plan is None or plan[1] is None:
+            return self._numpy().per_unit_max(unit, column, lower, upper)
+        return units.unit_max(self._source.frame, plan[0], plan[1], lower, upper)
 
 
-def _py(value: object) -> object:
-    """A collected key as the Python value numpy would hold (Spark returns binary as ``bytearray``)."""
-    return bytes(value) if isinstance(value, (bytearray, memoryview)) else value
+_INT_TYPES: Final[dict[str, np.dtype[np.integer[Any]]]] = {
+    "ByteType": np.dtype(np.int8), "ShortType": np.dtype(np.int16), "IntegerType": np.dtype(np.int32), "LongType": np.dtype(np.int64),
+}  # fmt: skip
 
 
-@final
-class _SumPlan:
-    """The folded clip bounds of one fixed-point sum on the numpy backend's fast path."""
-
-    __slots__ = ("a", "b", "bound", "scale")
-
-    def __init__(self, scale: float, a: float, b: float) -> None:
-        self.scale, self.a, self.b = scale, a, b
-        self.bound = max(abs(round(a)), abs(round(b)), 1)  # every term's magnitude is at most this
-
-    @classmethod
-    def fast(cls, spec: SumSpec) -> _SumPlan | None:
-        """The numpy backend's fast-path test and constants, computed the same way; ``None`` off the fast path."""
-        lo_in, hi_in = inside_bounds(spec.lower, spec.upper)
-        step = Fraction(2) ** spec.k
-        big_l, big_u = fraction_floor(spec.lower / step), fraction_ceil(spec.upper / step)
-        if not (-1022 <= -spec.k <= 1023 and max(abs(big_l), abs(big_u)) <= 1 << 52):
-            return None
-        scale = math.ldexp(1.0, -spec.k)
-        with np.errstate(over="ignore"):
-            a = max(lo_in * scale, float(big_l))
-            b = min(hi_in * scale, float(big_u))
-        if not (math.isfinite(a) and math.isfinite(b) and a <= b):
-            return None
-        return cls(scale, a, b)
+def _arrow(frame: Any) -> Any:
+    """The frame collected as a pyarrow Table (``toArrow``: pyspark >= 4), or ``None`` where it cannot be."""
+    to_arrow = getattr(frame, "toArrow", None)
+    if not callable(to_arrow):
+        return None
+    try:
+        return to_arrow()
+    except Exception:  # noqa: BLE001 -- no pyarrow, or a type Arrow does not carry: the caller collects rows
+        return None
 
 
-def _candidates(kind: str, dtype: Any, keys: Sequence[Key]) -> list[Any]:
-    """The values, in the column's Spark type, a row must hold to match one of the normalised ``keys`` (a superset)."""
-    out: list[Any] = []
-    for key in keys:
-        if kind == "bool" and type(key) is bool:
-            out.append(key)
-        elif kind == "str" and type(key) is str:
-            out.append(key)
-        elif kind == "bytes" and type(key) is bytes:
-            out.append(bytearray(key))
-        elif kind == "int" and type(key) is int:
-            info = np.iinfo(np.dtype({"ByteType": "int8", "ShortType": "int16", "IntegerType": "int32"}.get(type(dtype).__name__, "int64")))
-            if info.min <= key <= info.max:
-                out.append(key)
-        elif kind == "float" and type(key) in (int, float):
-            try:
-                value = float(key)  # rounds a large int: a superset, matched exactly afterwards
-            except OverflowError:
-                continue  # an int beyond every float equals no float
-            out.append(value)
-            if value == 0.0:
-                out.append(-0.0)
-    return out
+def _pairs(frame: Any) -> list[tuple[Any, int]]:
+    """The rows ``(value, count)`` of a small grouped frame (Arrow when it can: far cheaper than Row objects)."""
+    table = _arrow(frame)
+    if table is not None:
+        return list(zip(table.column(0).to_pylist(), (int(c) for c in table.column(1).to_pylist())))
+    return [(row[0], int(row[1])) for row in frame.collect()]

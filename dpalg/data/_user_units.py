@@ -53,12 +53,17 @@ from dpalg.data._lattice_sums import TERM_LIMIT, per_unit_lattice_sums
 from dpalg.data._numeric import as_column, to_float
 
 __all__ = [
+    "check_unit_clip",
+    "check_unit_lattice",
+    "clip_rows",
+    "lattice_totals_to_float",
     "per_unit_max",
     "per_unit_row_counts",
     "per_unit_sums",
     "per_unit_value_sets",
     "unit_count",
     "unit_index",
+    "unit_term_bound",
 ]
 
 _FMAX: Final = float(np.finfo(np.float64).max)
@@ -166,8 +171,7 @@ def per_unit_sums(ids: npt.ArrayLike, values: npt.ArrayLike, *, k: int = -20) ->
     References:
         Fang, Dong, Yi, CCS 2022 (user sums with unbounded contributions).
     """
-    if isinstance(k, bool) or not isinstance(k, int) or not -1000 <= k <= 900:
-        raise InvalidArgument("per_unit_sums", "k", k, "must be an int in [-1000, 900]")
+    check_unit_lattice("per_unit_sums", k)
     n_units, inv = unit_index(ids, owner="per_unit_sums")
     vals = _numeric(values, "per_unit_sums")
     _check_lengths(inv.shape[0], vals.shape[0], "per_unit_sums")
@@ -176,7 +180,7 @@ def per_unit_sums(ids: npt.ArrayLike, values: npt.ArrayLike, *, k: int = -20) ->
     with np.errstate(all="ignore"):
         terms = np.rint(np.ldexp(np.clip(vals[keep], -limit, limit), -k)).astype(np.int64)  # exact scaling, half-even
     totals = per_unit_lattice_sums(inv[keep], n_units, np.clip(terms, -TERM_LIMIT, TERM_LIMIT), 0, TERM_LIMIT)
-    return np.ldexp(totals.astype(np.float64), k)
+    return lattice_totals_to_float(totals, k)
 
 
 def per_unit_max(ids: npt.ArrayLike, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
@@ -253,3 +257,74 @@ def per_unit_value_sets(
     indptr = np.zeros(n_units + 1, dtype=np.int64)
     np.cumsum(np.bincount(units, minlength=n_units), out=indptr[1:])
     return indptr, codes.astype(np.int64)
+
+
+# -- shared by the backends of the per-unit reductions (dpalg.data._reductions) ------------
+
+
+def check_unit_lattice(owner: str, k: object) -> int:
+    """``k`` if it is a lattice exponent :func:`per_unit_sums` accepts (an int in [-1000, 900]), else raise.
+
+    Examples:
+        >>> check_unit_lattice("per_unit_sums", -20)
+        -20
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or not -1000 <= k <= 900:
+        raise InvalidArgument(owner, "k", k, "must be an int in [-1000, 900]")
+    return k
+
+
+def check_unit_clip(owner: str, lower: float | None, upper: float | None) -> None:
+    """Raise unless ``lower``, ``upper`` are floats (or ``None``: no bound on that side), not NaN, ``lower <= upper``.
+
+    The bounds are public (a query's clip), so the message may show them.
+    """
+    for field, bound in (("lower", lower), ("upper", upper)):
+        if bound is not None and (not isinstance(bound, float) or math.isnan(bound)):
+            raise InvalidArgument(owner, field, bound, "must be a float that is not NaN, or None")
+    if lower is not None and upper is not None and lower > upper:
+        raise InvalidArgument(owner, "lower", lower, f"must be <= upper={upper}")
+
+
+def clip_rows(values: npt.NDArray[np.float64], lower: float | None, upper: float | None) -> npt.NDArray[np.float64]:
+    """``np.clip(values, lower, upper)`` (NaN stays NaN; a ``None`` bound clips nothing on its side).
+
+    Examples:
+        >>> clip_rows(np.array([-1.0, 5.0, np.nan]), 0.0, None).tolist()
+        [0.0, 5.0, nan]
+    """
+    if lower is None and upper is None:
+        return values
+    return np.clip(values, lower, upper)
+
+
+def unit_term_bound(lower: float | None, upper: float | None, k: int) -> int:
+    """The largest ``|term|`` a row can give :func:`per_unit_sums` after ``clip_rows(·, lower, upper)`` (public).
+
+    Terms are monotone in the value, so the bound is the larger magnitude of the
+    terms of the two (clamped) bounds; a missing bound is ``±inf``, whose term is
+    ``∓2**62``. Backends use it to choose an exact sum type (a long sum of ``n``
+    terms cannot overflow when ``n·bound < 2**63``).
+
+    Examples:
+        >>> unit_term_bound(0.0, 100.0, -10), unit_term_bound(None, 1.0, 0) == 2**62
+        (102400, True)
+    """
+    limit = math.ldexp(1.0, 62 + k)
+    ends = np.array([-math.inf if lower is None else lower, math.inf if upper is None else upper], dtype=np.float64)
+    with np.errstate(all="ignore"):
+        terms = np.rint(np.ldexp(np.clip(ends, -limit, limit), -k))  # the chain of per_unit_sums
+    return max(1, int(np.max(np.abs(terms))))
+
+
+def lattice_totals_to_float(totals: npt.NDArray[np.int64], k: int) -> npt.NDArray[np.float64]:
+    """Users' clamped exact totals (int64, in units of ``2**k``) as float64: ``ldexp(float(total), k)``.
+
+    The one conversion every backend uses, in the driver (rounded to nearest, a
+    per-user map), so equal integer totals give equal floats on every backend.
+
+    Examples:
+        >>> lattice_totals_to_float(np.array([3, 2**53 + 1]), -1).tolist()
+        [1.5, 4503599627370496.0]
+    """
+    return np.ldexp(np.asarray(totals, dtype=np.int64).astype(np.float64), k)

@@ -212,17 +212,16 @@ class Session(Generic[M]):
             LedgerError: the ledger file stayed locked past the timeout, or is
                 gone or damaged (nothing is charged).
         """
-        from dpalg.data import as_dataset
         from dpalg.graph._schema import validate_schema
-        from dpalg.release._release import SessionSpend, execute
+        from dpalg.release._release import SessionSpend, execute, run_data
 
         derivation = derive(plan)
-        dataset = as_dataset(data)
-        validate_schema(plan, dataset)  # the public schema, before the charge: a typo costs nothing
-        digest = plan_digest(plan)
-        before, after, charge_id = self._charge(cast(M, derivation.cost), derivation.path, digest)
-        spend = SessionSpend(budget=self._budget, spent_before=before, spent_after=after)
-        release = execute(plan, dataset, rng=rng, derivation=derivation, budget=self._budget, session=spend)
+        with run_data(data) as dataset:  # a frame's cache lives for this run only
+            validate_schema(plan, dataset)  # the public schema, before the charge: a typo costs nothing
+            digest = plan_digest(plan)
+            before, after, charge_id = self._charge(cast(M, derivation.cost), derivation.path, digest)
+            spend = SessionSpend(budget=self._budget, spent_before=before, spent_after=after)
+            release = execute(plan, dataset, rng=rng, derivation=derivation, budget=self._budget, session=spend)
         sealed = release.certificate.get("digest")
         if isinstance(sealed, dict) and isinstance(sealed.get("value"), str):
             # Bookkeeping only: the release is made and paid for; a busy ledger must not swallow it.

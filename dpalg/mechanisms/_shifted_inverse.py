@@ -43,7 +43,7 @@ import numpy as np
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
-from dpalg.data import Dataset, Neighbouring, per_unit_max, per_unit_row_counts, per_unit_sums, unit_count
+from dpalg.data import Dataset, Neighbouring, as_reductions
 from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ZCDP, PureDP
@@ -95,8 +95,32 @@ def sum_lattice_k(top: int | None) -> int:
     return -20 if top is None else max(-40, top.bit_length() - 60)
 
 
+def _nearest_float(x: Fraction) -> float:
+    """The float nearest ``x``; beyond the float range ``±inf`` (where IEEE rounding to nearest overflows)."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
+
+
+def _row_clip(query: Query) -> tuple[float | None, float | None]:
+    """The query's row clip as the floats nearest its bounds (``np.clip``'s, as always), or no clip.
+
+    A bound beyond the float range is ``±inf`` (it clips no float; rows are then
+    clamped at ``±2**62`` lattice steps), where ``float()`` used to raise after the charge.
+    """
+    if query.lower is not None and query.upper is not None:
+        return _nearest_float(query.lower), _nearest_float(query.upper)
+    return None, None
+
+
 def user_loss(query: Query, data: Dataset, floor: int, top: int | None = None) -> UserLoss:
     """The loss of ``⌊f⌋`` that every shifted-inverse form uses, read through the per-unit reductions.
+
+    The data is read only through :func:`~dpalg.data.as_reductions` (numpy, polars
+    or Spark): one number per user reaches the driver, in ascending order, which
+    is all :class:`UserLoss` needs (it depends only on the multiset of the users'
+    numbers), so every backend gives the same loss bit for bit.
 
     Args:
         query: a validated user-level query (see :data:`SHIFTED_KINDS`).
@@ -114,25 +138,21 @@ def user_loss(query: Query, data: Dataset, floor: int, top: int | None = None) -
     sensitivity 1 under add/remove of one user (seed 004, Prop. 3).
     """
     assert query.user is not None
-    ids = data.column(query.user)
+    reductions = as_reductions(data)  # numpy, polars or Spark: only per-unit numbers reach the driver
     match query.kind:
         case "user_sum":
             assert query.column is not None
-            values = data.numeric(query.column)
-            if query.lower is not None and query.upper is not None:  # lower >= 0 checked at construction
-                values = np.clip(values, float(query.lower), float(query.upper))
-            loss = UserLoss.user_sum(per_unit_sums(ids, values, k=sum_lattice_k(top)))  # exact, order independent
+            lower, upper = _row_clip(query)  # lower >= 0 checked at construction
+            sums = reductions.per_unit_sums(query.user, query.column, lower, upper, sum_lattice_k(top))
+            loss = UserLoss.user_sum(sums)  # exact, order independent
         case "user_count":
-            loss = UserLoss.row_count(np.ones(unit_count(ids), dtype=np.int64))
+            loss = UserLoss.row_count(np.ones(reductions.unit_count(query.user), dtype=np.int64))
         case "count":
-            column = None if query.column is None else data.numeric(query.column)
-            loss = UserLoss.row_count(per_unit_row_counts(ids, column))  # numeric values when a column is named
+            loss = UserLoss.row_count(reductions.per_unit_row_counts(query.user, query.column))  # present values when a column is named
         case "user_max":
             assert query.column is not None
-            values = data.numeric(query.column)
-            if query.lower is not None and query.upper is not None:
-                values = np.clip(values, float(query.lower), float(query.upper))
-            loss = UserLoss.user_max(per_unit_max(ids, values), floor=floor)
+            lower, upper = _row_clip(query)
+            loss = UserLoss.user_max(reductions.per_unit_max(query.user, query.column, lower, upper), floor=floor)
         case _:
             raise AssertionError(query.kind)
     return loss.floored()

@@ -15,7 +15,8 @@ neighbouring relation, the derivation, the claimed cost, the symbolic checks,
 that the recorded budget covers the cost and that the session's arithmetic
 adds up. Every other field -- the released ``value``, the ``randomness`` (and
 so whether the release is private at all), the ``budget`` and ``session``
-amounts, ``created`` and ``dpalg_version`` -- is the publisher's *claim*, which
+amounts, ``created``, ``dpalg_version`` and the ``backend`` that computed the
+release -- is the publisher's *claim*, which
 only a valid signature by a key the auditor trusts (``public_key``) can vouch
 for. So an audit without such a signature ends ``"cost_confirmed"`` (exit 0)
 and lists those fields as unverifiable claims, never plain ``"confirmed"``;
@@ -62,10 +63,11 @@ MAX_CERTIFICATE_BYTES = 16 * 1024 * 1024
 # re-derived from the plan: they hold whoever wrote the document
 VERIFIED_FIELDS = ("format", "plan", "plan_repr", "neighbouring", "claimed_cost", "derivation", "symbolic_checks")
 # the publisher's word: only a signature by a trusted key vouches for them
-CLAIMED_FIELDS = ("value", "randomness", "budget", "session", "created", "dpalg_version", "warnings")
+CLAIMED_FIELDS = ("value", "randomness", "budget", "session", "created", "dpalg_version", "warnings", "backend")
 _CLAIMS_TEXT = (
     "value (the released numbers), randomness (its kind and whether it was secure, hence the seeded-randomness warning), "
-    "budget (only budget >= cost is checked), session (the spend; only its arithmetic is checked), created, dpalg_version"
+    "budget (only budget >= cost is checked), session (the spend; only its arithmetic is checked), created, dpalg_version, "
+    "backend (when recorded)"
 )
 
 # field -> JSON types it may have (schema v1, docs/certificates.md)
@@ -75,7 +77,9 @@ _FIELDS: dict[str, tuple[type, ...]] = {
     "symbolic_checks": (list,), "randomness": (dict,), "warnings": (list,), "session": (dict, type(None)),
     "value": (dict, list, str, int, float, bool, type(None)), "digest": (dict,),
 }  # fmt: skip
-_OPTIONAL = {"signature": (dict,)}
+# optional: "signature"; "backend" was added to version 1 later, so a certificate made before has none
+_OPTIONAL = {"signature": (dict,), "backend": (dict,)}
+_MAX_BACKEND_ENTRIES = 16
 
 
 @final
@@ -259,6 +263,27 @@ def _first_difference(recorded: JSON, derived: JSON, path: str = "") -> str | No
     return None
 
 
+def _backend_problem(backend: object) -> str | None:
+    """What is wrong with a recorded ``backend`` field (``None``: well formed). Never quotes its content."""
+    if not isinstance(backend, dict) or set(backend) != {"name", "versions"}:
+        return "must be an object with exactly the fields name and versions"
+    name, versions = backend["name"], backend["versions"]
+    if not isinstance(name, str) or not name:
+        return "name must be a non-empty string"
+    if not isinstance(versions, dict) or len(versions) > _MAX_BACKEND_ENTRIES:
+        return f"versions must be an object of at most {_MAX_BACKEND_ENTRIES} entries"
+    if not all(isinstance(v, str) for v in versions.values()):
+        return "versions must map package names to version strings"
+    return None
+
+
+def _describe_backend(backend: Mapping[str, JSON]) -> str:
+    versions = backend["versions"]
+    assert isinstance(versions, dict)
+    listed = ", ".join(f"{_clip(str(k), 40)} {_clip(str(v), 40)}" for k, v in sorted(versions.items()))
+    return f"{_clip(str(backend['name']), 40)} ({listed or 'no versions recorded'})"
+
+
 def _measure(findings: list[str], cert: Mapping[str, object], field: str) -> Measure | None:
     try:
         return measure_from_json(cert.get(field))
@@ -308,6 +333,10 @@ def audit_certificate(
     extra = set(certificate) - set(_FIELDS) - set(_OPTIONAL)
     if extra:
         return _malformed(findings, f"unknown fields {_clip(repr(sorted(str(k) for k in extra)), 200)}")
+    if "backend" in certificate:
+        backend_problem = _backend_problem(certificate["backend"])
+        if backend_problem is not None:
+            return _malformed(findings, f"backend {backend_problem}")
     cert: dict[str, JSON] = dict(certificate)  # type: ignore[arg-type]  # checked field by field above
     # 2. integrity: digest, then signature
     digest = cert["digest"]
@@ -334,6 +363,9 @@ def audit_certificate(
         findings.append(f"signature: {sig.detail}")
     if sig.status == "unverifiable":
         warnings.append(sig.detail)
+    backend = cert.get("backend")
+    if isinstance(backend, dict):
+        findings.append(f"backend: {_describe_backend(backend)}{'' if trusted else ' (as claimed)'}")
     try:
         created = datetime.datetime.fromisoformat(str(cert["created"]))
     except ValueError:
@@ -454,10 +486,11 @@ def audit_certificate(
         return AuditReport("refuted", tuple(findings), tuple(warnings), signature=sig.status)
     if trusted:
         return AuditReport("confirmed", tuple(findings), tuple(warnings), signature=sig.status)
+    claims = tuple(name for name in CLAIMED_FIELDS if name in cert)
     if require_secure:
         findings.append(
             "UNVERIFIABLE (--require-secure): without a valid signature by a trusted key (--public-key) the randomness "
             f"{_clip(repr(rnd['kind']), 80)} is only a claim; anyone can relabel a seeded run as secure and recompute the digest"
         )
-        return AuditReport("unverifiable", tuple(findings), tuple(warnings), CLAIMED_FIELDS, sig.status)
-    return AuditReport("cost_confirmed", tuple(findings), tuple(warnings), CLAIMED_FIELDS, sig.status)
+        return AuditReport("unverifiable", tuple(findings), tuple(warnings), claims, sig.status)
+    return AuditReport("cost_confirmed", tuple(findings), tuple(warnings), claims, sig.status)

@@ -24,13 +24,14 @@ from typing import Literal, Protocol, cast, final
 import attrs
 
 from dpalg._errors import InvalidArgument, Unsupported
+from dpalg.data._dataset import BackendInfo
 from dpalg.graph._derivation import Derivation, measure_to_json
 from dpalg.graph._node import AbstractMeasurement
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.release._serialize import JSON, canonical_json, encode, stable_repr
 
 __all__ = [
-    "CERTIFICATE_FORMAT", "CheckStatus", "SignatureCheck", "build_certificate", "certificate_digest", "signing_available",
+    "CERTIFICATE_FORMAT", "CheckStatus", "SignatureCheck", "backend_json", "build_certificate", "certificate_digest", "signing_available",
     "certificate_warnings", "classify_note", "derivation_json", "generate_signing_key", "library_version", "seal", "sign_certificate",
     "symbolic_check_records", "verify_signature",
 ]  # fmt: skip
@@ -109,6 +110,16 @@ def certificate_warnings(derivation: Derivation, secure: bool) -> list[JSON]:
     return out
 
 
+def backend_json(backend: BackendInfo) -> dict[str, JSON]:
+    """The certificate's ``backend`` field: ``{"name": ..., "versions": {package: version}}``.
+
+    Examples:
+        >>> backend_json(BackendInfo("polars", {"polars": "1.2.3", "numpy": "2.0.0"}))
+        {'name': 'polars', 'versions': {'numpy': '2.0.0', 'polars': '1.2.3'}}
+    """
+    return {"name": backend.name, "versions": {package: v for package, v in backend.versions}}
+
+
 def build_certificate(
     plan: AbstractMeasurement[PureDP] | AbstractMeasurement[ApproxDP] | AbstractMeasurement[ZCDP],
     derivation: Derivation,
@@ -118,8 +129,14 @@ def build_certificate(
     secure: bool,
     session: tuple[Measure, Measure, Measure] | None,
     value: JSON,
+    backend: BackendInfo,
 ) -> dict[str, JSON]:
-    """The sealed certificate of one release (see ``docs/certificates.md``)."""
+    """The sealed certificate of one release (see ``docs/certificates.md``).
+
+    ``backend`` is the data's backend (:attr:`dpalg.data.Dataset.backend`): a
+    fact of the release, so it is part of the digest, and a claim that only a
+    signature vouches for (the audit checks its shape only).
+    """
     nb = plan.neighbouring
     session_json: JSON = None
     if session is not None:
@@ -141,6 +158,7 @@ def build_certificate(
         "derivation": derivation_json(derivation),
         "symbolic_checks": symbolic_check_records(derivation),
         "randomness": {"kind": kind, "secure": secure},
+        "backend": backend_json(backend),
         "warnings": certificate_warnings(derivation, secure),
         "session": session_json,
         "value": value,

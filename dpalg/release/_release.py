@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import warnings
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, assert_never, final
 
 import attrs
@@ -28,7 +30,7 @@ from dpalg.release._serialize import JSON
 if TYPE_CHECKING:  # pragma: no cover
     from dpalg.graph._node import M
 
-__all__ = ["BOTTOM", "Bottom", "Release", "SessionSpend", "execute", "run_checked"]
+__all__ = ["BOTTOM", "Bottom", "Release", "SessionSpend", "execute", "run_checked", "run_data"]
 
 
 @final
@@ -124,7 +126,8 @@ def execute(
     value = _exec(plan, dataset, source, "")
     spend = None if session is None else (session.budget, session.spent_before, session.spent_after)
     certificate = build_certificate(
-        plan, derivation, budget, kind=source.kind, secure=source.secure, session=spend, value=_value_json(value)
+        plan, derivation, budget, kind=source.kind, secure=source.secure, session=spend, value=_value_json(value),
+        backend=dataset.backend,
     )
     return Release(value, certificate)
 
@@ -143,10 +146,29 @@ def run_checked(plan: AbstractMeasurement[M], data: object, *, rng: RngLike) -> 
         raise UncheckedPlan(
             f"{type(plan).__name__}: run() refused: call plan.check(budget) first (or run it in a dpalg.Session)"
         )
+    with run_data(data) as dataset:
+        validate_schema(plan, dataset)
+        budget, derivation = take_checked(plan)
+        return execute(plan, dataset, rng=rng, derivation=derivation, budget=budget)
+
+
+@contextlib.contextmanager
+def run_data(data: object) -> Iterator[Dataset]:
+    """``as_dataset(data)`` for the length of one run: what the run adapted, the run releases.
+
+    When the run ends, returning or raising, the source of a dataset this run made
+    (from a Spark or polars frame) is closed if it has a ``close()`` (optional in
+    :class:`~dpalg.data.ColumnSource`): a Spark source unpersists the cache it
+    made, so the input is persisted once per run. A :class:`~dpalg.data.Dataset`
+    the caller passed is the caller's, and is left open.
+    """
     dataset = as_dataset(data)
-    validate_schema(plan, dataset)
-    budget, derivation = take_checked(plan)
-    return execute(plan, dataset, rng=rng, derivation=derivation, budget=budget)
+    try:
+        yield dataset
+    finally:
+        close = getattr(dataset.source, "close", None) if dataset is not data else None
+        if callable(close):
+            close()
 
 
 def _exec(node: object, data: Dataset, rng: AbstractRandomness, path: str) -> object:

@@ -23,7 +23,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -316,6 +316,7 @@ def _release(plan: Any, budget: Any, data: object) -> tuple[str, dict[str, Any]]
     release = plan.run(data, rng=20240917)
     certificate = json.loads(release.certificate_json())
     certificate.pop("created")
+    certificate.pop("backend", None)  # the one field that names the backend and its versions
     certificate.pop("digest")
     return repr(release.value), certificate
 
@@ -341,3 +342,144 @@ def test_seeded_plans_give_the_same_release_on_spark_and_a_dict(spark: Any) -> N
     ]
     for make, budget in plans:
         assert _release(make(), budget, frame) == _release(make(), budget, columns), make()
+
+
+# -- the run's lifecycle and its jobs --------------------------------------------------------
+
+
+def _mean() -> Any:
+    return Laplace(Query.mean("x") | Clip(0, 100), epsilon=1)
+
+
+def _mean_plan() -> Any:
+    plan = _mean()
+    plan.check(PureDP(1))
+    return plan
+
+
+def test_a_run_persists_its_input_and_releases_it_at_the_end(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dpalg import Session
+    from dpalg.data._spark_reductions import SparkReductions
+
+    original = SparkReductions.clipped_sums
+    cached_during: list[bool] = []
+    fail = [False]
+
+    def spy(self: SparkReductions, specs: Any) -> Any:
+        out = original(self, specs)
+        cached_during.append(bool(frame.is_cached))  # persisted on first use, in this run
+        if fail[0]:
+            raise RuntimeError("a mechanism failed after reading the data")
+        return out
+
+    monkeypatch.setattr(SparkReductions, "clipped_sums", spy)
+    frame = _frame(spark, [float(i) for i in range(50)])
+    _mean_plan().run(frame, rng=1)  # plan.run
+    Session(PureDP(1)).run(_mean(), frame, rng=1)  # Session.run
+    fail[0] = True
+    with pytest.raises(RuntimeError, match="after reading"):  # a run that fails releases the cache too
+        _mean_plan().run(frame, rng=1)
+    assert cached_during == [True, True, True] and not frame.is_cached
+
+    fail[0] = False
+    frame.persist()  # the caller's cache is the caller's
+    _mean_plan().run(frame, rng=1)
+    assert frame.is_cached
+    frame.unpersist()
+
+    ds = as_dataset(frame)  # a dataset the caller built stays open across runs, until the caller closes it
+    _mean_plan().run(ds, rng=1)
+    assert frame.is_cached
+    source = ds.source
+    assert isinstance(source, SparkSource)
+    source.close()
+    source.close()  # idempotent
+    assert not frame.is_cached
+
+
+def test_reductions_run_few_jobs(spark: Any) -> None:
+    """Once a run's input is cached: clipped_sums is one aggregate, order_window two passes, extremes one collect.
+
+    An aggregate or a group-by is two jobs under adaptive execution (its shuffle is a
+    job); the first job of a run also fills the cache (one more job, once).
+    """
+    from pyspark.sql import functions as F
+
+    rows = 70_000  # beyond the window's buckets: the two-pass order window
+    ds = as_dataset(spark.range(0, rows, 1, 2).select((F.col("id") % 1000 / 7.0).alias("x")))
+    backend = as_reductions(ds)
+    assert backend.n_rows == rows  # the first job: the cache is filled
+    reference = as_reductions(as_dataset({"x": ds.column("x")}))
+    tracker = spark.sparkContext.statusTracker()
+    lo, hi = Fraction(0), Fraction(100)
+    budget: list[tuple[str, Callable[[Reductions], object], int]] = [
+        ("clipped_sums", lambda r: r.clipped_sums([SumSpec("x", lo, hi, -10), SumSpec("x", lo, hi, 0)]), 2),
+        ("order_window", lambda r: r.order_window("x", lo, hi, rows // 2 - 10, rows // 2 + 10), 3),
+        ("extremes", lambda r: r.extremes("x", lo, hi, 100), 2),
+    ]
+    try:
+        for name, ask, most in budget:
+            spark.sparkContext.setJobGroup(f"dpalg-{name}", name)
+            got = ask(backend)
+            jobs = len(list(tracker.getJobIdsForGroup(f"dpalg-{name}")))
+            assert jobs <= most, f"{name}: {jobs} jobs"
+            assert _canon(got) == _canon(ask(reference)), name
+    finally:
+        spark.sparkContext.setJobGroup("dpalg-other", "after")
+        source = ds.source
+        assert isinstance(source, SparkSource)
+        source.close()
+
+
+# -- Spark Connect ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def connect(spark: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A Spark Connect session served by the test JVM (a Connect server on an ephemeral port of localhost)."""
+    try:
+        from pyspark.sql.connect.session import SparkSession as RemoteSession
+    except ImportError as exc:
+        if os.environ.get("DPALG_REQUIRE_SPARK"):  # the spark extra brings pyspark[connect]: in CI its absence fails
+            raise
+        pytest.skip(f"Spark Connect needs pyspark[connect] (grpcio, grpcio-status, googleapis-common-protos, zstandard): {exc}")
+    try:
+        service = getattr(getattr(spark._jvm.org.apache.spark.sql.connect.service, "SparkConnectService$"), "MODULE$")
+        spark._jsc.sc().conf().set("spark.connect.grpc.binding.port", "0")
+        service.start(spark._jsc.sc())
+        port = int(service.localPort())
+    except Exception as exc:  # noqa: BLE001 -- no Connect server in this pyspark's jars (pyspark < 4)
+        pytest.skip(f"cannot start a Spark Connect server in this JVM: {type(exc).__name__}")
+    # A Connect client process has this set (SparkSession.builder.remote sets it): pyspark.sql.functions then
+    # builds Connect columns. This process also holds the classic session, so it is set for this test only.
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
+    session = RemoteSession.builder.remote(f"sc://localhost:{port}").getOrCreate()
+    try:
+        yield session
+    finally:
+        session.stop()
+        service.stop(getattr(service, "stop$default$1")(), getattr(service, "stop$default$2")())
+
+
+def test_a_spark_connect_frame_is_reduced_on_the_server(connect: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nr, "_WINDOW_BUCKETS", 4)  # the two-pass order window on a short column
+    values = FLOATS * 2
+    frame = _frame(connect, values).repartition(3)
+    assert ".connect." in type(frame).__module__
+    with monkeypatch.context() as classic_process:  # a process that is no Connect client: refused before any job
+        classic_process.delenv("SPARK_CONNECT_MODE_ENABLED")
+        with pytest.raises(Unsupported, match="needs a Connect client process"):
+            as_dataset(frame)
+    ds = as_dataset(frame)
+    backend = as_reductions(ds)
+    assert type(backend).__name__ == "SparkReductions" and ds.backend.name == "spark-connect"
+    _assert_same(_reference(ds), backend, _questions(BOUNDS[:2]), label="connect")
+    source = ds.source
+    assert isinstance(source, SparkSource)
+    source.close()
+    assert not frame.is_cached
+    clean = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))][:20]
+    plain = _frame(connect, clean)
+    columns = {"id": list(range(len(clean))), "x": clean}
+    assert _release(_mean(), PureDP(1), plain) == _release(_mean(), PureDP(1), columns)
+    assert not plain.is_cached
