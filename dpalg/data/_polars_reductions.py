@@ -276,7 +276,7 @@ class PolarsReductions(SourceReductions[PolarsSource]):
     def _key_groups(self, column: str, kind: str, candidates: list[object] | None) -> list[tuple[object, int]]:
         keys = self._source.frame.select(self._key_expr(column, kind).alias("k"))
         if candidates is not None:  # the rows that can match, first: a group-by over fewer rows
-            keys = keys.filter(pl.col("k").is_in(pl.Series(candidates, dtype=_key_dtype(kind, self._source.polars_dtype(column)))))
+            keys = keys.filter(pl.col("k").is_in(pl.Series(candidates, dtype=_key_dtype(kind, self._source.polars_dtype(column))).implode()))
         grouped = keys.group_by("k").agg(pl.len().alias("n")).collect()
         return [(value, int(n)) for value, n in grouped.iter_rows()]
 

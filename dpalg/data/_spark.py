@@ -95,8 +95,8 @@ def java_problem() -> str | None:
 def spark_kind(dtype: Any) -> str:
     """How the backend reads a Spark type: ``float``, ``int``, ``bool``, ``null``, ``str``, ``bytes`` or ``other``.
 
-    ``other`` types (``DecimalType``, dates, nested types) are not computed on the
-    executors: their column is collected to numpy and the numpy backend answers,
+    ``other`` types (``DecimalType``, dates, nested types, strings with a
+    non-binary collation) are not computed on the executors: their column is collected to numpy and the numpy backend answers,
     so the data policy applies value by value.
     """
     name = type(dtype).__name__
@@ -109,7 +109,9 @@ def spark_kind(dtype: Any) -> str:
     if name == "NullType":
         return "null"
     if name in _STRS:
-        return "str"
+        # a non-binary collation (Spark 4: UTF8_LCASE, ICU) makes "a" and "A" one group-by key and one
+        # distinct value on the executors, where numpy's key policy sees two: such a column is read in numpy
+        return "str" if getattr(dtype, "collation", None) in (None, "UTF8_BINARY") else "other"
     if name == "BinaryType":
         return "bytes"
     return "other"
