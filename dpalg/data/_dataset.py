@@ -192,13 +192,19 @@ DataLike = Mapping[str, ArrayLike1D] | object
 
 
 class ColumnSource(Protocol):
-    """Where a :class:`Dataset`'s columns live when they are not numpy arrays (a polars frame; later Spark).
+    """Where a :class:`Dataset`'s columns live when they are not numpy arrays (a polars frame, a Spark DataFrame).
 
     A backend implements this protocol once; :func:`as_dataset` wraps it with
     :meth:`Dataset.from_source`, and :func:`~dpalg.data.as_reductions` hands
     mechanisms the backend's own :class:`~dpalg.data.Reductions`. The schema
     (``names``, :meth:`dtype`) is public and must be known without reading a row:
     the runner checks it before the charge.
+
+    Optionally, a source has a ``close()`` method: a run that built the dataset
+    itself (``plan.run(frame)``, ``Session.run``) calls it when the run ends,
+    whether it succeeded or raised, to release what the source holds (the Spark
+    source unpersists the cache it made). A dataset the caller built with
+    :func:`as_dataset` is the caller's and is never closed by a run.
     """
 
     @property
