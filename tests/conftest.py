@@ -1,10 +1,11 @@
-"""Fixtures shared by the test packages, and the path of the noise tests' helper module.
+"""Fixtures shared by the test packages, and the paths of the helper modules of the noise and data tests.
 
 ``spark``: one SparkSession for the whole run (local[2], UI off, 4 shuffle
 partitions, ANSI mode at its default). Spark test modules guard their own
-imports (``pytest.importorskip("pyspark")``, or a hard import under
-``DPALG_REQUIRE_SPARK=1``) and carry ``pytest.mark.spark``; this fixture only
-starts the session, once, when a test first asks for it.
+imports (``pytestmark = spark_module_marks()`` from ``tests/data/backend_support.py``:
+``pytest.importorskip("pyspark")``, or a hard import under ``DPALG_REQUIRE_SPARK=1``)
+and carry ``pytest.mark.spark``; this fixture only starts the session, once, when a
+test first asks for it.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from typing import Any
 
 import pytest
 
-# tests/noise/noise_stats_helpers.py sits next to the noise tests (importlib mode puts no test
-# directory on sys.path); one conftest for the whole tree (mypy refuses two modules named conftest)
-_NOISE = str(Path(__file__).resolve().parent / "noise")
-if _NOISE not in sys.path:
-    sys.path.insert(0, _NOISE)
+# tests/noise/noise_stats_helpers.py and tests/data/backend_support.py sit next to the tests that use
+# them (importlib mode puts no test directory on sys.path, and test modules cannot import one another);
+# one conftest for the whole tree (mypy refuses two modules named conftest)
+for _helpers in ("noise", "data"):
+    _path = str(Path(__file__).resolve().parent / _helpers)
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
 
 
 @pytest.fixture(scope="session")

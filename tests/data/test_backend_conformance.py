@@ -25,16 +25,18 @@ the digest.
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
 import attrs
 import numpy as np
 import pytest
+from backend_support import CLIP_BOUNDS, COMPOSE_BUDGET, ID_VALUES, INF, INT64_BOUNDS, KEYS, NAN, Ask, Question
+from backend_support import answer, ask_strategy, bool_values, comparable, compose_plan, float_values, int_values
+from backend_support import people, seeded_release, window_buckets
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -44,36 +46,15 @@ pytest.importorskip("pandas")
 import pandas as pd  # noqa: E402
 import polars as pl  # noqa: E402
 
-from dpalg import ApproxDP, Clip, Compose, InvalidArgument, PureToApprox, Query  # noqa: E402
-from dpalg.data import LatticeSum, OrderWindow, Reductions, SumSpec, as_dataset, as_reductions  # noqa: E402
+from dpalg import InvalidArgument  # noqa: E402
+from dpalg.data import SumSpec, as_dataset, as_reductions  # noqa: E402
 from dpalg.data import _numpy_reductions as nr  # noqa: E402
-from dpalg.mechanisms import Laplace, SmoothBound  # noqa: E402
 from dpalg.release import audit_certificate, seal  # noqa: E402
 
-NAN, INF = math.nan, math.inf
+# -- frames (the adversarial values and ids: backend_support) -------------------------------
 
-# -- frames --------------------------------------------------------------------------------
-
-FLOATS: list[Any] = [
-    NAN, None, INF, -INF, -0.0, 0.0, 1e308, -1e308, 0.5, 1.5, 2.5, -0.5, -2.5, 5e-324, 9007199254740993.0,
-    4503599627370495.5, 2.0**51 + 0.5, 0.1, 10.0, 7.25,
-]  # fmt: skip
-INTS: list[Any] = [None, 0, 1, -1, 2, 3, 7, 10, -3, 2**53, 2**53 + 1, 2**62, -(2**63), 2**63 - 1]
-_values: dict[str, st.SearchStrategy[Any]] = {
-    "float": st.one_of(
-        st.sampled_from(FLOATS),
-        st.integers(-44, 44).map(lambda i: i / 4),  # ties on the lattices 2**-1 and 2**0, and on grid points
-        st.floats(allow_nan=False, width=64),
-    ),
-    "int": st.one_of(st.sampled_from(INTS), st.integers(-(2**63), 2**63 - 1)),
-    "bool": st.sampled_from([True, False, None]),
-}
-_ids: dict[str, st.SearchStrategy[Any]] = {  # few distinct values: users with several rows
-    "int": st.sampled_from([None, 0, 1, 2, 3, -1, 2**53, 2**53 + 1, 2**63 - 1]),
-    "float": st.sampled_from([None, NAN, 0.0, -0.0, 1.0, 0.5, 2.5, INF, -INF, 2.0**53, 1e308]),
-    "bool": st.sampled_from([True, False, None]),
-    "str": st.sampled_from([None, "a", "b", "", "1", "ä", "a "]),
-}
+_values: dict[str, st.SearchStrategy[Any]] = {"float": float_values, "int": int_values, "bool": bool_values}
+_ids: dict[str, st.SearchStrategy[Any]] = {kind: st.sampled_from(ids) for kind, ids in ID_VALUES.items()}
 _POLARS = {"float": pl.Float64, "int": pl.Int64, "bool": pl.Boolean, "str": pl.String}
 
 
@@ -120,49 +101,12 @@ def frames(draw: st.DrawFn, *, max_rows: int = 24, x_kinds: tuple[str, ...] = ("
 
 # -- questions -----------------------------------------------------------------------------
 
-BOUNDS = [
-    (Fraction(0), Fraction(10)),
-    (Fraction(-5, 2), Fraction(29, 4)),
-    (Fraction(1, 10), Fraction(1, 2)),
-    (Fraction(-1, 3), Fraction(-1, 3)),
-    (Fraction(1e308) * -1, Fraction(1e308)),
-    (Fraction(-(10**400)), Fraction(10**400)),
-    (Fraction(-(10**15)), Fraction(10**15)),
-    (Fraction(-(2**63)), Fraction(2**63)),
-]
-KEYS: list[Any] = [0, 1, 0.5, True, False, "a", "", 2.5, -0.0, 1e308, NAN, None, 10**400, 2**53, 2**53 + 1, b"a", -INF, 2**63 - 1]
-_bounds = st.one_of(
-    st.sampled_from(BOUNDS),
-    st.tuples(st.integers(-40, 40), st.sampled_from([1, 2, 3, 4, 10]), st.integers(0, 80), st.sampled_from([1, 2, 4])).map(
-        lambda t: (Fraction(t[0], t[1]), Fraction(t[0], t[1]) + Fraction(t[2], t[3]))
-    ),
-)
-_ks = st.lists(st.one_of(st.sampled_from([-1074, -45, -20, 0, 60, 1100]), st.integers(-8, 4)), min_size=1, max_size=4)
-
-
-@attrs.frozen
-class Ask:
-    """The public parameters of one round of questions (drawn by hypothesis)."""
-
-    bounds: tuple[Fraction, Fraction]
-    ks: list[int]
-    bits: int
-    first: int
-    width: int
-    k: int
-    unit_bounds: tuple[float | None, float | None] = (None, None)
-    unit_k: int = -20
-
-
+BOUNDS = [*CLIP_BOUNDS, INT64_BOUNDS]
 UNIT_BOUNDS: list[tuple[float | None, float | None]] = [
     (None, None), (0.0, 10.0), (-2.5, 7.25), (None, 5.0), (0.0, None), (-1e308, 1e308), (3.0, 3.0), (0.1, 0.5), (-0.0, 0.0),
 ]  # fmt: skip
-asks = st.builds(
-    Ask, _bounds, _ks, st.sampled_from([1, 3, 16]), st.integers(-2, 30), st.integers(0, 6), st.sampled_from([0, 1, 3, 40]),
-    st.sampled_from(UNIT_BOUNDS), st.one_of(st.sampled_from([-1000, -45, -20, 0, 60, 900]), st.integers(-8, 4)),
-)  # fmt: skip
+asks = ask_strategy(BOUNDS, [1, 2, 3, 4, 10], UNIT_BOUNDS)
 
-Question = tuple[str, Callable[[Reductions], object]]
 
 def numeric_questions(column: str, ask: Ask) -> list[Question]:
     lower, upper = ask.bounds
@@ -215,38 +159,8 @@ def per_unit_questions(frame: Frame, ask: Ask) -> list[Question]:
     return out
 
 
-# -- comparing answers bit for bit -------------------------------------------------------
-
-def canon(x: object) -> object:
-    """A value whose equality is bit identity: arrays by dtype, shape and bytes; floats by hex; keys with their type."""
-    if isinstance(x, np.ndarray):
-        return ("array", str(x.dtype), x.shape, x.tobytes())
-    if isinstance(x, OrderWindow):
-        return ("window", x.n, x.first, canon(x.values))
-    if isinstance(x, LatticeSum):
-        return ("sum", x.total, x.count, x.k)
-    if isinstance(x, float):
-        return ("float", x.hex())
-    if isinstance(x, (tuple, list)):
-        return (type(x).__name__, [canon(v) for v in x])
-    if isinstance(x, dict):
-        return ("dict", sorted(((repr(canon(k)), canon(v)) for k, v in x.items()), key=lambda kv: kv[0]))
-    return (type(x).__name__, x)
-
-
-def answer(ask: Callable[[], object]) -> object:
-    """The canonical answer, or the error (type and message) when the call raises."""
-    try:
-        return canon(ask())
-    except (InvalidArgument, OverflowError, ValueError) as exc:
-        return ("raised", type(exc).__name__, str(exc))
-
-
 def assert_conformant(frame: Frame, ask: Ask, *, buckets: int | None = None) -> None:
-    with pytest.MonkeyPatch.context() as mp:
-        if buckets is not None:  # the bucketed order window on short columns, in every backend
-            mp.setattr(nr, "_WINDOW_BUCKETS", buckets)
-            mp.setattr(nr, "BLOCK", 7)
+    with window_buckets(buckets):
         reference = as_reductions(as_dataset(frame.as_dict()))
         assert isinstance(reference, nr.NumpyReductions)
         asked = questions(frame, ask)
@@ -301,32 +215,12 @@ def test_nullable_pandas_ints_keep_large_ids_apart() -> None:
 
 # -- a seeded plan, end to end -------------------------------------------------------------
 
-BUDGET = ApproxDP(3, "1e-6")
-
-
-def plan(id_keys: tuple[Any, ...]) -> Compose[ApproxDP]:
-    clip = Clip(0, 100)
-    return Compose(
-        PureToApprox(Laplace(Query.sum("x") | clip, epsilon=1)),
-        SmoothBound(Query.median("x") | clip, epsilon=1, delta="1e-6"),
-        PureToApprox(Laplace(Query.histogram("id", keys=id_keys), epsilon=1)),
-    )
-
-
 # histogram keys are str or int (1 is the float id 1.0; no bool id is the key 1)
 KEYS_BY_KIND: dict[str, tuple[Any, ...]] = {"int": (0, 1, 2, 2**53 + 1), "float": (0, 1, 2), "bool": (0, 1), "str": ("a", "b", "", "zz")}
 
 
 def release(frame_keys: tuple[Any, ...], data: object) -> tuple[str, dict[str, Any]]:
-    p = plan(frame_keys)
-    p.check(BUDGET)
-    result = p.run(data, rng=20240917)  # seeded: InsecureRandomnessWarning, ignored by the suite's configuration
-    return repr(result.value), json.loads(result.certificate_json())
-
-
-def comparable(certificate: dict[str, Any]) -> dict[str, Any]:
-    """The certificate without what must differ between backends and runs: ``backend``, ``created`` and the digest."""
-    return {k: v for k, v in certificate.items() if k not in ("backend", "created", "digest")}
+    return seeded_release(compose_plan(frame_keys), COMPOSE_BUDGET, data)
 
 
 def assert_same_release(frame: Frame) -> None:
@@ -349,14 +243,7 @@ def test_a_seeded_plan_gives_the_same_release_and_certificate_on_every_backend(f
 
 
 def test_a_seeded_plan_on_a_larger_frame() -> None:
-    gen = np.random.default_rng(11)  # synthetic data only
-    rows = 3000
-    x: list[Any] = np.round(gen.normal(50, 15, rows), 1).tolist()
-    ids: list[Any] = np.array(["a", "b", "", "c"])[gen.choice(4, rows, p=[0.4, 0.3, 0.2, 0.1])].tolist()
-    x[::97] = [None] * len(x[::97])
-    x[5::101] = [NAN] * len(x[5::101])
-    x[1:5] = [INF, -INF, -0.0, 0.0]
-    ids[4] = None
+    x, ids, _ = people(3000, 11, ("a", "b", "", "c"))  # synthetic data only
     assert_same_release(Frame("float", x, "str", ids))
 
 

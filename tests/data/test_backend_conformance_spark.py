@@ -20,62 +20,33 @@ versions), ``created`` and the digest.
 
 Spark jobs cost ~0.1–1 s each, so hypothesis draws few examples; each draws its
 layout. (Test modules cannot import one another under ``--import-mode=importlib``:
-the strategies mirror the fast file's, with Spark's types.)
+the values, strategies and comparisons shared with the fast file are in
+``backend_support.py``; the column kinds here are Spark's types.)
 """
 
 from __future__ import annotations
 
-import json
-import math
-import os
-from collections.abc import Callable
-from fractions import Fraction
 from typing import Any
 
 import attrs
-import numpy as np
-import pytest
+from backend_support import CLIP_BOUNDS, COMPOSE_BUDGET, ID_VALUES, INF, INT64_BOUNDS, KEYS, NAN, Ask, Question
+from backend_support import answer, ask_strategy, bool_values, canonical, comparable, compose_plan, float_values
+from backend_support import int_values, outcome, people, seeded_release, spark_module_marks, window_buckets
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-if os.environ.get("DPALG_REQUIRE_SPARK"):  # .ci/run installs the extra: there a missing pyspark or Java fails
-    import pyspark  # noqa: F401
-else:
-    pytest.importorskip("pyspark")
+pytestmark = spark_module_marks()  # pyspark, or the module is skipped (under DPALG_REQUIRE_SPARK=1: fails)
 
-from dpalg import ApproxDP, Clip, Compose, InvalidArgument, PureToApprox, Query  # noqa: E402
-from dpalg.data import LatticeSum, OrderWindow, Reductions, SumSpec, as_dataset, as_reductions  # noqa: E402
+from dpalg.data import SumSpec, as_dataset, as_reductions  # noqa: E402
 from dpalg.data import _numpy_reductions as nr  # noqa: E402
-from dpalg.data._spark import SparkSource, java_problem  # noqa: E402
-from dpalg.mechanisms import Laplace, SmoothBound  # noqa: E402
+from dpalg.data._spark import SparkSource  # noqa: E402
 from dpalg.release import audit_certificate  # noqa: E402
 
-pytestmark = [
-    pytest.mark.spark,
-    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
-    pytest.mark.skipif(java_problem() is not None and not os.environ.get("DPALG_REQUIRE_SPARK"), reason="Spark needs Java"),
-]
+# -- frames (the adversarial values and ids: backend_support) -------------------------------
 
-NAN, INF = math.nan, math.inf
-
-# -- frames --------------------------------------------------------------------------------
-
-FLOATS: list[Any] = [
-    NAN, None, INF, -INF, -0.0, 0.0, 1e308, -1e308, 0.5, 1.5, 2.5, -0.5, -2.5, 5e-324, 9007199254740993.0,
-    4503599627370495.5, 2.0**51 + 0.5, 0.1, 10.0, 7.25,
-]  # fmt: skip
-INTS: list[Any] = [None, 0, 1, -1, 2, 3, 7, 10, -3, 2**53, 2**53 + 1, 2**62, -(2**63), 2**63 - 1]
-_values: dict[str, st.SearchStrategy[Any]] = {
-    "double": st.one_of(st.sampled_from(FLOATS), st.integers(-44, 44).map(lambda i: i / 4), st.floats(allow_nan=False, width=64)),
-    "long": st.one_of(st.sampled_from(INTS), st.integers(-(2**63), 2**63 - 1)),
-    "boolean": st.sampled_from([True, False, None]),
-}
-_ids: dict[str, st.SearchStrategy[Any]] = {  # few distinct values: users with several rows
-    "long": st.sampled_from([None, 0, 1, 2, 3, -1, 2**53, 2**53 + 1, 2**63 - 1]),
-    "double": st.sampled_from([None, NAN, 0.0, -0.0, 1.0, 0.5, 2.5, INF, -INF, 2.0**53, 1e308]),
-    "boolean": st.sampled_from([True, False, None]),
-    "string": st.sampled_from([None, "a", "b", "", "1", "ä", "a "]),
-}
+_values: dict[str, st.SearchStrategy[Any]] = {"double": float_values, "long": int_values, "boolean": bool_values}
+_SPARK_TYPES = {"int": "long", "float": "double", "bool": "boolean", "str": "string"}
+_ids: dict[str, st.SearchStrategy[Any]] = {_SPARK_TYPES[kind]: st.sampled_from(ids) for kind, ids in ID_VALUES.items()}
 LAYOUTS = ("as created", "repartition(1)", "repartition(7)", "repartition(7, id)")
 
 
@@ -115,47 +86,9 @@ def frames(draw: st.DrawFn, *, max_rows: int = 20) -> Frame:
 
 # -- questions -----------------------------------------------------------------------------
 
-BOUNDS = [
-    (Fraction(0), Fraction(10)),
-    (Fraction(-5, 2), Fraction(29, 4)),
-    (Fraction(1, 10), Fraction(1, 2)),
-    (Fraction(-1, 3), Fraction(-1, 3)),
-    (Fraction(1e308) * -1, Fraction(1e308)),
-    (Fraction(-(10**400)), Fraction(10**400)),
-    (Fraction(-(2**63)), Fraction(2**63)),
-]
-KEYS: list[Any] = [0, 1, 0.5, True, False, "a", "", 2.5, -0.0, 1e308, NAN, None, 10**400, 2**53, 2**53 + 1, b"a", -INF, 2**63 - 1]
+BOUNDS = [*CLIP_BOUNDS[:6], INT64_BOUNDS]
 UNIT_BOUNDS: list[tuple[float | None, float | None]] = [(None, None), (0.0, 10.0), (-2.5, 7.25), (None, 5.0), (-1e308, 1e308), (3.0, 3.0)]
-
-
-@attrs.frozen
-class Ask:
-    """The public parameters of one round of questions (drawn by hypothesis)."""
-
-    bounds: tuple[Fraction, Fraction]
-    ks: list[int]
-    bits: int
-    first: int
-    width: int
-    k: int
-    unit_bounds: tuple[float | None, float | None]
-    unit_k: int
-
-
-asks = st.builds(
-    Ask,
-    st.one_of(
-        st.sampled_from(BOUNDS),
-        st.tuples(st.integers(-40, 40), st.sampled_from([1, 2, 3, 4]), st.integers(0, 80), st.sampled_from([1, 2, 4])).map(
-            lambda t: (Fraction(t[0], t[1]), Fraction(t[0], t[1]) + Fraction(t[2], t[3]))
-        ),
-    ),
-    st.lists(st.one_of(st.sampled_from([-1074, -45, -20, 0, 60, 1100]), st.integers(-8, 4)), min_size=1, max_size=4),
-    st.sampled_from([1, 3, 16]), st.integers(-2, 30), st.integers(0, 6), st.sampled_from([0, 1, 3, 40]),
-    st.sampled_from(UNIT_BOUNDS), st.one_of(st.sampled_from([-1000, -45, -20, 0, 60, 900]), st.integers(-8, 4)),
-)  # fmt: skip
-
-Question = tuple[str, Callable[[Reductions], object]]
+asks = ask_strategy(BOUNDS, [1, 2, 3, 4], UNIT_BOUNDS)
 
 
 def questions(frame: Frame, ask: Ask) -> list[Question]:
@@ -188,45 +121,8 @@ def questions(frame: Frame, ask: Ask) -> list[Question]:
     return out
 
 
-# -- comparing answers bit for bit -------------------------------------------------------
-
-def canon(x: object, *, zeros: bool = True) -> object:
-    """A value whose equality is bit identity (``zeros=False``: the sign of a zero is ignored)."""
-    if isinstance(x, np.ndarray):
-        if not zeros and x.dtype.kind == "f":
-            x = x + 0.0
-        return ("array", str(x.dtype), x.shape, x.tobytes())
-    if isinstance(x, OrderWindow):
-        return ("window", x.n, x.first, canon(x.values, zeros=zeros))
-    if isinstance(x, LatticeSum):
-        return ("sum", x.total, x.count, x.k)
-    if isinstance(x, float):
-        return ("float", (x if zeros else x + 0.0).hex())
-    if isinstance(x, (tuple, list)):
-        return (type(x).__name__, [canon(v, zeros=zeros) for v in x])
-    return (type(x).__name__, x)
-
-
-def outcome(ask: Callable[[], object]) -> tuple[object, Exception | None]:
-    """The answer, or the error when the call raises (so Spark is asked each question once)."""
-    try:
-        return ask(), None
-    except (InvalidArgument, OverflowError, ValueError) as exc:
-        return None, exc
-
-
-def answer(result: tuple[object, Exception | None], *, zeros: bool = True) -> object:
-    value, exc = result
-    if exc is not None:
-        return ("raised", type(exc).__name__, str(exc))
-    return canon(value, zeros=zeros)
-
-
 def assert_conformant(spark: Any, frame: Frame, ask: Ask, *, buckets: int | None = None) -> None:
-    with pytest.MonkeyPatch.context() as mp:
-        if buckets is not None:  # the bucketed order window on short columns, in both backends
-            mp.setattr(nr, "_WINDOW_BUCKETS", buckets)
-            mp.setattr(nr, "BLOCK", 7)
+    with window_buckets(buckets):
         ds = as_dataset(frame.spark(spark))
         backend = as_reductions(ds)
         assert type(backend).__name__ == "SparkReductions"
@@ -240,9 +136,9 @@ def assert_conformant(spark: Any, frame: Frame, ask: Ask, *, buckets: int | None
         for name, q in questions(frame, ask):
             got = outcome(lambda: q(backend))
             label = f"{frame.layout} {name}"
-            assert answer(got) == answer(outcome(lambda: q(in_order))), f"{label}: spark != numpy on the frame's row order"
+            assert canonical(got) == answer(lambda: q(in_order)), f"{label}: spark != numpy on the frame's row order"
             if shuffled:
-                assert answer(got, zeros=False) == answer(outcome(lambda: q(direct)), zeros=False), f"{label}: spark != the dict"
+                assert canonical(got, zeros=False) == answer(lambda: q(direct), zeros=False), f"{label}: spark != the dict"
 
 
 @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
@@ -263,34 +159,13 @@ def test_a_chosen_frame_in_every_layout(spark: Any) -> None:
 
 # -- a seeded plan, end to end -------------------------------------------------------------
 
-BUDGET = ApproxDP(3, "1e-6")
-
 
 def release(data: object) -> tuple[str, dict[str, Any]]:
-    clip = Clip(0, 100)
-    plan = Compose(
-        PureToApprox(Laplace(Query.sum("x") | clip, epsilon=1)),
-        SmoothBound(Query.median("x") | clip, epsilon=1, delta="1e-6"),
-        PureToApprox(Laplace(Query.histogram("id", keys=("a", "b", "", "zz")), epsilon=1)),
-    )
-    plan.check(BUDGET)
-    result = plan.run(data, rng=20240917)  # seeded: InsecureRandomnessWarning, ignored by the suite's configuration
-    return repr(result.value), json.loads(result.certificate_json())
-
-
-def comparable(certificate: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in certificate.items() if k not in ("backend", "created", "digest")}
+    return seeded_release(compose_plan(("a", "b", "", "zz")), COMPOSE_BUDGET, data)
 
 
 def test_a_seeded_plan_gives_the_dicts_release_and_certificate_on_spark(spark: Any) -> None:
-    gen = np.random.default_rng(5)  # synthetic data only
-    rows = 3000
-    x: list[Any] = np.round(gen.normal(50, 15, rows), 1).tolist()
-    ids: list[Any] = np.array(["a", "b", "", "c"])[gen.choice(4, rows, p=[0.4, 0.3, 0.2, 0.1])].tolist()
-    x[::97] = [None] * len(x[::97])
-    x[5::101] = [NAN] * len(x[5::101])
-    x[1:5] = [INF, -INF, -0.0, 0.0]
-    ids[4] = None
+    x, ids, _ = people(3000, 5, ("a", "b", "", "c"))  # synthetic data only
     value, certificate = release({"x": x, "id": ids})
     assert certificate["backend"]["name"] == "numpy"
     for layout in ("as created", "repartition(7, id)"):

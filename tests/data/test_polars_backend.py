@@ -17,7 +17,6 @@ environment without it.
 
 from __future__ import annotations
 
-import json
 import math
 import subprocess
 import sys
@@ -28,6 +27,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from backend_support import CLIP_BOUNDS as BOUNDS, INF, KS, NAN, answer, canon, comparable_release, float_values
+from backend_support import people, window_buckets
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -36,38 +37,13 @@ pytest.importorskip("polars")
 import polars as pl  # noqa: E402
 
 from dpalg import ApproxDP, Clip, ClipPerUser, InvalidArgument, PureDP, Query, Session, Unsupported  # noqa: E402
-from dpalg.data import Dataset, Key, LatticeSum, OrderWindow, Reductions, SumSpec, as_dataset, as_reductions  # noqa: E402
+from dpalg.data import Dataset, Key, Reductions, SumSpec, as_dataset, as_reductions  # noqa: E402
 from dpalg.data import _numpy_reductions as nr  # noqa: E402
 from dpalg.data import _polars_reductions as pr  # noqa: E402
 from dpalg.data._polars_reductions import PolarsReductions, magic_rounding_ok, rint_expr  # noqa: E402
 from dpalg.mechanisms import ExponentialQuantile, Laplace, ProposeTest, SmoothBound, StableHistogram  # noqa: E402
 
-NAN, INF = math.nan, math.inf
-
-# -- comparing answers bit for bit --------------------------------------------------------
-
-
-def _canon(x: object) -> object:
-    """A value whose equality is bit identity: arrays by dtype, shape and bytes; keys with their type."""
-    if isinstance(x, np.ndarray):
-        return ("array", str(x.dtype), x.shape, x.tobytes())
-    if isinstance(x, OrderWindow):
-        return ("window", x.n, x.first, _canon(x.values))
-    if isinstance(x, LatticeSum):
-        return ("sum", x.total, x.count, x.k)
-    if isinstance(x, float):
-        return ("float", x.hex())
-    if isinstance(x, (tuple, list)):
-        return (type(x).__name__, [_canon(v) for v in x])
-    return (type(x).__name__, x)
-
-
-def _answer(fn: Callable[[], object]) -> object:
-    """The canonical answer, or the error (type and message) when the call raises."""
-    try:
-        return _canon(fn())
-    except (InvalidArgument, OverflowError, ValueError) as exc:
-        return ("raised", type(exc).__name__, str(exc))
+# -- comparing answers bit for bit (backend_support.canon) -----------------------------------
 
 
 def _backends(columns: dict[str, list[Any]], schema: dict[str, Any] | None = None) -> Iterator[tuple[str, Reductions]]:
@@ -81,30 +57,13 @@ def _assert_same(reference: Reductions, columns: dict[str, list[Any]], schema: d
     for kind, backend in _backends(columns, schema):
         assert isinstance(backend, PolarsReductions)
         for name, ask in questions:
-            want, got = _answer(lambda: ask(reference)), _answer(lambda: ask(backend))
+            want, got = answer(lambda: ask(reference)), answer(lambda: ask(backend))
             assert got == want, f"{kind} {name}: polars {got} != numpy {want}"
 
 
 # -- hypothesis columns ------------------------------------------------------------------
 
-SPECIAL = [NAN, None, INF, -INF, -0.0, 0.0, 1e308, -1e308, 0.5, 1.5, 2.5, -0.5, -2.5, 5e-324, 9007199254740993.0,
-           4503599627370495.5, 2.0**51 + 0.5, 0.1, 10.0, 7.25]  # fmt: skip
-_value = st.one_of(
-    st.sampled_from(SPECIAL),
-    st.integers(-44, 44).map(lambda i: i / 4),  # ties on the lattices 2**-1 and 2**0, and on grid points
-    st.floats(allow_nan=False, width=64),
-)
-_column = st.lists(_value, max_size=30)
-BOUNDS = [
-    (Fraction(0), Fraction(10)),
-    (Fraction(-5, 2), Fraction(29, 4)),
-    (Fraction(1, 10), Fraction(1, 2)),
-    (Fraction(-1, 3), Fraction(-1, 3)),
-    (Fraction(1e308) * -1, Fraction(1e308)),
-    (Fraction(-(10**400)), Fraction(10**400)),
-    (Fraction(-(10**15)), Fraction(10**15)),
-]
-KS = [-1, 0, 2, -20, -45, -1074, 1100]
+_column = st.lists(float_values, max_size=30)  # specials, ties at .5 on the lattices, any finite double
 KEYS: list[Any] = [0, 1, 0.5, True, False, "a", 2.5, -0.0, 1e308, NAN, None, 10**400, 2**53 + 1, b"a", -INF]
 
 
@@ -131,10 +90,7 @@ _SLOW = settings(max_examples=600, deadline=None, suppress_health_check=[HealthC
 
 def _float_conformance(values: list[Any], bounds: int, first: int, width: int, buckets: int | None) -> None:
     lower, upper = BOUNDS[bounds]
-    with pytest.MonkeyPatch.context() as mp:
-        if buckets is not None:  # the bucketed order window on short columns, in both backends
-            mp.setattr(nr, "_WINDOW_BUCKETS", buckets)
-            mp.setattr(nr, "BLOCK", 7)
+    with window_buckets(buckets):
         reference = as_reductions(as_dataset({"x": values}))
         assert isinstance(reference, nr.NumpyReductions)
         _assert_same(reference, {"x": values}, {"x": pl.Float64}, _numeric_questions(lower, upper, first, width))
@@ -211,10 +167,10 @@ def test_invalid_questions_raise_what_numpy_raises(name: str, ask: Callable[[Red
     columns = {"x": [1.0, 2.0], "s": np.array(["a", "b"]), "d": np.array(["2020-01-01", "2021-01-01"], dtype="datetime64[D]")}
     reference = as_reductions(as_dataset(columns))
     frame = pl.DataFrame({"x": [1.0, 2.0], "s": ["a", "b"], "d": [datetime.date(2020, 1, 1), datetime.date(2021, 1, 1)]})
-    want = _answer(lambda: ask(reference))
+    want = answer(lambda: ask(reference))
     assert want[0] == "raised"  # type: ignore[index]
     for data in (frame, frame.lazy()):
-        got = _answer(lambda: ask(as_reductions(as_dataset(data))))
+        got = answer(lambda: ask(as_reductions(as_dataset(data))))
         # the same error; a string dtype is named as numpy's '<U1' for the dict and '<U0' for polars' String
         assert got == want or str(got).replace("<U0", "<U1") == str(want), (got, want)
 
@@ -254,7 +210,7 @@ def test_other_native_types_are_bit_identical(array: np.ndarray[Any, Any], dtype
     for frame in (pl.DataFrame({"x": pl.Series(array, dtype=dtype)}), pl.DataFrame({"x": pl.Series(array, dtype=dtype)}).lazy()):
         backend = as_reductions(as_dataset(frame))
         for name, ask in _numeric_questions(Fraction(-3), Fraction(10**20), 1, 2):
-            assert _answer(lambda: ask(backend)) == _answer(lambda: ask(reference)), name
+            assert answer(lambda: ask(backend)) == answer(lambda: ask(reference)), name
 
 
 @pytest.mark.parametrize(
@@ -271,7 +227,7 @@ def test_types_polars_does_not_compute_go_through_numpy(values: list[Any], dtype
     frame = pl.DataFrame({"x": pl.Series(values, dtype=dtype)})
     backend = as_reductions(as_dataset(frame))
     for name, ask in _numeric_questions(Fraction(-3), Fraction(10), 0, 3):
-        assert _answer(lambda: ask(backend)) == _answer(lambda: ask(reference)), name
+        assert answer(lambda: ask(backend)) == answer(lambda: ask(reference)), name
 
 
 _key = st.one_of(st.none(), st.text(alphabet="ab\u00e9\u4e00", max_size=3))
@@ -291,16 +247,16 @@ def test_string_keys_are_bit_identical(values: list[str | None]) -> None:
     for dtype in (pl.Categorical, pl.Enum(sorted({v for v in values if v is not None}))):
         backend = as_reductions(as_dataset(pl.DataFrame({"k": pl.Series(values, dtype=dtype)})))
         for name, ask in questions:
-            assert _answer(lambda: ask(backend)) == _answer(lambda: ask(reference)), (dtype, name)
+            assert answer(lambda: ask(backend)) == answer(lambda: ask(reference)), (dtype, name)
 
 
 def test_binary_keys_are_bit_identical() -> None:
     values = [b"a", None, b"b", b"a", b""]
     reference = as_reductions(as_dataset({"k": values}))
     backend = as_reductions(as_dataset(pl.DataFrame({"k": pl.Series(values, dtype=pl.Binary)})))
-    assert _canon(backend.key_histogram("k")) == _canon(reference.key_histogram("k"))
+    assert canon(backend.key_histogram("k")) == canon(reference.key_histogram("k"))
     keys: list[Key] = [b"a", "a", b""]
-    assert _canon(backend.key_counts("k", keys)) == _canon(reference.key_counts("k", keys))
+    assert canon(backend.key_counts("k", keys)) == canon(reference.key_counts("k", keys))
     assert backend.unit_count("k") == reference.unit_count("k") == 3
 
 
@@ -419,18 +375,7 @@ def test_missing_polars_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None
 # -- end to end ----------------------------------------------------------------------------
 
 def _people(rows: int, seed: int) -> dict[str, list[Any]]:
-    gen = np.random.default_rng(seed)  # synthetic data only
-    x: list[Any] = np.round(gen.normal(50, 15, rows), 1).tolist()
-    region: list[Any] = np.array(["n", "s", "e", "w"])[gen.choice(4, rows, p=[0.4, 0.3, 0.2, 0.1])].tolist()
-    uid: list[Any] = gen.integers(0, max(rows // 4, 1), rows).tolist()
-    for i in range(0, rows, 97):
-        x[i] = None
-    for i in range(5, rows, 101):
-        x[i] = NAN
-    for i, value in enumerate([INF, -INF, -0.0, 0.0][: max(rows - 1, 0)]):
-        x[i + 1] = value
-    if rows > 6:
-        region[4] = uid[6] = None
+    x, region, uid = people(rows, seed)  # synthetic data only
     return {"x": x, "region": region, "uid": uid}
 
 
@@ -450,25 +395,15 @@ def _plans() -> list[tuple[Callable[[], Any], Any]]:
     ]
 
 
-def _release(plan: Any, budget: Any, data: object) -> tuple[str, dict[str, Any]]:
-    plan.check(budget)
-    release = plan.run(data, rng=20240917)
-    certificate = json.loads(release.certificate_json())
-    certificate.pop("created")
-    certificate.pop("backend", None)  # the one field that names the backend and its versions
-    certificate.pop("digest")  # a hash over the certificate, timestamp included
-    return repr(release.value), certificate
-
-
 @pytest.mark.parametrize("rows", [0, 1, 300, 70_000])  # 70 000 rows: the bucketed order window
 def test_seeded_plans_give_the_same_release_on_polars_and_a_dict(rows: int) -> None:
     columns = _people(rows, rows)
     schema = {"x": pl.Float64, "region": pl.String, "uid": pl.Int64}
     frame = pl.DataFrame(columns, schema=schema)
     for make, budget in _plans():
-        want = _release(make(), budget, columns)
+        want = comparable_release(make(), budget, columns)
         for data in (frame, frame.lazy()):
-            assert _release(make(), budget, data) == want, (type(data).__name__, make())
+            assert comparable_release(make(), budget, data) == want, (type(data).__name__, make())
 
 
 def test_the_demo_plans_give_the_same_release_on_polars() -> None:
@@ -478,9 +413,9 @@ def test_the_demo_plans_give_the_same_release_on_polars() -> None:
     # a column no plan reads, of a type numpy cannot hold as 1-D: never converted (user_plan's GroupPrivacy takes rows)
     frame = pl.DataFrame(data).with_columns(pl.struct(pl.col("age"), pl.col("uid")).alias("unused"))
     for make, budget in ((demo_plan, DEMO_BUDGET), (user_plan, USER_BUDGET)):
-        want = _release(make(), budget, data)
-        assert _release(make(), budget, frame) == want
-        assert _release(make(), budget, frame.lazy()) == want
+        want = comparable_release(make(), budget, data)
+        assert comparable_release(make(), budget, frame) == want
+        assert comparable_release(make(), budget, frame.lazy()) == want
 
 
 def test_dataset_type_is_unchanged_for_numpy_input() -> None:

@@ -19,7 +19,6 @@ partitions, ANSI mode at its default.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -30,74 +29,19 @@ from typing import Any
 
 import numpy as np
 import pytest
+from backend_support import CLIP_BOUNDS as BOUNDS, INF, KS, NAN, Question, answer, canon, canonical
+from backend_support import comparable_release, outcome, people, spark_module_marks
 
-if os.environ.get("DPALG_REQUIRE_SPARK"):  # .ci/run installs the extra: there a missing pyspark or Java fails
-    import pyspark  # noqa: F401
-else:
-    pytest.importorskip("pyspark")
+pytestmark = spark_module_marks()  # pyspark, or the module is skipped (under DPALG_REQUIRE_SPARK=1: fails)
 
 from dpalg import ApproxDP, Clip, InvalidArgument, PureDP, Query, Unsupported  # noqa: E402
-from dpalg.data import LatticeSum, OrderWindow, Reductions, SumSpec, as_dataset, as_reductions  # noqa: E402
+from dpalg.data import Reductions, SumSpec, as_dataset, as_reductions  # noqa: E402
 from dpalg.data import _numpy_reductions as nr  # noqa: E402
 from dpalg.data._spark import SparkSource, java_problem  # noqa: E402
 from dpalg.mechanisms import Laplace, SmoothBound  # noqa: E402
 
-pytestmark = [
-    pytest.mark.spark,
-    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
-    pytest.mark.skipif(java_problem() is not None and not os.environ.get("DPALG_REQUIRE_SPARK"), reason="Spark needs Java"),
-]
+# -- questions (compared bit for bit: backend_support.canon) --------------------------------
 
-NAN, INF = math.nan, math.inf
-
-
-# -- comparing answers bit for bit --------------------------------------------------------
-
-
-def _canon(x: object, *, zeros: bool = True) -> object:
-    """A value whose equality is bit identity (``zeros=False``: the sign of a zero is ignored)."""
-    if isinstance(x, np.ndarray):
-        if not zeros and x.dtype.kind == "f":
-            x = x + 0.0
-        return ("array", str(x.dtype), x.shape, x.tobytes())
-    if isinstance(x, OrderWindow):
-        return ("window", x.n, x.first, _canon(x.values, zeros=zeros))
-    if isinstance(x, LatticeSum):
-        return ("sum", x.total, x.count, x.k)
-    if isinstance(x, float):
-        return ("float", (x if zeros else x + 0.0).hex())
-    if isinstance(x, (tuple, list)):
-        return (type(x).__name__, [_canon(v, zeros=zeros) for v in x])
-    return (type(x).__name__, x)
-
-
-def _outcome(fn: Callable[[], object]) -> tuple[object, Exception | None]:
-    """The answer, or the error when the call raises (so a backend is asked each question once)."""
-    try:
-        return fn(), None
-    except (InvalidArgument, OverflowError, ValueError) as exc:
-        return None, exc
-
-
-def _answer(outcome: tuple[object, Exception | None], *, zeros: bool = True) -> object:
-    value, exc = outcome
-    if exc is not None:
-        return ("raised", type(exc).__name__, str(exc))
-    return _canon(value, zeros=zeros)
-
-
-Question = tuple[str, Callable[[Reductions], object]]
-
-BOUNDS = [
-    (Fraction(0), Fraction(10)),
-    (Fraction(-5, 2), Fraction(29, 4)),
-    (Fraction(1, 10), Fraction(1, 2)),
-    (Fraction(-1, 3), Fraction(-1, 3)),
-    (Fraction(1e308) * -1, Fraction(1e308)),
-    (Fraction(-(10**400)), Fraction(10**400)),
-    (Fraction(-(10**15)), Fraction(10**15)),
-]
-KS = [-1, 0, 2, -20, -45, -1074, 1100]
 KEYS: list[Any] = [0, 1, 0.5, True, False, "a", 2.5, -0.0, 1e308, NAN, None, 10**400, 2**53 + 1, b"a", -INF, "b", 3]
 
 
@@ -145,11 +89,11 @@ def _assert_same(reference: Reductions, backend: Reductions, questions: list[Que
                  loose: Reductions | None = None) -> None:  # fmt: skip
     """Every answer of ``backend`` bit-equal to ``reference``'s (and to ``loose``'s up to the sign of a zero)."""
     for name, ask in questions:
-        answer = _outcome(lambda: ask(backend))
-        want, got = _answer(_outcome(lambda: ask(reference))), _answer(answer)
+        result = outcome(lambda: ask(backend))
+        want, got = answer(lambda: ask(reference)), canonical(result)
         assert got == want, f"{label} {name}: spark {got} != numpy {want}"
         if loose is not None:
-            want, got = _answer(_outcome(lambda: ask(loose)), zeros=False), _answer(answer, zeros=False)
+            want, got = answer(lambda: ask(loose), zeros=False), canonical(result, zeros=False)
             assert got == want, f"{label} {name} (zero signs ignored): spark {got} != numpy {want}"
 
 
@@ -262,7 +206,7 @@ def test_invalid_questions_raise_what_numpy_raises(spark: Any) -> None:
         lambda r: r.unit_count("d"),
     ]
     for ask in asks:
-        want, got = _answer(_outcome(lambda: ask(reference))), _answer(_outcome(lambda: ask(backend)))
+        want, got = answer(lambda: ask(reference)), answer(lambda: ask(backend))
         assert want[0] == "raised"  # type: ignore[index]
         assert got == want or str(got).replace("<U0", "<U1") == str(want), (got, want)
 
@@ -311,27 +255,8 @@ def test_missing_java_is_a_clear_error(spark: Any, monkeypatch: pytest.MonkeyPat
 # -- end to end ----------------------------------------------------------------------------
 
 
-def _release(plan: Any, budget: Any, data: object) -> tuple[str, dict[str, Any]]:
-    plan.check(budget)
-    release = plan.run(data, rng=20240917)
-    certificate = json.loads(release.certificate_json())
-    certificate.pop("created")
-    certificate.pop("backend", None)  # the one field that names the backend and its versions
-    certificate.pop("digest")
-    return repr(release.value), certificate
-
-
 def test_seeded_plans_give_the_same_release_on_spark_and_a_dict(spark: Any) -> None:
-    rows = 70_000  # more rows than window buckets: the bucketed order window
-    gen = np.random.default_rng(7)  # synthetic data only
-    x: list[Any] = np.round(gen.normal(50, 15, rows), 1).tolist()
-    region: list[Any] = np.array(["n", "s", "e", "w"])[gen.choice(4, rows, p=[0.4, 0.3, 0.2, 0.1])].tolist()
-    for i in range(0, rows, 97):
-        x[i] = None
-    for i in range(5, rows, 101):
-        x[i] = NAN
-    x[1:5] = [INF, -INF, -0.0, 0.0]
-    region[4] = None
+    x, region, _ = people(70_000, 7)  # synthetic data only; more rows than window buckets: the bucketed order window
     columns = {"x": x, "region": region}
     frame = spark.createDataFrame(list(zip(x, region)), "x double, region string").repartition(3)
     clip = Clip(0, 100)
@@ -341,7 +266,7 @@ def test_seeded_plans_give_the_same_release_on_spark_and_a_dict(spark: Any) -> N
         (lambda: Laplace(Query.histogram("region", keys=("n", "s", "e", "w", "zz")), epsilon=1), PureDP(1)),
     ]
     for make, budget in plans:
-        assert _release(make(), budget, frame) == _release(make(), budget, columns), make()
+        assert comparable_release(make(), budget, frame) == comparable_release(make(), budget, columns), make()
 
 
 # -- the run's lifecycle and its jobs --------------------------------------------------------
@@ -423,7 +348,7 @@ def test_reductions_run_few_jobs(spark: Any) -> None:
             got = ask(backend)
             jobs = len(list(tracker.getJobIdsForGroup(f"dpalg-{name}")))
             assert jobs <= most, f"{name}: {jobs} jobs"
-            assert _canon(got) == _canon(ask(reference)), name
+            assert canon(got) == canon(ask(reference)), name
     finally:
         spark.sparkContext.setJobGroup("dpalg-other", "after")
         source = ds.source
@@ -481,5 +406,5 @@ def test_a_spark_connect_frame_is_reduced_on_the_server(connect: Any, monkeypatc
     clean = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))][:20]
     plain = _frame(connect, clean)
     columns = {"id": list(range(len(clean))), "x": clean}
-    assert _release(_mean(), PureDP(1), plain) == _release(_mean(), PureDP(1), columns)
+    assert comparable_release(_mean(), PureDP(1), plain) == comparable_release(_mean(), PureDP(1), columns)
     assert not plain.is_cached

@@ -18,50 +18,26 @@ Every test is ``@pytest.mark.spark``; one session-scoped SparkSession (tests/con
 
 from __future__ import annotations
 
-import json
-import math
-import os
-from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 import numpy as np
 import pytest
+from backend_support import INF, NAN, UNIT_FLOATS as FLOATS, Question, answer, backend_name, comparable
+from backend_support import seeded_release, shifted_plans, spark_module_marks, synthetic_users, unit_max, unit_sums
 
-if os.environ.get("DPALG_REQUIRE_SPARK"):  # .ci/run installs the extra: there a missing pyspark or Java fails
-    import pyspark  # noqa: F401
-else:
-    pytest.importorskip("pyspark")
+pytestmark = spark_module_marks()  # pyspark, or the module is skipped (under DPALG_REQUIRE_SPARK=1: fails)
 
-from dpalg import Clip, InvalidArgument, PureDP, Query, ZCDP  # noqa: E402
 from dpalg.data import Reductions, as_dataset, as_reductions  # noqa: E402
 from dpalg.data import _spark_units as su  # noqa: E402
 from dpalg.data._numpy_reductions import NumpyReductions  # noqa: E402
-from dpalg.data._spark import SparkSource, java_problem  # noqa: E402
-from dpalg.mechanisms._shifted_inverse import ShiftedInverse, ShiftedInverseSearch, ShiftedInverseSearchZCDP  # noqa: E402
-
-pytestmark = [
-    pytest.mark.spark,
-    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
-    pytest.mark.skipif(java_problem() is not None and not os.environ.get("DPALG_REQUIRE_SPARK"), reason="Spark needs Java"),
-]
-
-NAN, INF = math.nan, math.inf
-Question = tuple[str, Callable[[Reductions], object]]
+from dpalg.data._spark import SparkSource  # noqa: E402
 
 # fewer cases than the polars suite (each is a Spark job): the long, split and row-clamp paths, ties, extremes
 SUM_CASES: list[tuple[float | None, float | None, int]] = [
     (None, None, -20), (0.0, 10.0, -1), (None, None, 0), (0.0, 1.5, 0), (None, None, -1000), (-3.0, None, 900),
 ]  # fmt: skip
 MAX_CASES: list[tuple[float | None, float | None]] = [(None, None), (0.0, 5.0)]
-
-
-def _sums(unit: str, column: str, lower: float | None, upper: float | None, k: int) -> Callable[[Reductions], object]:
-    return lambda r: r.per_unit_sums(unit, column, lower, upper, k)
-
-
-def _max(unit: str, column: str, lower: float | None, upper: float | None) -> Callable[[Reductions], object]:
-    return lambda r: r.per_unit_max(unit, column, lower, upper)
 
 
 def questions(*, full: bool = False, count_units: bool = True) -> list[Question]:
@@ -78,19 +54,9 @@ def questions(*, full: bool = False, count_units: bool = True) -> list[Question]
     if count_units:
         out.append(("unit_count", lambda r: r.unit_count(unit)))
     sums, maxima = (SUM_CASES, MAX_CASES) if full else (SUM_CASES[:2], MAX_CASES[:1])
-    out += [(f"sums {c}", _sums(unit, column, *c)) for c in sums]
-    out += [(f"max {c}", _max(unit, column, *c)) for c in maxima]
+    out += [(f"sums {c}", unit_sums(unit, column, *c)) for c in sums]
+    out += [(f"max {c}", unit_max(unit, column, *c)) for c in maxima]
     return out
-
-
-def answer(ask: Callable[[Reductions], object], r: Reductions) -> object:
-    try:
-        value = ask(r)
-    except (InvalidArgument, OverflowError, ValueError) as exc:
-        return ("raised", type(exc).__name__, str(exc))
-    if isinstance(value, np.ndarray):
-        return ("array", str(value.dtype), value.shape, value.tobytes())
-    return (type(value).__name__, value)
 
 
 def assert_same(reference: Reductions | list[Reductions], backend: Reductions, label: str = "", *,
@@ -99,16 +65,12 @@ def assert_same(reference: Reductions | list[Reductions], backend: Reductions, l
     assert type(backend).__name__ == "SparkReductions"
     references = reference if isinstance(reference, list) else [reference]
     for name, ask in questions() if asked is None else asked:
-        got = answer(ask, backend)
+        got = answer(lambda: ask(backend))
         for i, ref in enumerate(references):
-            want = answer(ask, ref)
+            want = answer(lambda: ask(ref))
             assert got == want, f"{label} {name}: spark {got} != numpy #{i} {want}"
 
 
-FLOATS: list[Any] = [
-    NAN, None, INF, -INF, -0.0, 0.0, 1e308, -1e308, 0.5, 1.5, 2.5, -0.5, -2.5, 5e-324, 0.1, 10.0, 7.25, 2.5, 2.0**62,
-    2.0**62, 9007199254740993.0, 4503599627370495.5, -0.0, 0.25, 0.75, -1.75, 6.5, None, NAN, 3.0,
-]  # fmt: skip
 N = len(FLOATS)
 
 ID_COLUMNS: dict[str, tuple[str, list[Any]]] = {
@@ -205,46 +167,16 @@ def test_no_column_is_collected_to_the_driver(spark: Any, monkeypatch: pytest.Mo
 # -- end to end ------------------------------------------------------------------------------
 
 
-def _release(make: Callable[[], Any], budget: Any, data: object) -> tuple[str, dict[str, Any], object]:
-    plan = make()
-    plan.check(budget)
-    out = plan.run(data, rng=20240917)
-    certificate = json.loads(out.certificate_json())
-    certificate.pop("created")
-    certificate.pop("digest")
-    backend = certificate.pop("backend", None)  # the backend and its versions, where the certificate records them
-    return repr(out.value), certificate, None if backend is None else backend.get("name")
-
-
 def test_seeded_shifted_inverse_releases_are_identical_on_a_dict_polars_and_spark(spark: Any) -> None:
     pl = pytest.importorskip("polars")
-    gen = np.random.default_rng(11)  # synthetic data only
-    rows = 3000
-    uid: list[Any] = [f"user{int(u)}" for u in gen.zipf(1.6, rows) % 400]
-    v: list[Any] = np.round(gen.exponential(20, rows), 2).tolist()
-    for i in range(0, rows, 53):
-        v[i] = None
-    for i in range(7, rows, 61):
-        v[i] = NAN
-    for i in range(3, rows, 211):
-        uid[i] = None
-    v[1:4] = [INF, -0.0, 2.5]
-    columns = {"uid": uid, "v": v}
+    columns = synthetic_users(3000)  # synthetic data only
     frames = [
         pl.DataFrame(columns, schema={"uid": pl.String, "v": pl.Float64}),
-        spark.createDataFrame(list(zip(uid, v)), "uid string, v double").repartition(7, "uid"),
+        spark.createDataFrame(list(zip(columns["uid"], columns["v"])), "uid string, v double").repartition(7, "uid"),
     ]
-    clip = Clip(0, 100)
-    plans: list[tuple[Callable[[], Any], Any]] = [
-        (lambda: ShiftedInverse(Query.user_sum("v", user="uid") | clip, domain=(0, 2**20), epsilon=1), PureDP(1)),
-        (lambda: ShiftedInverse(Query.user_sum("v", user="uid"), domain=(0, 2**40 - 1), epsilon=1), PureDP(1)),
-        (lambda: ShiftedInverseSearch(Query.user_max("v", user="uid") | clip, domain=(0, 127), epsilon=1), PureDP(1)),
-        (lambda: ShiftedInverseSearchZCDP(Query.count("v", user="uid"), domain=(0, 4095), rho="0.5"), ZCDP("0.5")),
-        (lambda: ShiftedInverse(Query.user_count(user="uid"), domain=(0, 1023), epsilon=1), PureDP(1)),
-    ]
-    for make, budget in plans:
-        value, certificate, _ = _release(make, budget, columns)
+    for make, budget in shifted_plans(huge_clip=False):
+        value, certificate = seeded_release(make(), budget, columns)
         for frame, name in zip(frames, ("polars", "spark")):
-            got_value, got_certificate, backend = _release(make, budget, frame)
-            assert (got_value, got_certificate) == (value, certificate), (name, make())
-            assert backend in (None, name)
+            got_value, got_certificate = seeded_release(make(), budget, frame)
+            assert (got_value, comparable(got_certificate)) == (value, comparable(certificate)), (name, make())
+            assert backend_name(got_certificate) in (None, name)

@@ -29,24 +29,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+from backend_support import spark_module_marks  # tests/data/backend_support.py (tests/conftest.py puts it on sys.path)
 
-if os.environ.get("DPALG_REQUIRE_SPARK"):  # .ci/run installs the extra: there a missing pyspark or Java fails
-    import pyspark  # noqa: F401
-else:
-    pytest.importorskip("pyspark")
+pytestmark = spark_module_marks()  # pyspark, or the module is skipped (under DPALG_REQUIRE_SPARK=1: fails)
 
 from pyspark import cloudpickle  # noqa: E402
 
 from dpalg import ApproxDP, Clip, Compose, PureDP, PureToApprox, Query, Session, Unsupported  # noqa: E402
 from dpalg.data import Dataset  # noqa: E402
-from dpalg.data._spark import java_problem  # noqa: E402
 from dpalg.mechanisms import BoundedLS, NoisyCount, SampleAggregateMean, SampleAggregateMedian, SampleAggregateMode  # noqa: E402
-
-pytestmark = [
-    pytest.mark.spark,
-    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
-    pytest.mark.skipif(java_problem() is not None and not os.environ.get("DPALG_REQUIRE_SPARK"), reason="Spark needs Java"),
-]
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the executors' Python: this interpreter, with dpalg
 _by_value: Any = cloudpickle.register_pickle_by_value  # untyped
