@@ -92,7 +92,7 @@ the k extremes. How each reduction is made equal:
 
 from __future__ import annotations
 
-import functools
+import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any, Final, final
@@ -101,9 +101,10 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from dpalg._errors import InvalidArgument
 from dpalg.data._keys import Key
+from dpalg.data import _polars_units as units
 from dpalg.data._polars import PolarsSource, polars_kind
+from dpalg.data._polars_exprs import MAGIC, key_expr, magic_rounding_ok, nan_to_null, rint_expr
 from dpalg.data._reductions import OrderWindow, SumSpec
 from dpalg.data._source_reductions import (
     BucketSpan, GridCells, SourceReductions, SumPlan, WindowBuckets, chosen_window, key_candidates, sorted_window, window_ranks,
@@ -111,72 +112,10 @@ from dpalg.data._source_reductions import (
 
 __all__ = ["PolarsReductions", "magic_rounding_ok", "rint_expr"]
 
-#: ``fl(v + MAGIC) − MAGIC`` rounds v to an integer, ties to even, for ``|v| <= 2**51``
-MAGIC: Final = 1.5 * 2.0**52
-_MAGIC_LIMIT: Final = 2.0**51
 _EXACT_FLOAT: Final = 1 << 53
 _NATIVE_NUMERIC: Final = ("float", "int", "bool", "null")
 _HASHED_GRID_BITS: Final = 12  # grids up to 2**12 cells are counted by a group-by, larger ones by a sort
 _NATIVE_KEYS: Final = ("float", "int", "bool", "null", "str", "bytes")
-
-
-def _nan_to_null(x: pl.Expr) -> pl.Expr:
-    """``x.fill_nan(None)``, written as one ``when`` (polars lowers ``fill_nan`` to ``is_not_nan | is_null``)."""
-    return pl.when(x.is_nan()).then(None).otherwise(x)  # a null x: is_nan is null, so otherwise: null
-
-
-def _rint_floor(v: pl.Expr) -> pl.Expr:
-    """Ties-to-even rounding from ``floor``, for every finite v (``|v| >= 2**52`` is already an integer)."""
-    f = v.floor()
-    d = v - f  # exact: f and v are within 1 of each other
-    odd = (f - (f * 0.5).floor() * 2.0) == 1.0  # exact for every float: f·0.5 and 2·floor(·) are exact
-    up = (d > 0.5) | ((d == 0.5) & odd)
-    return f + up.cast(pl.Float64)
-
-
-def _rint_magic(v: pl.Expr) -> pl.Expr:
-    """Ties-to-even rounding of ``|v| <= 2**51`` by the addition of ``1.5·2**52`` (module docstring)."""
-    return (v + MAGIC) - MAGIC
-
-
-def rint_expr(v: pl.Expr, bound: float, *, method: str | None = None) -> pl.Expr:
-    """``np.rint`` as a polars expression, for values of magnitude at most ``bound`` (public).
-
-    ``method`` forces ``"magic"`` or ``"floor"`` (tests); by default the magic
-    constant is used when ``bound <= 2**51`` and :func:`magic_rounding_ok`. The
-    value equals ``np.rint``'s; the sign of a zero may not (``-0.5`` gives ``0.0``),
-    which no caller sees: terms become integers, grid points are offsets.
-
-    Examples:
-        >>> v = pl.Series([0.5, 1.5, 2.5, -0.5, -1.5, 2.4999999999999996])
-        >>> pl.select(rint_expr(pl.lit(v), 3.0)).to_series().to_list()
-        [0.0, 2.0, 2.0, 0.0, -2.0, 2.0]
-    """
-    if method is None:
-        method = "magic" if bound <= _MAGIC_LIMIT and magic_rounding_ok() else "floor"
-    if method == "magic":
-        return _rint_magic(v)
-    if method == "floor":
-        return _rint_floor(v)
-    raise InvalidArgument("rint_expr", "method", method, "must be None, 'magic' or 'floor'")
-
-
-#: ties and near-ties on which the polars rounding must equal np.rint
-_ROUNDING_PROBES: Final = [
-    0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999999999999994, -0.49999999999999994, 4503599627370495.5,
-    2251799813685247.5, -2251799813685247.5, 2.0**51, -(2.0**51), 1e-300, -1e-300, 0.0, -0.0, 7.5, 1234567.5,
-]  # fmt: skip
-
-
-@functools.cache
-def magic_rounding_ok() -> bool:
-    """Whether ``(v + 1.5·2**52) − 1.5·2**52`` in this polars equals ``np.rint`` on ties (checked once).
-
-    False would mean polars simplified the expression; the floor form is then used.
-    """
-    probes = [v for v in _ROUNDING_PROBES if abs(v) <= _MAGIC_LIMIT]
-    got = pl.DataFrame({"v": probes}).select(_rint_magic(pl.col("v"))).to_series().to_numpy()
-    return bool(np.array_equal(got, np.rint(np.array(probes)), equal_nan=True))
 
 
 @final
@@ -215,7 +154,7 @@ class PolarsReductions(SourceReductions[PolarsSource]):
     def _present(self, column: str) -> pl.Expr:
         """The column as Float64, missing values (null and NaN) as null."""
         x = pl.col(column).cast(pl.Float64)
-        return _nan_to_null(x) if self._kind(column) == "float" else x
+        return nan_to_null(x) if self._kind(column) == "float" else x
 
     def _raw(self, column: str) -> pl.Expr:
         """The column as Float64, NaN kept (the numpy backend's float64 column, nulls as nulls)."""
@@ -274,7 +213,7 @@ class PolarsReductions(SourceReductions[PolarsSource]):
         return key_candidates(kind, np.dtype(str(dtype).lower()) if kind == "int" else None, keys)
 
     def _key_groups(self, column: str, kind: str, candidates: list[object] | None) -> list[tuple[object, int]]:
-        keys = self._source.frame.select(self._key_expr(column, kind).alias("k"))
+        keys = self._source.frame.select(key_expr(column, kind).alias("k"))
         if candidates is not None:  # the rows that can match, first: a group-by over fewer rows
             keys = keys.filter(pl.col("k").is_in(pl.Series(candidates, dtype=_key_dtype(kind, self._source.polars_dtype(column))).implode()))
         grouped = keys.group_by("k").agg(pl.len().alias("n")).collect()
@@ -286,7 +225,7 @@ class PolarsReductions(SourceReductions[PolarsSource]):
         if magic_rounding_ok():
             cell = (v + MAGIC).clip(MAGIC, MAGIC + size) - MAGIC  # = clip(rint(v), 0, size) for every v (docstring)
         else:
-            cell = _rint_floor(v).clip(0.0, float(size))
+            cell = rint_expr(v, math.inf, method="floor").clip(0.0, float(size))
         cell = cell.cast(pl.Int32, strict=False)  # NaN (a missing value, or 0·inf) becomes null: counted nowhere
         frame = self._source.frame
         if size <= 1 << _HASHED_GRID_BITS:  # few cells: a hash group-by
@@ -357,22 +296,13 @@ class PolarsReductions(SourceReductions[PolarsSource]):
         return int(n_raw), small, large, lambda: self._signed_zeros(column)
 
     def _unit_count(self, unit: str, kind: str) -> int:
-        key = self._key_expr(unit, kind)
+        key = key_expr(unit, kind)
         if kind == "float":
             key = key + 0.0  # -0.0 and 0.0 are one id (both normalise to the key 0)
         (n,) = self._row(key.drop_nulls().n_unique().alias("n"))
         return int(n)
 
     # -- private -----------------------------------------------------------------------
-
-    def _key_expr(self, column: str, kind: str) -> pl.Expr:
-        """The column as keys in polars: NaN as null, Categorical and Enum as String."""
-        col = pl.col(column)
-        if kind == "float":
-            return _nan_to_null(col.cast(pl.Float64))
-        if kind == "str":
-            return col.cast(pl.String)
-        return col
 
     def _column_frame(self, column: str) -> pl.DataFrame:
         """One column as Float64 named ``x`` in a DataFrame (a LazyFrame's plan runs once, for that column)."""
@@ -398,15 +328,12 @@ class PolarsReductions(SourceReductions[PolarsSource]):
 
         Checks in the numpy backend's order: the id column exists, then the value column holds numbers.
         """
-        from dpalg.data._polars_units import UNIT_KEY_KINDS
-
         key_kind = self._kind(unit)  # an unknown id column raises the dataset's error first
         if column is not None and not self._in_polars(column):
             return None
-        return None if key_kind not in UNIT_KEY_KINDS else (key_kind, None if column is None else self._kind(column))
+        return None if key_kind not in units.UNIT_KEY_KINDS else (key_kind, None if column is None else self._kind(column))
 
     def per_unit_sums(self, unit: str, column: str, lower: float | None, upper: float | None, k: int) -> npt.NDArray[np.float64]:
-        from dpalg.data import _polars_units as units
         from dpalg.data._user_units import check_unit_clip, check_unit_lattice
 
         check_unit_lattice("per_unit_sums", k)
@@ -418,7 +345,6 @@ class PolarsReductions(SourceReductions[PolarsSource]):
         return units.unit_sums(self._source.frame, key, x, lower, upper, k, self.n_rows)
 
     def per_unit_row_counts(self, unit: str, column: str | None) -> npt.NDArray[np.int64]:
-        from dpalg.data import _polars_units as units
 
         kinds = self._unit_kinds(unit, column)
         if kinds is None:
@@ -427,7 +353,6 @@ class PolarsReductions(SourceReductions[PolarsSource]):
         return units.unit_row_counts(self._source.frame, units.unit_key(unit, kinds[0]), x, floats=kinds[1] == "float")
 
     def per_unit_max(self, unit: str, column: str, lower: float | None, upper: float | None) -> npt.NDArray[np.float64]:
-        from dpalg.data import _polars_units as units
         from dpalg.data._user_units import check_unit_clip
 
         check_unit_clip("per_unit_max", lower, upper)

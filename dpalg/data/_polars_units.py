@@ -26,7 +26,7 @@ values (``tests/data/test_per_unit_backends.py``).
   query's clip: ``clip(lower_bound)``, ``clip(upper_bound)`` (``np.clip`` is
   ``minimum(maximum(x, lower), upper)``), the clamp to ``±2**62·2**k``, times
   ``2**-k`` (a normal float for ``k`` in ``[-1000, 900]``: the correctly rounded
-  ``ldexp``), ties-to-even rounding by :func:`~dpalg.data._polars_reductions.rint_expr`
+  ``ldexp``), ties-to-even rounding by :func:`~dpalg.data._polars_exprs.rint_expr`
   (the magic constant below ``2**51``, the floor form above), cast to ``Int64``
   (``|t| <= 2**62``, exact).
 * **Exact totals.** polars' integer sums wrap on overflow. With ``B`` the public
@@ -50,7 +50,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from dpalg.data._polars_reductions import _nan_to_null, rint_expr
+from dpalg.data._polars_exprs import key_expr, nan_to_null, rint_expr
 from dpalg.data._user_units import lattice_totals_to_float, unit_term_bound
 
 __all__ = ["UNIT_KEY_KINDS", "raw_values", "unit_key", "unit_max", "unit_row_counts", "unit_sums"]
@@ -63,13 +63,8 @@ _FMAX: Final = float(np.finfo(np.float64).max)
 
 
 def unit_key(column: str, kind: str) -> pl.Expr:
-    """The id column as a grouping key: floats as Float64 with NaN as null (``group_by`` merges the zeros); Categorical as String."""
-    col = pl.col(column)
-    if kind == "float":
-        return _nan_to_null(col.cast(pl.Float64))
-    if kind == "str":
-        return col.cast(pl.String)
-    return col
+    """The id column as a grouping key (:func:`~dpalg.data._polars_exprs.key_expr`: the key policy's reading)."""
+    return key_expr(column, kind)
 
 
 def raw_values(column: str) -> pl.Expr:
@@ -125,5 +120,5 @@ def unit_row_counts(frame: pl.LazyFrame, key: pl.Expr, x: pl.Expr | None, *, flo
 
 def unit_max(frame: pl.LazyFrame, key: pl.Expr, x: pl.Expr, lower: float | None, upper: float | None) -> npt.NDArray[np.float64]:
     """Each unit's largest clipped present value (``+inf`` as the largest float, ``-inf`` for none, ``+0.0``), ascending."""
-    largest = _clipped(_nan_to_null(x), lower, upper).clip(upper_bound=_FMAX).max().fill_null(-math.inf)
+    largest = _clipped(nan_to_null(x), lower, upper).clip(upper_bound=_FMAX).max().fill_null(-math.inf)
     return np.asarray(_per_unit(frame, key, largest), dtype=np.float64) + 0.0  # + 0.0: -0.0 is 0.0 (equal, so still sorted)

@@ -66,6 +66,21 @@ from dpalg.data._reductions import Reductions
 
 __all__ = ["SparkSource", "connect_problem", "is_spark_frame", "java_problem", "spark_dataset", "spark_kind"]
 
+
+class _Functions:
+    """``pyspark.sql.functions``, imported on first use: the Spark modules (and their doctest collection) never need pyspark."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # introspection (doctest collection, copy, pickle) never imports pyspark
+            raise AttributeError(name)
+        from pyspark.sql import functions
+
+        return getattr(functions, name)
+
+
+#: ``pyspark.sql.functions`` for the Spark backend's modules (typed as the real module where they import it under TYPE_CHECKING)
+F: Any = _Functions()
+
 _INTS: Final = {"ByteType": "int8", "ShortType": "int16", "IntegerType": "int32", "LongType": "int64"}
 _FLOATS: Final = {"FloatType": "float32", "DoubleType": "float64"}
 _STRS: Final = ("StringType", "CharType", "VarcharType")

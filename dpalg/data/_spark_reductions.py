@@ -63,24 +63,14 @@ from dpalg.data._reductions import OrderWindow, SumSpec
 from dpalg.data._source_reductions import (
     GridCells, SourceReductions, SumPlan, WindowBuckets, bucket_span, chosen_window, key_candidates, sorted_window,
 )  # fmt: skip
+from dpalg.data import _spark_units as units
 from dpalg.data._spark import SparkSource, quoted, spark_kind
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
     from pyspark.sql import functions as F
 else:
-
-    class _Functions:
-        """``pyspark.sql.functions``, imported on first use: this module (and its doctest collection) never needs pyspark."""
-
-        def __getattr__(self, name: str) -> Any:
-            if name.startswith("__"):  # introspection (doctest collection, copy, pickle) never imports pyspark
-                raise AttributeError(name)
-            from pyspark.sql import functions
-
-            return getattr(functions, name)
-
-    F = _Functions()
+    from dpalg.data._spark import F  # the lazy proxy: pyspark is imported on first use
 
 __all__ = ["SparkReductions"]
 
@@ -254,7 +244,6 @@ class SparkReductions(SourceReductions[SparkSource]):
 
         Checks in the numpy backend's order: the id column exists, then the value column holds numbers.
         """
-        from dpalg.data import _spark_units as units
 
         self._data.column_dtype(unit)  # an unknown id column raises the dataset's error first
         key_kind = units.unit_key_kind(self._source.spark_dtype(unit))
@@ -266,7 +255,6 @@ class SparkReductions(SourceReductions[SparkSource]):
         return None if key_kind is None else (units.unit_key(unit, key_kind), values)
 
     def per_unit_sums(self, unit: str, column: str, lower: float | None, upper: float | None, k: int) -> npt.NDArray[np.float64]:
-        from dpalg.data import _spark_units as units
         from dpalg.data._user_units import check_unit_clip, check_unit_lattice
 
         check_unit_lattice("per_unit_sums", k)
@@ -277,7 +265,6 @@ class SparkReductions(SourceReductions[SparkSource]):
         return units.unit_sums(self._source.frame, plan[0], plan[1], lower, upper, k, self.n_rows)
 
     def per_unit_row_counts(self, unit: str, column: str | None) -> npt.NDArray[np.int64]:
-        from dpalg.data import _spark_units as units
 
         plan = self._unit_plan(unit, column)
         if plan is None:
@@ -285,7 +272,6 @@ class SparkReductions(SourceReductions[SparkSource]):
         return units.unit_row_counts(self._source.frame, plan[0], plan[1])
 
     def per_unit_max(self, unit: str, column: str, lower: float | None, upper: float | None) -> npt.NDArray[np.float64]:
-        from dpalg.data import _spark_units as units
         from dpalg.data._user_units import check_unit_clip
 
         check_unit_clip("per_unit_max", lower, upper)

@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column
     from pyspark.sql import functions as F
 else:
-    from dpalg.data._spark_reductions import F  # the lazy proxy: pyspark is imported on first use
+    from dpalg.data._spark import F  # the lazy proxy: pyspark is imported on first use
 
 __all__ = ["present_values", "unit_key", "unit_key_kind", "unit_max", "unit_row_counts", "unit_sums"]
 
