@@ -36,6 +36,7 @@ from dpalg._numbers import to_fraction
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import short_measure
 from dpalg.release._serialize import JSON
+from dpalg.release._shown import shown
 
 if TYPE_CHECKING:  # pragma: no cover
     from dpalg.release._adversary import NeighbourPair
@@ -278,14 +279,17 @@ def _audit_output(args: argparse.Namespace, report: AuditReport | None, malforme
         from dpalg.release._audit import AuditReport as _Report
 
         report = _Report("malformed", (str(malformed),))
+    # Every line may quote the certificate, which anyone can write: non-printable characters are
+    # escaped (text) or written as \\uXXXX (JSON, ensure_ascii), so no claimed string can move the
+    # cursor, erase or reorder what the audit prints.
     if args.json:
-        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        print(json.dumps(report.to_json(), indent=2, ensure_ascii=True))
         return report.exit_code
     for warning in report.warnings:
-        print(f"WARNING: {warning}")
+        print(shown(f"WARNING: {warning}", None))
     for line in report.findings:
-        print(line)
-    print(report.verdict)
+        print(shown(line, None))
+    print(shown(report.verdict, None))
     return report.exit_code
 
 

@@ -51,6 +51,7 @@ from dpalg.release._certificate import (
     verify_signature,
 )
 from dpalg.release._serialize import JSON, CertificateMalformed, UnknownNodeKind, decode, stable_repr
+from dpalg.release._shown import shown
 
 __all__ = ["AuditReport", "MAX_CERTIFICATE_BYTES", "MAX_JSON_DEPTH", "audit_certificate", "parse_certificate"]
 
@@ -227,8 +228,9 @@ def parse_certificate(data: bytes | str) -> object:
 
 
 def _clip(text: str, limit: int = 300) -> str:
-    """Recorded text quoted in a finding, cut so that a hostile document cannot flood the report."""
-    return text if len(text) <= limit else text[: limit - 3] + f"... ({len(text)} characters)"
+    """Recorded text quoted in a finding: cut so that a hostile document cannot flood the report, and
+    with every non-printable character escaped so that it cannot rewrite the terminal (:func:`shown`)."""
+    return shown(text, limit)
 
 
 def _malformed(findings: list[str], message: str) -> AuditReport:

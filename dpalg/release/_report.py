@@ -40,6 +40,7 @@ from dpalg.measures._display import decimal_measure as short_measure, decimal_te
 from dpalg.release._audit import _FIELDS, MAX_CERTIFICATE_BYTES, MAX_JSON_DEPTH, audit_certificate, parse_certificate
 from dpalg.release._certificate import CERTIFICATE_FORMAT, certificate_digest, library_version, verify_signature
 from dpalg.release._serialize import JSON, CertificateMalformed
+from dpalg.release._shown import shown
 
 __all__ = ["load_certificate", "render_html", "render_text", "report_command"]
 
@@ -58,10 +59,7 @@ _BAR = 40  # characters of a text budget bar
 
 def _clean(text: object, limit: int = 300) -> str:
     """Certificate text made safe to show: clipped, control and bidi characters as ``\\uXXXX``."""
-    s = text if isinstance(text, str) else repr(text)
-    if len(s) > limit:
-        s = s[: limit - 1] + f"… ({len(s)} characters)"
-    return "".join(ch if ch.isprintable() else f"\\u{ord(ch):04x}" for ch in s)
+    return shown(text, limit)
 
 
 def _measure(obj: JSON) -> Measure | None:
