@@ -1,4 +1,4 @@
-"""Permute-and-flip selection (McKenna--Sheldon 2020), sampled exactly.
+"""Permute-and-flip selection (McKenna--Sheldon 2020), sampled exactly, in work that does not depend on the scores.
 
 Permute-and-flip over candidates with integer scores ``s_j >= 0`` (lower is
 better; the score is ``(u* − u_j)`` in units where the rate is ``gamma``) visits
@@ -6,21 +6,39 @@ the candidates in a uniformly random order and stops at the first ``j`` whose co
 ``C_j ~ Bernoulli(exp(−gamma·(s_j − s_min)))`` comes up heads.
 
 :func:`sample_permute_flip` draws the same output distribution without a
-permutation, in work that does not depend on the data:
+permutation:
 
-* flip *every* coin ``C_j`` independently (exactly: :func:`bernoulli_exp_rational`,
-  Canonne--Kamath--Steinke 2020 Algorithm 1, no floating point);
-* return a uniform element of ``S = {j : C_j = 1}`` (``rng.big_below(|S|)``).
+1. flip *every* coin: ``C_j = [Y_j >= s_j − s_min]`` where the ``Y_j`` are
+   independent with ``P[Y_j >= m] = exp(−gamma·m)``
+   (:func:`~dpalg.noise._geometric.geometric_exp`, exact, no floating point);
+2. draw independent uniform 64-bit keys ``T_j``, one per candidate, and return the
+   head (``C_j = 1``) with the smallest key; if several heads share the smallest
+   key, a uniform one of them (``rng.big_below``).
 
-Why this is permute-and-flip. Let ``π`` be a uniform permutation independent of
-the coins. The sequential algorithm returns the first ``j`` in ``π``-order with
-``C_j = 1``; flipping the coins it never looks at changes nothing, so its output
-is ``first_π(S)`` with all coins flipped. Given ``S``, ``π`` restricted to ``S`` is a
-uniform order of ``S``, so ``first_π(S)`` is uniform on ``S``. ``S`` is never empty:
-the best candidate's coin has probability ``exp(0) = 1``. Hence
-``P[j] = Σ_S P[S]·1[j ∈ S]/|S|``, exactly the distribution of McKenna--Sheldon's
-Algorithm 1, and its privacy (their Theorem 1) carries over. The running time is
-``O(N)`` for every dataset (no early exit on a private quantity).
+Why this is permute-and-flip. (a) ``P[C_j = 1] = P[Y_j >= s_j − s_min] =
+exp(−gamma·(s_j − s_min))``, independently over ``j``. (b) Let ``π`` be a uniform
+permutation independent of the coins. The sequential algorithm returns the first
+``j`` in ``π``-order with ``C_j = 1``; flipping the coins it never looks at
+changes nothing, so its output is ``first_π(S)`` for ``S = {j : C_j = 1}``, and
+given ``S`` that is uniform on ``S``. ``S`` is never empty: the best candidate's
+coin is ``[Y >= 0] = 1``. (c) Step 2 is uniform on ``S`` given ``S``: the keys are
+exchangeable and independent of the coins, and the rule (smallest key, uniform
+among ties) commutes with relabelling. Hence ``P[j] = Σ_S P[S]·1[j ∈ S]/|S|``,
+exactly the law of McKenna--Sheldon's Algorithm 1, and its privacy (their
+Theorem 1) carries over.
+
+Work. The scores enter exactly two whole-array operations of fixed size -- the
+comparison ``Y >= s − s_min`` and the masked minimum of the keys -- and nothing
+else: how many random words are drawn, in which calls, how many rounds the
+samplers take and which branches they follow are functions of ``(gamma, N)`` and
+of the random words alone (step 1 draws ``Y`` without looking at the scores; step
+2 draws exactly ``N`` keys). The single exception is a tie at the smallest key
+among the heads, which costs one extra ``big_below``: for ``|S|`` i.i.d. uniform
+64-bit keys, ``P[the minimum is shared] <= Σ_{i<k} P[T_i = T_k = min] <=
+C(|S|, 2) / (2**64 (|S| − 1)) = |S| / 2**65``, below ``2**-44`` for every input
+(``|S| <= N <= 2**20 + 1``). The ``Y_j`` are drawn in int64 arithmetic for a
+rate whose denominator is at most ``2**62``, otherwise with exact Python integers
+(slower; a choice made on the public ``gamma``).
 """
 
 from __future__ import annotations
@@ -33,13 +51,14 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import nonneg
-from dpalg.noise._bernoulli import bernoulli_exp_rational
+from dpalg.noise._geometric import bernoulli_exp_scores
 from dpalg.noise._random import RngLike, resolve_rng
 
 __all__ = ["MAX_PF_CANDIDATES", "permute_flip_probabilities", "sample_permute_flip"]
 
 #: the most candidates :func:`sample_permute_flip` flips coins for (public)
 MAX_PF_CANDIDATES: Final = (1 << 20) + 1
+_KEY_MAX: Final = (1 << 64) - 1
 
 
 def sample_permute_flip(scores: npt.NDArray[np.int64], gamma: object, rng: RngLike = None) -> int:
@@ -84,19 +103,18 @@ def sample_permute_flip(scores: npt.NDArray[np.int64], gamma: object, rng: RngLi
         raise InvalidArgument(owner, "scores", "<array>", "must be >= 0")
     g = nonneg(gamma, owner=owner, field="gamma")
     source = resolve_rng(rng)
-    shifted = s.astype(np.int64) - int(s.min())
-    top = int(shifted.max())
-    num: npt.NDArray[np.int64] | npt.NDArray[np.object_]
-    den: npt.NDArray[np.object_] | int
-    if g.numerator * top < (1 << 62) and g.denominator < (1 << 49):
-        num, den = shifted * g.numerator, g.denominator  # int64, no overflow
-    else:  # exact Python integers (slower, same distribution)
-        num = shifted.astype(object) * g.numerator
-        den = np.full(s.size, g.denominator, dtype=object)
-    heads = np.flatnonzero(bernoulli_exp_rational(num, den, source))
-    assert heads.size > 0  # the best candidate's coin is exp(0) = 1
-    pick = source.big_below(int(heads.size)) if heads.size > 1 else 0
-    return int(heads[pick])
+    shifted = s.astype(np.int64)
+    shifted -= shifted.min()
+    heads = bernoulli_exp_scores(shifted, g, source)  # every coin, in score-independent work
+    keys = source.uint64(int(s.size))
+    masked = np.where(heads, keys, np.uint64(_KEY_MAX))
+    smallest = masked.min()
+    tied = np.flatnonzero(heads & (keys == smallest))
+    # the best candidate's coin is [Y >= 0] = 1, so some head holds the smallest masked key
+    assert tied.size > 0
+    if tied.size == 1:
+        return int(tied[0])
+    return int(tied[source.big_below(int(tied.size))])  # probability <= |S| / 2**65
 
 
 def permute_flip_probabilities(scores: list[int], gamma: Fraction) -> list[float]:
