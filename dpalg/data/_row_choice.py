@@ -167,7 +167,7 @@ def keyed_hashes(column: npt.ArrayLike, secret: bytes) -> npt.NDArray[np.uint64]
         if np.any(missing):
             h[missing] = _fmix(words[3:4] ^ _GOLD)[0]
         if arr.dtype.kind in "iu":  # an int beyond 2**53 may share a float with its neighbour: hashed exactly
-            big = np.flatnonzero(np.abs(vals) > 2.0**53)
+            big = np.flatnonzero(np.abs(vals) >= 2.0**53)  # 2**53 + 1 reads as 2**53
             if big.size:
                 keys, codes = key_index(arr[big], owner="keyed_hashes")
                 h[big] = _hash_keys(keys, words)[codes]
