@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -62,9 +63,10 @@ def exact(v: object) -> Fraction | None:
         return None
     if isinstance(v, float) and math.isnan(v):
         return None
-    if isinstance(v, (np.integer,)):
+    if isinstance(v, np.integer):
         return Fraction(int(v))
-    return Fraction(v)  # type: ignore[arg-type]
+    assert isinstance(v, (int, float, Decimal, Fraction)), type(v)
+    return Fraction(v)
 
 
 @st.composite
@@ -96,7 +98,7 @@ def brute_sums(ids: list[object], x: list[float]) -> list[float]:
     return sorted(max(t, 0.0) for t in totals.values())
 
 
-def objects(values: list[object]) -> np.ndarray[Any, np.dtype[np.object_]]:
+def objects(values: Sequence[object]) -> np.ndarray[Any, np.dtype[np.object_]]:
     out = np.empty(len(values), dtype=object)
     out[:] = values
     return out

@@ -71,7 +71,7 @@ def test_spark_ids_count_exact_users(spark: Any, id_type: str, data: st.DataObje
 
 
 def test_five_decimal_ids_from_two_to_53_are_five_users(spark: Any) -> None:
-    ids: list[object] = [Decimal(BIG + k) for k in range(5)] * 2
+    ids: list[object] = [Decimal(BIG + k) for k in range(5) for _ in range(2)]
     x = [1.0] * len(ids)
     for id_type in ("decimal(38,0)", "decimal(38,10)"):
         assert_exact_units(frame(spark, id_type, ids, x, "as created"), ids, x)
