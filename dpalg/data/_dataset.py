@@ -47,12 +47,26 @@ Keys and unit ids (:meth:`Dataset.key_index`, :func:`dpalg.data._keys.normalise_
 * histogram and partition keys and unit ids are read the same way;
 * ``None``, NaN, ``pd.NA`` and ``NaT`` are missing: a missing key is counted
   under no key; a row with a missing id belongs to no unit and is dropped by
-  every user-level path; values of other types than bool, int, float, str and
+  every user-level path; values that are not bools, real numbers, str or
   bytes (complex, dates, tuples, objects) do not fit and are missing too;
+* numbers are read **exactly**, never through a rounding float
+  (:func:`dpalg.data._keys.normalise_key`): an integral number of any type
+  (int, float, ``Decimal``, ``Fraction``, numpy) is that int, a non-integral one
+  the float equal to it when there is one, else its exact ``Fraction``. So
+  ``Decimal(2**53 + 1)`` is a user of its own, not ``2**53`` (merging two ids
+  would let an added user *change* an existing one: twice the declared
+  sensitivity of a clipped user total), and ``Decimal('0.1')`` is not the float
+  ``0.1``. Every backend reads ids so: numpy ``object`` arrays, pandas ``object``
+  and Arrow decimal columns, polars ``Decimal`` and Spark ``DecimalType`` columns
+  (value by value, through this policy), integer columns of every width
+  (grouped as integers). A ``Decimal`` too long to read exactly in bounded time
+  (:data:`dpalg.data._keys.DECIMAL_DIGITS_LIMIT` digits) is missing, never
+  rounded;
 * keys are equal as Python values, with one exception: a bool is never equal
   to an int (``True`` is not the key ``1``; a silent merge would miscount).
-  So ``1`` and ``"1"`` are different keys (and users), ``1`` and ``1.0`` the
-  same (pandas turns an int column with a missing value into floats);
+  So ``1`` and ``"1"`` are different keys (and users), ``1``, ``1.0`` and
+  ``Decimal('1.00')`` the same (pandas turns an int column with a missing value
+  into floats);
 * keys of mixed types are ordered by kind, then value (bool < numbers < str <
   bytes, :func:`dpalg.data._keys.key_order`), so no comparison ever raises
   and the order of present keys is deterministic.

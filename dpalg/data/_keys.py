@@ -9,13 +9,13 @@ raises because of a value, and nothing prints one.
 
 from __future__ import annotations
 
-import sys
-
+import math
 import numbers
+import sys
 from collections.abc import Sequence
 from decimal import Decimal
 from fractions import Fraction
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -33,8 +33,17 @@ __all__ = [
     "normalise_key",
 ]
 
-#: a normalised key (or unit id): what a histogram releases and a unit is named by
-Key: TypeAlias = bool | int | float | str | bytes
+#: a normalised key (or unit id): what a histogram releases and a unit is named by. A number is
+#: held exactly: an ``int`` when integral, else a ``float`` when a float equals it exactly, else a
+#: ``Fraction`` (never a rounded float: two distinct ids must stay two users)
+Key: TypeAlias = bool | int | float | Fraction | str | bytes
+
+#: a ``Decimal`` whose exact value needs more digits than this (its coefficient without trailing
+#: zeros plus the magnitude of its exponent) is not read as a key: it is missing (never rounded). The
+#: exact int or fraction of ``Decimal('1e999999999')`` would take gigabytes and minutes to build, and
+#: a run time that one value can stretch is itself observable. Every float, every int64/uint64 and
+#: every ``DECIMAL(38, s)`` value is far below the bound.
+DECIMAL_DIGITS_LIMIT: Final = 10_000
 
 # the rank of each kind of key in the total order: bool < number < str < bytes
 _BOOL, _NUMBER, _STR, _BYTES = 0, 1, 2, 3
@@ -63,24 +72,75 @@ def _float_key(x: float) -> Key | None:
     return int(x) if x.is_integer() else x
 
 
+def _exact_key(numerator: int, denominator: int) -> Key:
+    """The canonical key of the rational ``numerator / denominator`` (``denominator > 0``).
+
+    An int when integral; else the float that equals it exactly, if there is one
+    (``Fraction(1, 2)`` is the key ``0.5``, as ``Decimal('0.5')`` and ``0.5`` are);
+    else the reduced ``Fraction``. Equal values get equal keys of the same type,
+    distinct values distinct keys: nothing is rounded.
+    """
+    if denominator == 1:
+        return numerator
+    exact = Fraction(numerator, denominator)
+    if exact.denominator == 1:
+        return exact.numerator
+    d = exact.denominator
+    if d & (d - 1) == 0:  # a float's fractional part has a power-of-two denominator
+        try:
+            as_float = numerator / denominator  # correctly rounded
+        except OverflowError:
+            return exact
+        if as_float == exact:  # Python compares a float and a Fraction exactly
+            return as_float
+    return exact
+
+
+def _decimal_key(value: Decimal) -> Key | None:
+    """A ``Decimal`` as an exact key (NaN missing, ``±Infinity`` the float ``±inf``; see :data:`DECIMAL_DIGITS_LIMIT`)."""
+    if value.is_nan():
+        return None
+    if value.is_infinite():
+        return math.inf if value > 0 else -math.inf
+    if value.is_zero():
+        return 0
+    sign, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int)  # a finite Decimal
+    coefficient = "".join(map(str, digits)).rstrip("0")
+    exponent += len(digits) - len(coefficient)
+    if len(coefficient) + abs(exponent) > DECIMAL_DIGITS_LIMIT:
+        return None
+    numerator = int(coefficient) * (-1 if sign else 1)
+    scale = int(10 ** abs(exponent))
+    return numerator * scale if exponent >= 0 else _exact_key(numerator, scale)
+
+
 def normalise_key(value: object) -> Key | None:
     """One value as a key, or ``None`` when it is missing.
 
     * ``None``, NaN (float, numpy, ``Decimal``), ``pd.NA`` and ``NaT`` are missing;
     * str and bytes (and their numpy scalars) are themselves;
     * bool and ``numpy.bool_`` stay bool: ``True`` is *not* the key ``1``;
-    * integers are ints; a float, ``Fraction`` or ``Decimal`` with an integral
-      value is that int (``1.0`` is the key ``1``, as in Python, so an int column
+    * numbers are read **exactly**, never through a rounding float: an integral
+      int, float, ``Fraction``, ``Decimal`` or numpy number is that int (``1.0``
+      and ``Decimal('1.00')`` are the key ``1``, as in Python, so an int column
       that pandas turned into floats because of a missing value still matches
-      int keys); other reals are floats (``±inf`` included);
-    * every other value (complex, dates, tuples, arbitrary objects) does not
-      fit and is missing.
+      int keys; ``Decimal(2**53 + 1)`` is ``2**53 + 1``, not ``2**53``); a
+      non-integral one is the float that equals it exactly when there is one
+      (``Decimal('0.5')`` is ``0.5``), else its exact ``Fraction``
+      (``Decimal('0.1')`` is ``Fraction(1, 10)``, not the float ``0.1``);
+      ``±inf`` are floats;
+    * a ``Decimal`` too long to read exactly in bounded time
+      (:data:`DECIMAL_DIGITS_LIMIT`) and every other value (complex, dates,
+      tuples, arbitrary objects) does not fit and is missing.
 
     Never raises.
 
     Examples:
         >>> [normalise_key(v) for v in (None, float("nan"), 2.0, 2.5, True, "a", 3j)]
         [None, None, 2, 2.5, True, 'a', None]
+        >>> [normalise_key(Decimal(v)) for v in ("9007199254740993", "1.50", "0.1", "-0E+7")]
+        [9007199254740993, 1.5, Fraction(1, 10), 0]
     """
     kind = type(value)
     if kind is str or kind is int or kind is bool or kind is bytes:
@@ -101,8 +161,22 @@ def normalise_key(value: object) -> Key | None:
         if isinstance(value, numbers.Integral):
             return int(value)
         if isinstance(value, Decimal):
-            return None if value.is_nan() else _float_key(float(value))
-        if isinstance(value, (float, np.floating, Fraction)) or isinstance(value, numbers.Real):
+            return _decimal_key(value)
+        if isinstance(value, numbers.Rational):  # Fraction and other exact rationals
+            numerator, denominator = int(value.numerator), int(value.denominator)
+            return _exact_key(numerator, denominator) if denominator > 0 else None
+        if isinstance(value, (float, np.floating)):
+            as_float = float(value)  # exact for float16/32/64 (a wider longdouble is checked below)
+            if as_float != as_float:
+                return None
+            if isinstance(value, np.floating) and value.dtype.itemsize > 8 and not as_float == value:
+                return _exact_key(*(int(part) for part in value.as_integer_ratio()))  # a longdouble no float holds
+            return _float_key(as_float)
+        if isinstance(value, numbers.Real):  # another real type: exactly when it can say its ratio, else as a float
+            ratio = getattr(value, "as_integer_ratio", None)
+            if callable(ratio):
+                numerator, denominator = ratio()
+                return _exact_key(int(numerator), int(denominator)) if int(denominator) > 0 else None
             with np.errstate(all="ignore"):
                 try:
                     as_float = float(value)
@@ -128,12 +202,15 @@ def _tag(key: Key) -> int:
 def key_order(key: Key) -> tuple[int, Key]:
     """The sort key of the total order on keys: bool < numbers < str < bytes.
 
-    Within a kind keys compare as Python values (ints and floats exactly, as
-    numbers); across kinds the rank decides, so sorting never raises.
+    Within a kind keys compare as Python values (ints, floats and Fractions
+    exactly, as numbers: Python compares them without rounding, and NaN is never
+    a key); across kinds the rank decides, so sorting never raises.
 
     Examples:
         >>> sorted(["b", 2, True, 1.5, b"x", "a"], key=key_order)
         [True, 1.5, 2, 'a', 'b', b'x']
+        >>> sorted([0.1, Fraction(1, 10), 2**53 + 1, float(2**53)], key=key_order)
+        [Fraction(1, 10), 0.1, 9007199254740992.0, 9007199254740993]
     """
     return (_tag(key), key)
 

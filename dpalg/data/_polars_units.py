@@ -15,6 +15,7 @@ values (``tests/data/test_per_unit_backends.py``).
   nulls, ``UInt64`` above ``2**63``) group exactly, never through a float. The
   null group (missing ids) is dropped: those rows are nobody's. ``Decimal``,
   ``Object``, ``Int128`` ids are answered by the numpy backend (value by value,
+  exactly: a ``Decimal`` id is never cast to a float, so ``2**53`` and ``2**53 + 1`` stay two units;
   where ``1``, ``1.0``, ``"1"`` and ``True`` in one ``Object`` column are
   resolved by the key policy).
 * **Values.** The column as Float64, NaN kept. Aggregates skip nulls; NaN is

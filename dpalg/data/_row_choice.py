@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Final
 
 import numpy as np
@@ -44,7 +45,7 @@ _C1: Final = _U64(0xFF51AFD7ED558CCD)
 _C2: Final = _U64(0xC4CEB9FE1A85EC53)
 _GOLD: Final = _U64(0x9E3779B97F4A7C15)
 _S33: Final = _U64(33)
-_TAGS: Final = {bool: 1, int: 2, float: 2, str: 3, bytes: 4}
+_TAGS: Final = {bool: 1, int: 2, float: 2, Fraction: 2, str: 3, bytes: 4}
 _SHORT: Final = 32  # longer keys get a keyed digest each, so no array is ever wider than 32 characters
 
 
@@ -68,12 +69,26 @@ def _mix(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64] | np.uint64, key: 
     return _fmix(_fmix(a ^ key) * _GOLD ^ b)
 
 
-def _float(key: Key) -> float:
-    """A number key as a float; an int beyond the float range saturates to ±inf (a collision costs utility only)."""
+def _float_bits(key: Key) -> float | None:
+    """A number key as the float that equals it exactly, or ``None`` when no float does (a big int, a Fraction)."""
     try:
-        return float(key)
+        as_float = float(key)
     except OverflowError:
-        return math.copysign(math.inf, float(key > 0) - 0.5)  # type: ignore[operator]
+        return None
+    return as_float if as_float == key else None
+
+
+def _int_bytes(x: int) -> bytes:
+    """An int's exact two's-complement bytes, length-prefixed (never its decimal text: no digit limit)."""
+    raw = x.to_bytes(x.bit_length() // 8 + 1, "little", signed=True)
+    return len(raw).to_bytes(8, "little") + raw
+
+
+def _exact_number_bytes(key: int | Fraction) -> bytes:
+    """An exact encoding of a number key no float holds (an int beyond 2**53, a Fraction): equal keys, equal bytes."""
+    if isinstance(key, Fraction):
+        return b"q" + _int_bytes(key.numerator) + _int_bytes(key.denominator)
+    return b"i" + _int_bytes(int(key))
 
 
 def _hash_short(text: list[str], lengths: npt.NDArray[np.int64], key: np.uint64) -> npt.NDArray[np.uint64]:
@@ -99,10 +114,17 @@ def _hash_keys(keys: Sequence[Key], words: npt.NDArray[np.uint64]) -> npt.NDArra
     tags = np.fromiter((_TAGS.get(type(k), 5) for k in keys), dtype=np.uint64, count=len(keys))
     numeric = np.flatnonzero(tags == 2)
     if numeric.size:
-        # ints beyond 2**53 share a float with a neighbour: a collision costs utility only
-        vals = np.array([_float(keys[i]) for i in numeric.tolist()], dtype=np.float64)
-        vals = vals + 0.0  # -0.0 -> 0.0
-        out[numeric] = vals.view(np.uint64)
+        # a number a float holds exactly: its float's bits (so the vectorised path of keyed_hashes agrees);
+        # any other (an int beyond 2**53, a Fraction): a keyed digest of its exact bytes, never a rounded float
+        exact = [_float_bits(keys[i]) for i in numeric.tolist()]
+        floats = [j for j, f in enumerate(exact) if f is not None]
+        vals = np.array([exact[j] for j in floats], dtype=np.float64) + 0.0  # -0.0 -> 0.0
+        out[numeric[floats]] = vals.view(np.uint64)
+        for j, f in enumerate(exact):
+            if f is None:
+                raw = _exact_number_bytes(keys[int(numeric[j])])  # type: ignore[arg-type]
+                digest = hashlib.blake2b(raw, key=words.tobytes(), digest_size=8, person=b"dpalg-number").digest()
+                out[numeric[j]] = np.frombuffer(digest, dtype=np.uint64)[0]
     others = np.flatnonzero((tags != 2) & (tags != 1))
     if others.size:
         text: list[str] = [k if isinstance(k, str) else repr(k) for k in (keys[i] for i in others.tolist())]
@@ -123,6 +145,9 @@ def keyed_hashes(column: npt.ArrayLike, secret: bytes) -> npt.NDArray[np.uint64]
 
     Values follow the key policy (:func:`dpalg.data._keys.normalise_key`): ``1``
     and ``1.0`` hash alike, ``1``, ``"1"`` and ``True`` differ, ``-0.0`` is ``0.0``;
+    numbers are hashed exactly (a number a float holds by that float's bits, any
+    other -- an int beyond 2**53, a ``Fraction`` -- by a keyed digest of its exact
+    value), so two distinct ids never share a hash by rounding;
     a missing value (None, NaN) hashes to a fixed keyed constant. Each distinct
     key is hashed once, vectorised.
 
@@ -133,13 +158,19 @@ def keyed_hashes(column: npt.ArrayLike, secret: bytes) -> npt.NDArray[np.uint64]
     """
     words = _words(secret)
     arr = as_column(column)
-    if arr.ndim == 1 and arr.dtype.kind in "iuf":  # numbers: hashed directly, vectorised (no sort)
+    if arr.ndim == 1 and (arr.dtype.kind in "iu" or (arr.dtype.kind == "f" and arr.dtype.itemsize <= 8)):
+        # numbers: hashed directly, vectorised (no sort); float16/32/64 and ints up to 2**53 are exact as float64
         with np.errstate(all="ignore"):
             vals = arr.astype(np.float64) + 0.0  # ints as floats (1 == 1.0, as the key policy); -0.0 -> 0.0
         h = _mix(vals.view(np.uint64), np.uint64(_TAGS[int]), words[0])
         missing = np.isnan(vals)
         if np.any(missing):
             h[missing] = _fmix(words[3:4] ^ _GOLD)[0]
+        if arr.dtype.kind in "iu":  # an int beyond 2**53 may share a float with its neighbour: hashed exactly
+            big = np.flatnonzero(np.abs(vals) >= 2.0**53)  # 2**53 + 1 reads as 2**53
+            if big.size:
+                keys, codes = key_index(arr[big], owner="keyed_hashes")
+                h[big] = _hash_keys(keys, words)[codes]
         return h
     keys, codes = key_index(arr, owner="keyed_hashes")
     table = np.append(_hash_keys(keys, words), _fmix(words[3:4] ^ _GOLD))  # index -1: missing

@@ -15,7 +15,9 @@ Data policy (in addition to the one of :mod:`dpalg.data._dataset`):
   whose id is missing (``None``, ``NaN``, ``pd.NA``, ``NaT`` or a value of an
   unsupported type) belongs to no unit and is dropped *everywhere* (it is
   nobody's data: no unit's entry depends on it); ``1`` and ``"1"`` are two
-  users, ``1`` and ``1.0`` one user, ``True`` and ``1`` two users. Raising
+  users, ``1`` and ``1.0`` one user, ``True`` and ``1`` two users, and ids are
+  compared exactly (``Decimal(2**53)`` and ``Decimal(2**53 + 1)`` are two users:
+  a merge would let an added user change another one's entry). Raising
   instead would make the release fail or not depending on one row -- a
   data-dependent error is itself a leak;
 * a ``NaN``/``None`` value means "no value": the row is dropped, but its user

@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
+from decimal import Decimal
 from fractions import Fraction
 from typing import cast
 
@@ -65,7 +66,7 @@ from dpalg.mechanisms import (
 #   ``±inf``, ``±1e308``, ``10**400`` (an int beyond the float range), bools and
 #   strings (``"3"``, ``"abc"``);
 # * ``c``: a 0/1-ish ``object`` column (counted where non-zero) with the same hostile values;
-# * ``k``: keys and ``u``: user ids mixing int, str, bytes, bool, float, ``None`` and NaN;
+# * ``k``: keys and ``u``: user ids mixing int, str, bytes, bool, float, ``Decimal``, ``Fraction``, ``None`` and NaN;
 #
 # with 0 to 12 rows (the empty dataset and a single row included).
 
@@ -76,9 +77,15 @@ HOSTILE_NUMBERS: tuple[object, ...] = (
     0, 1, 2, 3, 0.5, -7, 1e-300, 5e-324,
 )  # fmt: skip
 HOSTILE_KEYS: tuple[object, ...] = (None, math.nan, 1, 1.0, "1", "a", "b", True, False, b"a", 2, -3, "", 1e308)
+# exact numbers a float would round (Decimal and Fraction ids and keys are read exactly: 2**53 and 2**53 + 1 are two
+# users), a Decimal NaN, infinities, one too long to read exactly (missing) and a tenth that is not the float 0.1
+HOSTILE_DECIMALS: tuple[object, ...] = (
+    Decimal(2**53), Decimal(2**53 + 1), Decimal(f"{2**53 + 2}.000"), Decimal("1.0"), Decimal("0.1"), Decimal("NaN"),
+    Decimal("-Infinity"), Decimal("1e999999999"), Decimal(10**30 + 1), Fraction(1, 3), Fraction(2**53 + 1), 2**53 + 1,
+)  # fmt: skip
 
 _numbers = st.sampled_from(HOSTILE_NUMBERS) | st.integers(-(10**6), 10**6) | st.floats(allow_nan=True, allow_infinity=True)
-_keys = st.sampled_from(HOSTILE_KEYS) | st.integers(-5, 5) | st.text(max_size=3)
+_keys = st.sampled_from(HOSTILE_KEYS) | st.sampled_from(HOSTILE_DECIMALS) | st.integers(-5, 5) | st.text(max_size=3)
 
 
 @st.composite
@@ -197,7 +204,7 @@ def _kind(value: object) -> object:
     """The output's type, recursively for tuples and dicts (⊥ is its own kind)."""
     if value is BOTTOM:
         return "BOTTOM"
-    if isinstance(value, (str, bytes, bool, int)):  # a released key (NoisyMax over mixed-type keys): any key type
+    if isinstance(value, (str, bytes, bool, int, Fraction)):  # a released key (NoisyMax over mixed-type keys): any key type
         return "key"
     if isinstance(value, tuple):
         return ("tuple", tuple(_kind(v) for v in value))
@@ -288,3 +295,30 @@ def test_clips_the_exact_release_cannot_serve_are_refused_at_construction(build:
     """Not after the charge, and with dpalg's error (a bare OverflowError escaped SmoothBound before)."""
     with pytest.raises(InvalidArgument):
         build()
+
+
+# --- ids of a polars Decimal(38, 0) column (read value by value by the key policy) -------------------
+
+USER_PLANS = sorted(name for name in PLANS if "user" in name or "users" in name)
+
+
+@st.composite
+def polars_decimal_datasets(draw: st.DrawFn, max_rows: int = 12) -> Dataset:
+    """Float64 value columns and a polars ``Decimal(38, 0)`` id column ``u`` (nulls, ids that share a double)."""
+    pl = pytest.importorskip("polars")
+    n = draw(st.integers(0, max_rows))
+    floats = st.floats(allow_nan=True, allow_infinity=True) | st.none()
+    ids = st.sampled_from([None, Decimal(2**53), Decimal(2**53 + 1), Decimal(2**53 + 2), Decimal(0), Decimal(10**37 + 1), Decimal(-(10**37))])
+    frame = pl.DataFrame({
+        **{name: pl.Series(draw(st.lists(floats, min_size=n, max_size=n)), dtype=pl.Float64) for name in ("x", "y", "v", "c")},
+        "k": pl.Series(draw(st.lists(st.sampled_from(["a", "b", None]), min_size=n, max_size=n)), dtype=pl.String),
+        "u": pl.Series(draw(st.lists(ids, min_size=n, max_size=n)), dtype=pl.Decimal(38, 0)),
+    })  # fmt: skip
+    return as_dataset(frame.lazy() if draw(st.booleans()) else frame)
+
+
+@pytest.mark.parametrize("name", USER_PLANS)
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+@given(data=polars_decimal_datasets(), seed=st.integers(0, 2**32 - 1))
+def test_user_level_releases_are_total_on_polars_decimal_ids(name: str, data: Dataset, seed: int) -> None:
+    _assert_total(name, data, seed)
