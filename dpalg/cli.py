@@ -28,9 +28,9 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, Sequence, cast
 
-from dpalg._errors import BudgetExceeded, DPAlgError, InvalidArgument
+from dpalg._errors import DPAlgError, InvalidArgument
 from dpalg.graph._accountant import check, derive, fits
-from dpalg.graph._derivation import Derivation, measure_to_json
+from dpalg.graph._derivation import BudgetExceeded, Derivation, measure_to_json
 from dpalg.graph._node import AbstractMeasurement
 from dpalg._numbers import to_fraction
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP

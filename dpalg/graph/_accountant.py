@@ -23,9 +23,9 @@ from fractions import Fraction
 from math import gcd
 from typing import Final, Union, assert_never, cast
 
-from dpalg._errors import BudgetExceeded, InvalidArgument, Unsupported
+from dpalg._errors import InvalidArgument, Unsupported
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
-from dpalg.graph._derivation import Derivation, LeafClaim, PendingChildren
+from dpalg.graph._derivation import BudgetExceeded, Derivation, LeafClaim, PendingChildren
 from dpalg.graph._group import GroupPrivacy, group_cost
 from dpalg.graph._node import _CLAIM_KEY, AbstractMeasurement, AbstractPrimitive, M, claim_of
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP

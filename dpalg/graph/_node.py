@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast
 
 import attrs
 
-from dpalg._errors import BudgetExceeded, UncheckedPlan
+from dpalg._errors import UncheckedPlan
+from dpalg.graph._derivation import BudgetExceeded, Derivation
 from dpalg._numbers import ExactLike
 from dpalg.data import ColumnUse, Dataset, Neighbouring
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
@@ -35,7 +36,6 @@ from dpalg.noise._random import AbstractRandomness, RngLike
 
 if TYPE_CHECKING:  # pragma: no cover
     from dpalg.graph._accuracy import Accuracy
-    from dpalg.graph._derivation import Derivation
     from dpalg.graph._summary import PlanSummary
     from dpalg.release._release import Release
 
