@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import fraction_ceil, fraction_floor
-from dpalg.data._dataset import Dataset
+from dpalg.data._dataset import Dataset, register_in_memory_reductions
 from dpalg.data._keys import Key, key_counts, key_index
 from dpalg.data._reductions import LatticeSum, OrderWindow, Reductions, SumSpec
 from dpalg.data._user_units import (
@@ -403,3 +403,6 @@ def as_reductions(data: Dataset | Reductions) -> Reductions:
     if isinstance(data, Reductions):
         return data
     raise InvalidArgument("as_reductions", "data", type(data).__name__, "must be a dpalg Dataset (see as_dataset) or a Reductions backend")
+
+
+register_in_memory_reductions(NumpyReductions)  # the rows of Dataset.take() are in memory: answered here
