@@ -60,9 +60,10 @@ Keys and unit ids (:meth:`Dataset.key_index`, :func:`dpalg.data._keys.normalise_
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Literal, Protocol, final
 
@@ -77,7 +78,7 @@ from dpalg.data._numeric import as_column, numeric_dtype_problem, to_float
 if TYPE_CHECKING:
     from dpalg.data._reductions import Reductions
 
-__all__ = ["BackendInfo", "ColumnSource", "Dataset", "DataLike", "FrameBackend", "Neighbouring", "Relation", "as_dataset", "in_memory_reductions", "package_version", "register_frame_backend", "register_in_memory_reductions", "ROW"]
+__all__ = ["BackendInfo", "ColumnSource", "Dataset", "DataLike", "FrameBackend", "Neighbouring", "Relation", "as_dataset", "in_memory_reductions", "run_data", "package_version", "register_frame_backend", "register_in_memory_reductions", "ROW"]
 
 Relation = Literal["add_remove", "substitution"]
 _RELATIONS = ("add_remove", "substitution")
@@ -532,3 +533,22 @@ def _to_numpy(values: object) -> object:
         # float64, which merges ids above 2**53; keep the exact Python ints (None for missing), as polars does
         return to_numpy(dtype=object, na_value=None)
     return to_numpy()
+
+
+@contextlib.contextmanager
+def run_data(data: object) -> Iterator[Dataset]:
+    """``as_dataset(data)`` for the length of one run: what the run adapted, the run releases.
+
+    When the run ends, returning or raising, the source of a dataset this run made
+    (from a Spark or polars frame) is closed if it has a ``close()`` (optional in
+    :class:`~dpalg.data.ColumnSource`): a Spark source unpersists the cache it
+    made, so the input is persisted once per run. A :class:`~dpalg.data.Dataset`
+    the caller passed is the caller's, and is left open.
+    """
+    dataset = as_dataset(data)
+    try:
+        yield dataset
+    finally:
+        close = getattr(dataset.source, "close", None) if dataset is not data else None
+        if callable(close):
+            close()

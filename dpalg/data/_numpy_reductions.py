@@ -37,6 +37,7 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import fraction_ceil, fraction_floor
 from dpalg.data._dataset import Dataset, register_in_memory_reductions
+from dpalg.data._fixed_point import exact_clipped_sum
 from dpalg.data._keys import Key, key_counts, key_index
 from dpalg.data._reductions import LatticeSum, OrderWindow, Reductions, SumSpec
 from dpalg.data._user_units import (
@@ -138,8 +139,6 @@ def lattice_sum(x: npt.NDArray[np.float64], lower: Fraction, upper: Fraction, k:
 
 
 def _lattice_sum_exact(x: npt.NDArray[np.float64], lower: Fraction, upper: Fraction, k: int, lo_in: float, hi_in: float) -> LatticeSum:
-    from dpalg.noise import exact_clipped_sum  # the reference computation, per block
-
     total = 0
     count = 0
     for block in _blocks(x):

@@ -27,7 +27,7 @@ from dpalg._errors import InvalidArgument, Unsupported
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._derivation import BudgetExceeded, Derivation, LeafClaim, PendingChildren
 from dpalg.graph._group import GroupPrivacy, group_cost
-from dpalg.graph._node import _CLAIM_KEY, AbstractMeasurement, AbstractPrimitive, M, claim_of
+from dpalg.graph._node import _CLAIM_KEY, CHECK, DERIVE, AbstractMeasurement, AbstractPrimitive, M, claim_of
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import short_measure
 from dpalg.measures._measures import exact_sum
@@ -430,3 +430,7 @@ def check(node: object, budget: Measure) -> Derivation:
         f"needs {short_measure(bad.cost, 'up')}, only {short_measure(available, 'down')} remained",
         path=bad.path, node_repr=bad.node, required=bad.cost, available=available, derivation=d,
     )
+
+
+DERIVE.provide(derive)  # plan.derive(), plan.cost()
+CHECK.provide(check)  # plan.check(budget)
