@@ -2,7 +2,7 @@
 
 Data policy (the reference: documented once here, implemented once in
 :mod:`dpalg.data._numeric` and :mod:`dpalg.data._keys`, used everywhere). Its
-aim is DESIGN §3, "Releases are total": after the charge nothing observable may
+aim is the invariant "releases are total" (``docs/architecture.md``): after the charge nothing observable may
 depend on the data except through the mechanism's proven output, so **no value
 ever makes a release raise**; only the public *schema* (column names and
 dtypes) can, and it is checked before the charge.

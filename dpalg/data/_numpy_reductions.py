@@ -386,7 +386,7 @@ class NumpyReductions:
 
 
 def as_reductions(data: Dataset | Reductions) -> Reductions:
-    """The reductions backend for ``data``, chosen by its type (DESIGN §5).
+    """The reductions backend for ``data``, chosen by its type (``docs/reductions.md``).
 
     A :class:`~dpalg.data.Dataset` of numpy columns is answered in memory by
     :class:`NumpyReductions`; a dataset backed by another store (a polars frame,

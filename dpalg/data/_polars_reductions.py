@@ -322,7 +322,7 @@ class PolarsReductions(SourceReductions["PolarsSource"]):
         neg, pos = self._row((zero & ((1.0 / v) < 0.0)).sum().alias("neg"), (zero & ((1.0 / v) > 0.0)).sum().alias("pos"))
         return int(neg) > 0 and int(pos) > 0
 
-    # -- per-unit questions (issue 17) ---------------------------------------------------
+    # -- per-unit questions ------------------------------------------------------------
     # Thin: validation, the numpy fallback for what polars does not group or read, then one
     # group_by in dpalg.data._polars_units (semantics and exactness argued there).
 

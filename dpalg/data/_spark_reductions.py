@@ -237,7 +237,7 @@ class SparkReductions(SourceReductions["SparkSource"]):
             return np.asarray(table.column(0).to_numpy(), dtype=np.float64).copy()
         return np.array([r[0] for r in selected.collect()], dtype=np.float64)
 
-    # -- per-unit questions (issue 17) ---------------------------------------------------
+    # -- per-unit questions ------------------------------------------------------------
     # Thin: validation, the numpy fallback for what Spark does not group or read, then one
     # groupBy in dpalg.data._spark_units (semantics and exactness argued there).
 

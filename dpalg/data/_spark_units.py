@@ -1,4 +1,4 @@
-"""The per-unit questions of :class:`~dpalg.data.Reductions` on Spark executors (issue 17).
+"""The per-unit questions of :class:`~dpalg.data.Reductions` on Spark executors.
 
 :class:`~dpalg.data._spark_reductions.SparkReductions` answers ``per_unit_sums``,
 ``per_unit_row_counts`` and ``per_unit_max`` with the functions here: one

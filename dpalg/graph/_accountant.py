@@ -8,7 +8,7 @@ Dispatch is a ``match`` over the closed set of node kinds, ended by
 subclass of :class:`AbstractMeasurement` that is neither structural nor a
 primitive) is :class:`~dpalg.Unsupported`, never free.
 
-Speed without rounding (issue 19): a node's kind is looked up by its exact type
+Speed without rounding: a node's kind is looked up by its exact type
 (the ABC ``isinstance`` runs once per type, not per node); the children of a
 composition are visited in one loop in which leaves take their claim from the
 node's cache (:func:`~dpalg.graph._node.claim_of`) and are not given a

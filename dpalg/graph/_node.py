@@ -6,7 +6,7 @@ privacy-loss type ``M`` (``PureDP``, ``ApproxDP`` or ``ZCDP``), so that
 against a budget of another measure, unless an explicit conversion node is
 written.
 
-Three things are kept apart (STYLE.md, convention 3): a node *describes* a
+Three things are kept apart (docs/architecture.md, "Invariants"): a node *describes* a
 mechanism by its parameters; the accountant derives its *cost* from those
 parameters alone; *running* it is a third step that is refused until the cost
 was checked against a budget.
@@ -93,13 +93,14 @@ RUN: Provided[_Run] = Provided("the runner", "dpalg.release")
 
 # Plans that passed check(), by identity (hashing a large plan would cost more than
 # checking it); entries disappear with their plan. A check grants ONE run of that plan
-# object outside a Session (issue 14, section 6): ``spent`` records that it was used.
+# object outside a Session (one check pays for one release; a Session charges each run):
+# ``spent`` records that it was used.
 # ``derivation`` is the one check() proved against ``budget`` (its root's ``source``
 # cleared: a strong reference from this dict would keep the plan alive forever);
 # run() certifies with it instead of deriving the plan again. It cannot be stale:
 # the entry belongs to this very object (weak reference compared by identity), nodes
 # are frozen all the way down, and a node's cost is a function of its parameters
-# only (DESIGN §3).
+# only (the invariant "cost is static", docs/architecture.md).
 @attrs.define
 class _Checked:
     ref: weakref.ref[object]

@@ -317,8 +317,9 @@ def _short_cost(m: Measure) -> str:
 
 # Error messages show a measure as a cost (rounded up); dpalg._errors sits below this
 # floor, so the measures hand it their short form.
-for _kind in (PureDP, ApproxDP, ZCDP):
-    register_short_form(_kind, _short_cost)
+register_short_form(PureDP, _short_cost)
+register_short_form(ApproxDP, _short_cost)
+register_short_form(ZCDP, _short_cost)
 
 
 def exact_sum(values: Iterable[Fraction]) -> Fraction:

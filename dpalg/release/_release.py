@@ -119,7 +119,7 @@ def execute(
 def run_checked(plan: AbstractMeasurement[M], data: object, *, rng: RngLike) -> Release:
     """``plan.run``: refuse unless ``plan.check(budget)`` passed and its one run is unused; then run.
 
-    Order (DESIGN §3): the data is adapted and the plan's schema validated
+    Order (schema before the charge, ``docs/architecture.md``): the data is adapted and the plan's schema validated
     first, so a column typo costs nothing; then the check's one run is used
     (atomically, so concurrent calls cannot both run); then the plan runs. The
     certificate carries the derivation that check proved against that budget
