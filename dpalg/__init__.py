@@ -10,7 +10,7 @@ and keep the certificate::
     PureDP('3/4')
 """
 
-from dpalg._errors import BudgetExceeded, DPAlgError, InsecureRandomnessWarning, InvalidArgument, UncheckedPlan, Unsupported
+from dpalg._errors import DPAlgError, InsecureRandomnessWarning, InvalidArgument, UncheckedPlan, Unsupported
 from dpalg.data import Neighbouring
 from dpalg.graph import (
     AbstractMeasurement,
@@ -26,6 +26,7 @@ from dpalg.graph import (
     ZCDPToApprox,
     compose,
 )
+from dpalg.graph._derivation import BudgetExceeded
 from dpalg.measures import ZCDP, ApproxDP, PureDP
 from dpalg.queries import Clip, ClipPerUser, MaxKeysPerUser, MaxRowsPerUser, Query
 from dpalg.release import BOTTOM, Bottom, Release

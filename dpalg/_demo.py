@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from dpalg._commands import UsageError, audit_certificate
 from dpalg import ApproxDP, Clip, ClipPerUser, Compose, GroupPrivacy, MaxRowsPerUser, PureDP, PureToApprox, Query, ZCDPToApprox
 from dpalg.graph._node import AbstractMeasurement
 from dpalg.measures import ApproxDP as _ApproxDP
@@ -97,8 +98,6 @@ def run_demo(seed: int | None = None, rows: int = 100_000, out: Path | str = "."
         out: the directory the certificate is written to, as
             ``dpalg-demo-certificate.json`` (created if missing).
     """
-    from dpalg.cli import UsageError, audit_certificate
-
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
         raise UsageError(f"--rows must be a positive integer, not {rows!r}")
     directory = Path(out)

@@ -8,14 +8,15 @@ privacy amounts only.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
     from fractions import Fraction
 
-    from dpalg.graph._derivation import Derivation
+__all__ = ["DPAlgError", "InsecureRandomnessWarning", "InvalidArgument", "Unsupported", "UncheckedPlan", "register_short_form"]
 
-__all__ = ["BudgetExceeded", "DPAlgError", "InsecureRandomnessWarning", "InvalidArgument", "Unsupported", "UncheckedPlan"]
+_T = TypeVar("_T")
 
 
 class DPAlgError(Exception):
@@ -50,6 +51,25 @@ class InvalidArgument(DPAlgError, ValueError):
 
 _LONG = 120
 
+# type -> its short text for messages. This module is the lowest floor: the types that
+# want a short form (the privacy measures) register it from above, at their import.
+_SHORT_FORMS: dict[type, Callable[[object], str]] = {}
+
+
+def register_short_form(kind: type[_T], form: Callable[[_T], str]) -> None:
+    """Show values of exactly type ``kind`` in error messages as ``form(value)``.
+
+    The measures register their short text (a cost rounded up, see
+    :func:`dpalg.measures._display.short_measure`), so that a 400-digit exact
+    loss reads as ``ApproxDP(<=2.00001, ...)`` in a message.
+    """
+
+    def shown(value: object) -> str:
+        assert isinstance(value, kind)  # looked up by exact type
+        return form(value)
+
+    _SHORT_FORMS[kind] = shown
+
 
 def _short_value(value: object) -> str:
     """The offending value's repr for a message, shortened when long.
@@ -80,10 +100,9 @@ def _short_value(value: object) -> str:
         return f"~{_twelve_digits(value)}"
     if isinstance(value, float):
         return f"{value:.12g}"
-    if type(value).__name__ in ("PureDP", "ApproxDP", "ZCDP") and type(value).__module__.startswith("dpalg."):
-        from dpalg.measures._display import short_measure
-
-        return short_measure(value, "up")  # type: ignore[arg-type]  # a measure, by the check above
+    form = _SHORT_FORMS.get(type(value))
+    if form is not None:
+        return form(value)
     if isinstance(value, str) and len(value) > _LONG:
         return f"{value[:68]!r}... ({len(value)} characters)"
     try:
@@ -114,32 +133,3 @@ class Unsupported(DPAlgError, TypeError):
 
 class UncheckedPlan(DPAlgError, RuntimeError):
     """``run`` was called on a plan whose budget check has not passed."""
-
-
-class BudgetExceeded(DPAlgError):
-    """A plan or a session charge does not fit within the budget.
-
-    Attributes:
-        path: the path of the failing node in the graph (``"Compose[1]/ProposeTest"``).
-        node_repr: the failing node's repr (public parameters only).
-        required: the cost that did not fit.
-        available: the budget (or what remained of it).
-        derivation: the derivation tree of the whole plan, when one exists.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: str,
-        node_repr: str,
-        required: object,
-        available: object,
-        derivation: Derivation | None = None,
-    ) -> None:
-        self.path = path
-        self.node_repr = node_repr
-        self.required = required
-        self.available = available
-        self.derivation = derivation
-        super().__init__(message)

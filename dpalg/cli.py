@@ -28,15 +28,16 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, Sequence, cast
 
-from dpalg._errors import BudgetExceeded, DPAlgError, InvalidArgument
+from dpalg._errors import DPAlgError, InvalidArgument
 from dpalg.graph._accountant import check, derive, fits
-from dpalg.graph._derivation import Derivation, measure_to_json
+from dpalg.graph._derivation import BudgetExceeded, Derivation, measure_to_json
 from dpalg.graph._node import AbstractMeasurement
 from dpalg._numbers import to_fraction
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import short_measure
 from dpalg.release._serialize import JSON
 from dpalg.release._shown import shown
+from dpalg._commands import UsageError, audit_certificate
 
 if TYPE_CHECKING:  # pragma: no cover
     from dpalg.release._adversary import NeighbourPair
@@ -44,10 +45,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from dpalg.release._auditor import MechanismAudit
 
 __all__ = ["main", "parse_budget", "load_object"]
-
-
-class UsageError(Exception):
-    """Bad command-line usage (exit code 2)."""
 
 
 def parse_budget(text: str) -> Measure:
@@ -212,20 +209,6 @@ def _cmd_check(args: argparse.Namespace) -> int:
     _print_summary(args, plan)
     print(f"OK: total {short_measure(derivation.cost, 'up')} fits within {short_measure(budget, 'down')}")
     return 0
-
-
-def audit_certificate(cert: dict[str, object]) -> tuple[bool, list[str]]:
-    """Re-derive a certificate's claim from its plan alone (see :func:`dpalg.release.audit_certificate`).
-
-    Returns:
-        ``(passed, findings)``: whether the audit exits 0 (``"confirmed"`` or,
-        unsigned, ``"cost_confirmed"``), and the findings with the warnings and
-        the verdict line (which names the unverifiable claims) at the end.
-    """
-    from dpalg.release._audit import audit_certificate as _audit
-
-    report = _audit(cert)
-    return report.passed, [*report.findings, *(f"WARNING: {w}" for w in report.warnings), report.verdict]
 
 
 def _read_key(text: str) -> bytes:

@@ -132,6 +132,32 @@ def test_relative_links_resolve() -> None:
     assert not broken, broken
 
 
+
+def test_pages_cite_what_the_repository_holds() -> None:
+    """Prose says what the code does: no issue numbers, no sections of a design file the repository lacks."""
+    found = [
+        f"{_rel(page)}:{i}: {m.group(0)}"
+        for page in PAGES
+        for i, line in enumerate(page.read_text().splitlines(), 1)
+        for m in re.finditer(r"\b[Ii]ssues? #?\d+|\bDESIGN(?:\.md)? §|\bSTYLE\.md\b", line)
+    ]
+    assert not found, found
+
+
+def test_architecture_anchors_exist() -> None:
+    headings = {
+        re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+        for line in (ROOT / "docs" / "architecture.md").read_text().splitlines()
+        if line.startswith("#")
+    }
+    missing = [
+        f"{_rel(page)} -> #{anchor}"
+        for page in PAGES
+        for anchor in re.findall(r"architecture\.md#([\w\-]+)", page.read_text())
+        if anchor not in headings
+    ]
+    assert not missing, missing
+
 # --- code in the pages --------------------------------------------------------------
 
 DOCTEST_PAGES = [p for p in PAGES if ">>>" in p.read_text()]

@@ -13,6 +13,7 @@ from dpalg.data._row_choice import keyed_hashes, row_hashes, select_keys, select
 from dpalg.data._numeric import to_float
 from dpalg.data._reductions import LatticeSum, OrderWindow, Reductions, SumSpec
 from dpalg.data._numpy_reductions import NumpyReductions, as_reductions
+from dpalg.data import _frames  # noqa: F401 -- registers the polars and Spark frames with as_dataset
 from dpalg.data._schema import ColumnRole, ColumnUse, check_columns
 from dpalg.data._user_units import (
     per_unit_max,

@@ -2,7 +2,7 @@
 
 Data policy (the reference: documented once here, implemented once in
 :mod:`dpalg.data._numeric` and :mod:`dpalg.data._keys`, used everywhere). Its
-aim is DESIGN §3, "Releases are total": after the charge nothing observable may
+aim is the invariant "releases are total" (``docs/architecture.md``): after the charge nothing observable may
 depend on the data except through the mechanism's proven output, so **no value
 ever makes a release raise**; only the public *schema* (column names and
 dtypes) can, and it is checked before the charge.
@@ -74,9 +74,10 @@ Keys and unit ids (:meth:`Dataset.key_index`, :func:`dpalg.data._keys.normalise_
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Literal, Protocol, final
 
@@ -91,7 +92,7 @@ from dpalg.data._numeric import as_column, numeric_dtype_problem, to_float
 if TYPE_CHECKING:
     from dpalg.data._reductions import Reductions
 
-__all__ = ["BackendInfo", "ColumnSource", "Dataset", "DataLike", "Neighbouring", "Relation", "as_dataset", "package_version", "ROW"]
+__all__ = ["BackendInfo", "ColumnSource", "Dataset", "DataLike", "FrameBackend", "Neighbouring", "Relation", "as_dataset", "in_memory_reductions", "run_data", "package_version", "register_frame_backend", "register_in_memory_reductions", "ROW"]
 
 Relation = Literal["add_remove", "substitution"]
 _RELATIONS = ("add_remove", "substitution")
@@ -447,9 +448,7 @@ class _Rows:
         return self._parent.numeric(name)[self._rows]
 
     def reductions(self, dataset: Dataset) -> Reductions:
-        from dpalg.data._numpy_reductions import NumpyReductions  # the rows are in memory now
-
-        return NumpyReductions(dataset)
+        return in_memory_reductions(dataset)  # the rows are in memory now
 
     @property
     def backend(self) -> BackendInfo:
@@ -459,10 +458,45 @@ class _Rows:
         return f"rows of {self._parent!r}"
 
 
-def _is_polars_frame(data: object) -> bool:
-    """A polars DataFrame or LazyFrame, recognised by its type's module: polars is never imported to ask."""
-    kind = type(data)
-    return kind.__module__.split(".")[0] == "polars" and kind.__name__ in ("DataFrame", "LazyFrame")
+@final
+@attrs.frozen
+class FrameBackend:
+    """How :func:`as_dataset` adapts one kind of frame that stays where it is (a polars or Spark frame).
+
+    Backends register themselves (:func:`register_frame_backend`, done in
+    :mod:`dpalg.data._frames`), so this module never imports a backend: the
+    backends import it.
+
+    Attributes:
+        recognises: whether an object is such a frame, decided by its type's module
+            and name (the frame library is never imported to ask).
+        adapt: the :class:`Dataset` backed by the frame; imports the frame library
+            and the backend, and raises ``ImportError`` when they cannot be imported.
+        missing: the :class:`~dpalg.Unsupported` message for such an ``ImportError``.
+    """
+
+    recognises: Callable[[object], bool]
+    adapt: Callable[[object], Dataset]
+    missing: Callable[[object, ImportError], str]
+
+
+_FRAME_BACKENDS: list[FrameBackend] = []
+_IN_MEMORY: list[Callable[[Dataset], Reductions]] = []
+
+
+def register_frame_backend(backend: FrameBackend) -> None:
+    """Let :func:`as_dataset` adapt the frames ``backend`` recognises (checked in registration order)."""
+    _FRAME_BACKENDS.append(backend)
+
+
+def register_in_memory_reductions(make: Callable[[Dataset], Reductions]) -> None:
+    """The reductions of a dataset whose rows are in memory (numpy), registered by :mod:`dpalg.data._numpy_reductions`."""
+    _IN_MEMORY[:] = [make]
+
+
+def in_memory_reductions(dataset: Dataset) -> Reductions:
+    """:class:`~dpalg.data.NumpyReductions` over ``dataset`` (registered by the module that defines it)."""
+    return _IN_MEMORY[0](dataset)
 
 
 def as_dataset(data: object) -> Dataset:
@@ -481,21 +515,12 @@ def as_dataset(data: object) -> Dataset:
     """
     if isinstance(data, Dataset):
         return data
-    if _is_polars_frame(data):
-        try:
-            from dpalg.data._polars import polars_dataset
-        except ImportError as exc:
-            raise Unsupported(
-                f"as_dataset: a polars {type(data).__name__} needs polars >= 1.0 ({exc}); install it with: pip install 'dpalg[polars]'"
-            ) from exc
-        return polars_dataset(data)
-    if type(data).__module__.startswith("pyspark.sql") and type(data).__name__ == "DataFrame":  # classic or Spark Connect
-        try:
-            from dpalg.data._spark import spark_dataset
-
-            return spark_dataset(data)
-        except ImportError as exc:
-            raise Unsupported(f"as_dataset: a Spark DataFrame needs pyspark ({exc}); install it with: pip install 'dpalg[spark]'") from exc
+    for frames in _FRAME_BACKENDS:
+        if frames.recognises(data):
+            try:
+                return frames.adapt(data)
+            except ImportError as exc:
+                raise Unsupported(frames.missing(data, exc)) from exc
     columns: dict[str, npt.NDArray[np.generic]] = {}
     if isinstance(data, Mapping):
         items = list(data.items())
@@ -522,3 +547,22 @@ def _to_numpy(values: object) -> object:
         # float64, which merges ids above 2**53; keep the exact Python ints (None for missing), as polars does
         return to_numpy(dtype=object, na_value=None)
     return to_numpy()
+
+
+@contextlib.contextmanager
+def run_data(data: object) -> Iterator[Dataset]:
+    """``as_dataset(data)`` for the length of one run: what the run adapted, the run releases.
+
+    When the run ends, returning or raising, the source of a dataset this run made
+    (from a Spark or polars frame) is closed if it has a ``close()`` (optional in
+    :class:`~dpalg.data.ColumnSource`): a Spark source unpersists the cache it
+    made, so the input is persisted once per run. A :class:`~dpalg.data.Dataset`
+    the caller passed is the caller's, and is left open.
+    """
+    dataset = as_dataset(data)
+    try:
+        yield dataset
+    finally:
+        close = getattr(dataset.source, "close", None) if dataset is not data else None
+        if callable(close):
+            close()

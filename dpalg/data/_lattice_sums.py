@@ -1,4 +1,4 @@
-"""Exact per-user totals on a lattice, independent of row order and partitioning (issue 15).
+"""Exact per-user totals on a lattice, independent of row order and partitioning.
 
 A per-user total computed as a float sum in row order depends on the order of
 the rows and on how they are partitioned: a different order can change the

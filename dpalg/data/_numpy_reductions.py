@@ -36,7 +36,8 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import fraction_ceil, fraction_floor
-from dpalg.data._dataset import Dataset
+from dpalg.data._dataset import Dataset, register_in_memory_reductions
+from dpalg.data._fixed_point import exact_clipped_sum
 from dpalg.data._keys import Key, key_counts, key_index
 from dpalg.data._reductions import LatticeSum, OrderWindow, Reductions, SumSpec
 from dpalg.data._user_units import (
@@ -138,8 +139,6 @@ def lattice_sum(x: npt.NDArray[np.float64], lower: Fraction, upper: Fraction, k:
 
 
 def _lattice_sum_exact(x: npt.NDArray[np.float64], lower: Fraction, upper: Fraction, k: int, lo_in: float, hi_in: float) -> LatticeSum:
-    from dpalg.noise import exact_clipped_sum  # the reference computation, per block
-
     total = 0
     count = 0
     for block in _blocks(x):
@@ -387,7 +386,7 @@ class NumpyReductions:
 
 
 def as_reductions(data: Dataset | Reductions) -> Reductions:
-    """The reductions backend for ``data``, chosen by its type (DESIGN §5).
+    """The reductions backend for ``data``, chosen by its type (``docs/reductions.md``).
 
     A :class:`~dpalg.data.Dataset` of numpy columns is answered in memory by
     :class:`NumpyReductions`; a dataset backed by another store (a polars frame,
@@ -403,3 +402,6 @@ def as_reductions(data: Dataset | Reductions) -> Reductions:
     if isinstance(data, Reductions):
         return data
     raise InvalidArgument("as_reductions", "data", type(data).__name__, "must be a dpalg Dataset (see as_dataset) or a Reductions backend")
+
+
+register_in_memory_reductions(NumpyReductions)  # the rows of Dataset.take() are in memory: answered here

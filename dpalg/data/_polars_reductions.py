@@ -95,7 +95,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 import numpy as np
 import numpy.typing as npt
@@ -103,12 +103,15 @@ import polars as pl
 
 from dpalg.data._keys import Key
 from dpalg.data import _polars_units as units
-from dpalg.data._polars import PolarsSource, polars_kind
+from dpalg.data._polars_types import polars_kind
 from dpalg.data._polars_exprs import MAGIC, key_expr, magic_rounding_ok, nan_to_null, rint_expr
 from dpalg.data._reductions import OrderWindow, SumSpec
 from dpalg.data._source_reductions import (
     BucketSpan, GridCells, SourceReductions, SumPlan, WindowBuckets, chosen_window, key_candidates, sorted_window, window_ranks,
 )  # fmt: skip
+
+if TYPE_CHECKING:
+    from dpalg.data._polars import PolarsSource  # the source these reductions compute on (it builds them)
 
 __all__ = ["PolarsReductions", "magic_rounding_ok", "rint_expr"]
 
@@ -119,7 +122,7 @@ _NATIVE_KEYS: Final = ("float", "int", "bool", "null", "str", "bytes")
 
 
 @final
-class PolarsReductions(SourceReductions[PolarsSource]):
+class PolarsReductions(SourceReductions["PolarsSource"]):
     """:class:`~dpalg.data.Reductions` over a polars DataFrame or LazyFrame, in polars (module docstring).
 
     Built by :func:`~dpalg.data.as_reductions` for a dataset that
@@ -319,7 +322,7 @@ class PolarsReductions(SourceReductions[PolarsSource]):
         neg, pos = self._row((zero & ((1.0 / v) < 0.0)).sum().alias("neg"), (zero & ((1.0 / v) > 0.0)).sum().alias("pos"))
         return int(neg) > 0 and int(pos) > 0
 
-    # -- per-unit questions (issue 17) ---------------------------------------------------
+    # -- per-unit questions ------------------------------------------------------------
     # Thin: validation, the numpy fallback for what polars does not group or read, then one
     # group_by in dpalg.data._polars_units (semantics and exactness argued there).
 

@@ -1,4 +1,4 @@
-"""The per-unit questions of :class:`~dpalg.data.Reductions` in polars expressions (issue 17).
+"""The per-unit questions of :class:`~dpalg.data.Reductions` in polars expressions.
 
 :class:`~dpalg.data._polars_reductions.PolarsReductions` answers ``per_unit_sums``,
 ``per_unit_row_counts`` and ``per_unit_max`` with the functions here: one

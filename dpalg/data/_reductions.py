@@ -1,4 +1,4 @@
-"""The reductions seam (DESIGN §5): the small, exact questions a mechanism asks of the data.
+"""The reductions seam (docs/architecture.md, "The reductions protocol"): the small, exact questions a mechanism asks of the data.
 
 A mechanism's ``release`` never needs a whole column: it needs a count, an exact
 fixed-point sum, the counts of a grid or of public keys, or a few order
@@ -7,7 +7,8 @@ is exact (an ``int``, or a small array whose size depends only on public
 parameters and, for the order window, on the requested ranks). A backend
 implements the protocol once: :class:`~dpalg.data.NumpyReductions` answers in one
 block-wise pass with memory O(block) for sums and grid counts; the Spark and
-Polars backends of issue 17 answer the same questions on executors.
+Polars backends answer the same questions on executors (a Spark frame) or in
+polars (a polars frame).
 
 Windows and caps are **public**: a caller asks for the ranks it needs, computed
 from public quantities (ε, δ, the clip, the lattice step), never from the data.
@@ -105,7 +106,7 @@ class Reductions(Protocol):
     """What a mechanism may ask of the data. Every answer is exact and small.
 
     Implementations: :class:`~dpalg.data.NumpyReductions` (in memory); the
-    Spark and Polars backends follow the same contract (DESIGN §5).
+    Spark and Polars backends follow the same contract (``docs/reductions.md``).
     """
 
     @property

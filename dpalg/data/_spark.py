@@ -51,10 +51,8 @@ refused before any job (:func:`connect_problem`).
 
 from __future__ import annotations
 
-import os
-import shutil
 import weakref
-from typing import Any, Final, final
+from typing import Any, final
 
 import numpy as np
 import numpy.typing as npt
@@ -63,102 +61,10 @@ from dpalg._errors import InvalidArgument, Unsupported
 from dpalg.data._dataset import BackendInfo, Dataset
 from dpalg.data._numeric import to_float
 from dpalg.data._reductions import Reductions
+from dpalg.data._spark_reductions import SparkReductions
+from dpalg.data._spark_types import F, is_spark_frame, java_problem, numpy_dtype, quoted, spark_kind
 
-__all__ = ["SparkSource", "connect_problem", "is_spark_frame", "java_problem", "spark_dataset", "spark_kind"]
-
-
-class _Functions:
-    """``pyspark.sql.functions``, imported on first use: the Spark modules (and their doctest collection) never need pyspark."""
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):  # introspection (doctest collection, copy, pickle) never imports pyspark
-            raise AttributeError(name)
-        from pyspark.sql import functions
-
-        return getattr(functions, name)
-
-
-#: ``pyspark.sql.functions`` for the Spark backend's modules (typed as the real module where they import it under TYPE_CHECKING)
-F: Any = _Functions()
-
-_INTS: Final = {"ByteType": "int8", "ShortType": "int16", "IntegerType": "int32", "LongType": "int64"}
-_FLOATS: Final = {"FloatType": "float32", "DoubleType": "float64"}
-_STRS: Final = ("StringType", "CharType", "VarcharType")
-
-
-def is_spark_frame(data: object) -> bool:
-    """A pyspark DataFrame (classic or Spark Connect), recognised by its type's module: pyspark is never imported to ask.
-
-    Examples:
-        >>> is_spark_frame({"x": [1.0]})
-        False
-    """
-    kind = type(data)
-    return kind.__module__.startswith("pyspark.sql") and kind.__name__ == "DataFrame"
-
-
-def java_problem() -> str | None:
-    """Why Spark cannot start a JVM here (no ``java`` on the PATH and no ``JAVA_HOME``), or ``None``."""
-    home = os.environ.get("JAVA_HOME")
-    if home and os.path.exists(os.path.join(home, "bin", "java")):
-        return None
-    if shutil.which("java") is not None:
-        return None
-    return "Spark needs Java (17 or later): no 'java' on the PATH and JAVA_HOME is not set to a JDK"
-
-
-def spark_kind(dtype: Any) -> str:
-    """How the backend reads a Spark type: ``float``, ``int``, ``bool``, ``null``, ``str``, ``bytes`` or ``other``.
-
-    ``other`` types (``DecimalType``, dates, nested types, strings with a
-    non-binary collation) are not computed on the executors: their column is collected to numpy and the numpy backend answers,
-    so the data policy applies value by value.
-    """
-    name = type(dtype).__name__
-    if name in _FLOATS:
-        return "float"
-    if name in _INTS:
-        return "int"
-    if name == "BooleanType":
-        return "bool"
-    if name == "NullType":
-        return "null"
-    if name in _STRS:
-        # a non-binary collation (Spark 4: UTF8_LCASE, ICU) makes "a" and "A" one group-by key and one
-        # distinct value on the executors, where numpy's key policy sees two: such a column is read in numpy
-        return "str" if getattr(dtype, "collation", None) in (None, "UTF8_BINARY") else "other"
-    if name == "BinaryType":
-        return "bytes"
-    return "other"
-
-
-def numpy_dtype(dtype: Any) -> np.dtype[np.generic]:
-    """The numpy dtype the data policy reads a Spark type as (the table of the module docstring)."""
-    name = type(dtype).__name__
-    if name in _FLOATS:
-        return np.dtype(_FLOATS[name])
-    if name in _INTS:
-        return np.dtype(_INTS[name])
-    if name == "BooleanType":
-        return np.dtype(np.bool_)
-    if name in _STRS:
-        return np.dtype(np.str_)
-    if name == "BinaryType":
-        return np.dtype(np.bytes_)
-    if name in ("DecimalType", "NullType"):
-        return np.dtype(object)
-    if name == "DateType":
-        return np.dtype("datetime64[D]")
-    if name in ("TimestampType", "TimestampNTZType"):
-        return np.dtype("datetime64[us]")
-    if name in ("DayTimeIntervalType", "YearMonthIntervalType", "CalendarIntervalType"):
-        return np.dtype("timedelta64[us]")
-    return np.dtype([(name, "V1")])  # arrays, maps, structs, variants: no role reads them; the message names the type
-
-
-def quoted(name: str) -> str:
-    """A column name quoted for ``F.col`` (a dot or a backtick in a name is then not syntax)."""
-    return "`" + name.replace("`", "``") + "`"
+__all__ = ["F", "SparkSource", "connect_problem", "is_spark_frame", "java_problem", "numpy_dtype", "quoted", "spark_dataset", "spark_kind"]
 
 
 @final
@@ -269,8 +175,6 @@ class SparkSource:
         return to_float(self.materialise(name), owner="Dataset", field=name)
 
     def reductions(self, dataset: Dataset) -> Reductions:
-        from dpalg.data._spark_reductions import SparkReductions
-
         return SparkReductions(dataset, self)
 
     @property

@@ -64,13 +64,15 @@ from dpalg.data._source_reductions import (
     GridCells, SourceReductions, SumPlan, WindowBuckets, bucket_span, chosen_window, key_candidates, sorted_window,
 )  # fmt: skip
 from dpalg.data import _spark_units as units
-from dpalg.data._spark import SparkSource, quoted, spark_kind
+from dpalg.data._spark_types import quoted, spark_kind
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
+
+    from dpalg.data._spark import SparkSource  # the source these reductions compute on (it builds them)
     from pyspark.sql import functions as F
 else:
-    from dpalg.data._spark import F  # the lazy proxy: pyspark is imported on first use
+    from dpalg.data._spark_types import F  # the lazy proxy: pyspark is imported on first use
 
 __all__ = ["SparkReductions"]
 
@@ -88,7 +90,7 @@ def _clip(x: Column, lo: float, hi: float) -> Column:
 
 
 @final
-class SparkReductions(SourceReductions[SparkSource]):
+class SparkReductions(SourceReductions["SparkSource"]):
     """:class:`~dpalg.data.Reductions` over a Spark DataFrame, on the executors (module docstring)."""
 
     __slots__ = ()
@@ -235,7 +237,7 @@ class SparkReductions(SourceReductions[SparkSource]):
             return np.asarray(table.column(0).to_numpy(), dtype=np.float64).copy()
         return np.array([r[0] for r in selected.collect()], dtype=np.float64)
 
-    # -- per-unit questions (issue 17) ---------------------------------------------------
+    # -- per-unit questions ------------------------------------------------------------
     # Thin: validation, the numpy fallback for what Spark does not group or read, then one
     # groupBy in dpalg.data._spark_units (semantics and exactness argued there).
 

@@ -1,4 +1,4 @@
-"""The per-unit questions of :class:`~dpalg.data.Reductions` on Spark executors (issue 17).
+"""The per-unit questions of :class:`~dpalg.data.Reductions` on Spark executors.
 
 :class:`~dpalg.data._spark_reductions.SparkReductions` answers ``per_unit_sums``,
 ``per_unit_row_counts`` and ``per_unit_max`` with the functions here: one
@@ -57,14 +57,14 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from dpalg.data._spark import quoted, spark_kind
+from dpalg.data._spark_types import quoted, spark_kind
 from dpalg.data._user_units import lattice_totals_to_float, unit_term_bound
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
     from pyspark.sql import functions as F
 else:
-    from dpalg.data._spark import F  # the lazy proxy: pyspark is imported on first use
+    from dpalg.data._spark_types import F  # the lazy proxy: pyspark is imported on first use
 
 __all__ = ["present_values", "unit_key", "unit_key_kind", "unit_max", "unit_row_counts", "unit_sums"]
 

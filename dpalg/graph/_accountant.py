@@ -8,7 +8,7 @@ Dispatch is a ``match`` over the closed set of node kinds, ended by
 subclass of :class:`AbstractMeasurement` that is neither structural nor a
 primitive) is :class:`~dpalg.Unsupported`, never free.
 
-Speed without rounding (issue 19): a node's kind is looked up by its exact type
+Speed without rounding: a node's kind is looked up by its exact type
 (the ABC ``isinstance`` runs once per type, not per node); the children of a
 composition are visited in one loop in which leaves take their claim from the
 node's cache (:func:`~dpalg.graph._node.claim_of`) and are not given a
@@ -23,11 +23,11 @@ from fractions import Fraction
 from math import gcd
 from typing import Final, Union, assert_never, cast
 
-from dpalg._errors import BudgetExceeded, InvalidArgument, Unsupported
+from dpalg._errors import InvalidArgument, Unsupported
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
-from dpalg.graph._derivation import Derivation, LeafClaim, PendingChildren
+from dpalg.graph._derivation import BudgetExceeded, Derivation, LeafClaim, PendingChildren
 from dpalg.graph._group import GroupPrivacy, group_cost
-from dpalg.graph._node import _CLAIM_KEY, AbstractMeasurement, AbstractPrimitive, M, claim_of
+from dpalg.graph._node import _CLAIM_KEY, CHECK, DERIVE, AbstractMeasurement, AbstractPrimitive, M, claim_of
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import short_measure
 from dpalg.measures._measures import exact_sum
@@ -430,3 +430,7 @@ def check(node: object, budget: Measure) -> Derivation:
         f"needs {short_measure(bad.cost, 'up')}, only {short_measure(available, 'down')} remained",
         path=bad.path, node_repr=bad.node, required=bad.cost, available=available, derivation=d,
     )
+
+
+DERIVE.provide(derive)  # plan.derive(), plan.cost()
+CHECK.provide(check)  # plan.check(budget)

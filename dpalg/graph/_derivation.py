@@ -1,4 +1,9 @@
-"""The derivation tree: how the accountant reached a plan's cost, node by node."""
+"""The derivation tree: how the accountant reached a plan's cost, node by node.
+
+Also :class:`BudgetExceeded`, the error that carries a plan's derivation when its
+cost does not fit (exported as ``dpalg.BudgetExceeded``; it lives on this floor
+because it holds a :class:`Derivation`).
+"""
 
 from __future__ import annotations
 
@@ -9,10 +14,12 @@ from typing import Literal, Protocol, Union, final
 
 import attrs
 
+from dpalg._errors import DPAlgError, InvalidArgument
+from dpalg._numbers import to_fraction
 from dpalg.measures import ApproxDP, Measure, PureDP, ZCDP
 from dpalg.measures._display import short_number
 
-__all__ = ["Derivation", "LeafClaim", "PendingChildren", "measure_to_json", "measure_from_json", "strip_addresses"]
+__all__ = ["BudgetExceeded", "Derivation", "LeafClaim", "PendingChildren", "measure_to_json", "measure_from_json", "strip_addresses"]
 
 JSON = Union[None, bool, int, float, str, list["JSON"], dict[str, "JSON"]]
 
@@ -212,9 +219,6 @@ _EXACT = re.compile(r"-?[0-9]{1,5000}(/[0-9]{1,5000})?")
 
 def _short_input(value: str) -> str:
     """A long exact number among a rule's inputs, shortened (rounded up) for display."""
-    from dpalg._errors import InvalidArgument
-    from dpalg._numbers import to_fraction
-
     if len(value) > 16 and _EXACT.fullmatch(value):
         try:
             return short_number(to_fraction(value, owner="Derivation", field="inputs"), "up")
@@ -264,9 +268,6 @@ def _exact_text(kind: str, name: str, value: object) -> Fraction:
     ``"1e999999999"``, ``"nan"`` or a 100,000-digit string is refused at once;
     the text then goes through :func:`dpalg._numbers.to_fraction`.
     """
-    from dpalg._errors import InvalidArgument
-    from dpalg._numbers import to_fraction
-
     if not isinstance(value, str) or not _EXACT.fullmatch(value) or any(len(part) > _MAX_DIGITS + 1 for part in value.split("/")):
         shown = value if isinstance(value, str) and len(value) <= 40 else f"<{type(value).__name__}>"
         raise InvalidArgument(kind, name, shown, f"must be an exact fraction string 'p' or 'p/q' of at most {_MAX_DIGITS} digits each")
@@ -280,8 +281,6 @@ def measure_from_json(obj: object) -> Measure:
         InvalidArgument: for anything else (other keys, numbers not written as
             ``"p"`` or ``"p/q"``, out-of-range values).
     """
-    from dpalg._errors import InvalidArgument
-
     if not isinstance(obj, dict):
         raise InvalidArgument("measure_from_json", "obj", type(obj).__name__, "must be a dict")
     kind = obj.get("measure")
@@ -296,3 +295,32 @@ def measure_from_json(obj: object) -> Measure:
     if kind == "ApproxDP":
         return ApproxDP(values[0], values[1])
     return ZCDP(values[0])
+
+
+class BudgetExceeded(DPAlgError):
+    """A plan or a session charge does not fit within the budget.
+
+    Attributes:
+        path: the path of the failing node in the graph (``"Compose[1]/ProposeTest"``).
+        node_repr: the failing node's repr (public parameters only).
+        required: the cost that did not fit.
+        available: the budget (or what remained of it).
+        derivation: the derivation tree of the whole plan, when one exists.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str,
+        node_repr: str,
+        required: object,
+        available: object,
+        derivation: Derivation | None = None,
+    ) -> None:
+        self.path = path
+        self.node_repr = node_repr
+        self.required = required
+        self.available = available
+        self.derivation = derivation
+        super().__init__(message)

@@ -29,9 +29,9 @@ from typing import Final, Literal, final
 
 import attrs
 
-from dpalg._errors import BudgetExceeded, DPAlgError, InvalidArgument
+from dpalg._errors import DPAlgError, InvalidArgument
 from dpalg.graph._accountant import add_measures, fits, subtract_measures
-from dpalg.graph._derivation import measure_from_json, measure_to_json, strip_addresses
+from dpalg.graph._derivation import BudgetExceeded, measure_from_json, measure_to_json, strip_addresses
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import decimal_measure as short_measure
 from dpalg.measures._measures import exact_sum

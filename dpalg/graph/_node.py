@@ -6,7 +6,7 @@ privacy-loss type ``M`` (``PureDP``, ``ApproxDP`` or ``ZCDP``), so that
 against a budget of another measure, unless an explicit conversion node is
 written.
 
-Three things are kept apart (STYLE.md, convention 3): a node *describes* a
+Three things are kept apart (docs/architecture.md, "Invariants"): a node *describes* a
 mechanism by its parameters; the accountant derives its *cost* from those
 parameters alone; *running* it is a third step that is refused until the cost
 was checked against a budget.
@@ -21,37 +21,86 @@ from __future__ import annotations
 import abc
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast
 
 import attrs
 
-from dpalg._errors import BudgetExceeded, UncheckedPlan
+from dpalg._errors import UncheckedPlan, Unsupported
 from dpalg._numbers import ExactLike
 from dpalg.data import ColumnUse, Dataset, Neighbouring
+from dpalg.graph._accuracy import Accuracy, alpha_param
+from dpalg.graph._derivation import BudgetExceeded, Derivation
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.noise._random import AbstractRandomness, RngLike
 
 if TYPE_CHECKING:  # pragma: no cover
-    from dpalg.graph._accuracy import Accuracy
-    from dpalg.graph._derivation import Derivation
     from dpalg.graph._summary import PlanSummary
-    from dpalg.release._release import Release
+    from dpalg.release._release import Release  # the one type-only reference up a floor: plan.run's result
 
-__all__ = ["AbstractMeasurement", "AbstractPrimitive", "M", "PrivacyClaim", "claim_of", "neighbouring_of", "take_checked"]
+__all__ = [
+    "AbstractMeasurement", "AbstractPrimitive", "CHECK", "DERIVE", "M", "PLAN_TREE", "PrivacyClaim", "Provided", "RUN", "SUMMARISE",
+    "claim_of", "neighbouring_of", "take_checked",
+]  # fmt: skip
 
 M = TypeVar("M", PureDP, ApproxDP, ZCDP)
+_F = TypeVar("_F")
+
+
+class Provided(Generic[_F]):
+    """An operation the node classes delegate to, provided by a module above them.
+
+    The accountant, the printers and the runner all import the node classes (they
+    dispatch on them), so the node's methods cannot import them back: each of
+    those modules hands its function to one of the slots below when it is imported
+    (dependency inversion). ``import dpalg`` imports every provider, and any
+    ``import dpalg.x`` runs ``dpalg/__init__.py`` first, so a slot is filled before
+    a plan exists.
+    """
+
+    def __init__(self, what: str, provider: str) -> None:
+        self._what = what
+        self._provider = provider
+        self._impl: _F | None = None
+
+    def provide(self, impl: _F) -> None:
+        """Install the implementation (called once, by the providing module at its import)."""
+        self._impl = impl
+
+    @property
+    def impl(self) -> _F:
+        """The installed implementation."""
+        if self._impl is None:  # pragma: no cover - import dpalg installs every slot
+            raise RuntimeError(f"{self._what} is not installed: import {self._provider}")
+        return self._impl
+
+
+class _Run(Protocol):
+    def __call__(self, plan: AbstractMeasurement[M], data: object, *, rng: RngLike) -> Release: ...
+
+
+#: the accountant's derivation of a plan (:func:`dpalg.graph._accountant.derive`)
+DERIVE: Provided[Callable[[object], Derivation]] = Provided("the accountant", "dpalg.graph._accountant")
+#: the accountant's budget check (:func:`dpalg.graph._accountant.check`)
+CHECK: Provided[Callable[[object, Measure], Derivation]] = Provided("the accountant", "dpalg.graph._accountant")
+#: the plan table (:func:`dpalg.graph._summary.summarise`)
+SUMMARISE: Provided[Callable[[object, ExactLike], PlanSummary]] = Provided("the plan summary", "dpalg.graph._summary")
+#: the plan as an indented tree (:func:`dpalg.graph._pretty.plan_tree`)
+PLAN_TREE: Provided[Callable[[object], str]] = Provided("the plan printer", "dpalg.graph._pretty")
+#: the runner (:func:`dpalg.release._release.run_checked`): it builds the certificate, one floor up
+RUN: Provided[_Run] = Provided("the runner", "dpalg.release")
 
 # Plans that passed check(), by identity (hashing a large plan would cost more than
 # checking it); entries disappear with their plan. A check grants ONE run of that plan
-# object outside a Session (issue 14, section 6): ``spent`` records that it was used.
+# object outside a Session (one check pays for one release; a Session charges each run):
+# ``spent`` records that it was used.
 # ``derivation`` is the one check() proved against ``budget`` (its root's ``source``
 # cleared: a strong reference from this dict would keep the plan alive forever);
 # run() certifies with it instead of deriving the plan again. It cannot be stale:
 # the entry belongs to this very object (weak reference compared by identity), nodes
 # are frozen all the way down, and a node's cost is a function of its parameters
-# only (DESIGN §3).
+# only (the invariant "cost is static", docs/architecture.md).
 @attrs.define
 class _Checked:
     ref: weakref.ref[object]
@@ -136,15 +185,11 @@ class AbstractMeasurement(abc.ABC, Generic[M]):
 
     def derive(self) -> Derivation:
         """The derivation tree of this node's cost (no data touched)."""
-        from dpalg.graph._accountant import derive
-
-        return derive(self)
+        return DERIVE.impl(self)
 
     def cost(self) -> M:
         """The static privacy cost: a function of the parameters only."""
-        from dpalg.graph._accountant import total_cost
-
-        return total_cost(self)
+        return cast(M, DERIVE.impl(self).cost)  # the measure type is enforced at construction
 
     def check(self, budget: M) -> Derivation:
         """Prove the cost fits ``budget``; afterwards :meth:`run` is allowed **once**.
@@ -161,9 +206,7 @@ class AbstractMeasurement(abc.ABC, Generic[M]):
                 budget, its path and both amounts.
             Unsupported: when the plan contains a node the accountant does not know.
         """
-        from dpalg.graph._accountant import check
-
-        derivation = check(self, budget)
+        derivation = CHECK.impl(self, budget)
         assert derivation.source is self  # the root of a derivation is the plan itself
         # kept without its root's reference to the plan, so the entry never keeps the plan alive
         detached = attrs.evolve(derivation, source=None)
@@ -197,9 +240,6 @@ class AbstractMeasurement(abc.ABC, Generic[M]):
             Unsupported: this node makes no accuracy statement.
             InvalidArgument: ``alpha`` is not in (0, 1).
         """
-        from dpalg._errors import Unsupported
-        from dpalg.graph._accuracy import alpha_param
-
         alpha_param(type(self).__name__, alpha)
         raise Unsupported(f"{type(self).__name__}: no accuracy statement (see plan.summary() for its parts, docs/accuracy.md)")
 
@@ -208,15 +248,11 @@ class AbstractMeasurement(abc.ABC, Generic[M]):
 
         ``str(plan.summary())`` is the table ``dpalg check`` prints.
         """
-        from dpalg.graph._summary import summarise
-
-        return summarise(self, alpha)
+        return SUMMARISE.impl(self, alpha)
 
     def __str__(self) -> str:
         """The plan as an indented tree, short decimals for exact numbers (``repr`` stays exact)."""
-        from dpalg.graph._pretty import plan_tree
-
-        return plan_tree(self)
+        return PLAN_TREE.impl(self)
 
     def _repr_pretty_(self, printer: _Printer, cycle: bool) -> None:
         """IPython shows plans as their tree."""
@@ -239,9 +275,7 @@ class AbstractMeasurement(abc.ABC, Generic[M]):
                 dtype it cannot read; checked before the run is used, so it costs
                 nothing.
         """
-        from dpalg.release._release import run_checked
-
-        return run_checked(self, data, rng=rng)
+        return RUN.impl(self, data, rng=rng)
 
 
 @attrs.frozen

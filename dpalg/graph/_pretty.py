@@ -23,6 +23,7 @@ import attrs
 from dpalg._errors import DPAlgError
 from dpalg.measures import ZCDP, ApproxDP, PureDP
 from dpalg.measures._display import decimal_measure, decimal_text
+from dpalg.graph._node import PLAN_TREE, AbstractMeasurement
 
 __all__ = ["plan_tree"]
 
@@ -46,8 +47,6 @@ def _param(name: str, v: object) -> str:
 
 def _parts(node: object) -> tuple[list[str], list[tuple[str, object]]]:
     """(parameter texts, labelled children) of a node."""
-    from dpalg.graph._node import AbstractMeasurement
-
     params: list[str] = []
     children: list[tuple[str, object]] = []
     if not attrs.has(type(node)):
@@ -71,8 +70,6 @@ def _parts(node: object) -> tuple[list[str], list[tuple[str, object]]]:
 
 
 def _cost(node: object) -> str:
-    from dpalg.graph._node import AbstractMeasurement
-
     if not isinstance(node, AbstractMeasurement):
         return ""
     try:
@@ -100,3 +97,6 @@ def plan_tree(node: object) -> str:
     out: list[str] = []
     _lines(node, None, 0, out)
     return "\n".join(out)
+
+
+PLAN_TREE.provide(plan_tree)  # str(plan)

@@ -13,15 +13,44 @@ import attrs
 from dpalg._errors import InvalidArgument
 from dpalg.graph._accountant import add_measures, derive, fits, subtract_measures
 from dpalg.graph._ledger import DEFAULT_TIMEOUT, LedgerEntry, LedgerError, _SQLiteLedger, now, over_budget, plan_digest, zero_like
-from dpalg.graph._node import AbstractMeasurement, M
+from dpalg.data._dataset import run_data
+from dpalg.graph._node import AbstractMeasurement, M, Provided
+from dpalg.graph._schema import validate_schema
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import decimal_measure as short_measure
 from dpalg.noise._random import RngLike
 
 if TYPE_CHECKING:  # pragma: no cover
-    from dpalg.release._release import Release
+    from dpalg.graph._derivation import Derivation
+    from dpalg.release._release import Release  # type-only, up a floor: Session.run's result
 
-__all__ = ["Ledger", "Session"]
+__all__ = ["EXECUTE", "Ledger", "Session", "SessionSpend"]
+
+
+@final
+@attrs.frozen
+class SessionSpend:
+    """What a session had spent just before and just after one release's charge.
+
+    Attributes:
+        budget: the session's total budget.
+        spent_before: the amount spent before this release was charged.
+        spent_after: the amount spent right after (``spent_before`` + the plan's cost).
+    """
+
+    budget: Measure
+    spent_before: Measure
+    spent_after: Measure
+
+
+class _Execute(Protocol):
+    def __call__(
+        self, plan: AbstractMeasurement[M], data: object, *, rng: RngLike, derivation: Derivation, budget: Measure, session: SessionSpend | None = None
+    ) -> Release: ...
+
+
+#: the runner that makes a charged plan's release and certificate (:func:`dpalg.release._release.execute`, one floor up)
+EXECUTE: Provided[_Execute] = Provided("the runner", "dpalg.release")
 
 
 class Ledger(Protocol):
@@ -212,16 +241,13 @@ class Session(Generic[M]):
             LedgerError: the ledger file stayed locked past the timeout, or is
                 gone or damaged (nothing is charged).
         """
-        from dpalg.graph._schema import validate_schema
-        from dpalg.release._release import SessionSpend, execute, run_data
-
         derivation = derive(plan)
         with run_data(data) as dataset:  # a frame's cache lives for this run only
             validate_schema(plan, dataset)  # the public schema, before the charge: a typo costs nothing
             digest = plan_digest(plan)
             before, after, charge_id = self._charge(cast(M, derivation.cost), derivation.path, digest)
             spend = SessionSpend(budget=self._budget, spent_before=before, spent_after=after)
-            release = execute(plan, dataset, rng=rng, derivation=derivation, budget=self._budget, session=spend)
+            release = EXECUTE.impl(plan, dataset, rng=rng, derivation=derivation, budget=self._budget, session=spend)
         sealed = release.certificate.get("digest")
         if isinstance(sealed, dict) and isinstance(sealed.get("value"), str):
             # Bookkeeping only: the release is made and paid for; a busy ledger must not swallow it.

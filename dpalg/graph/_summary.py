@@ -20,6 +20,7 @@ from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.graph._pretty import _parts
 from dpalg.measures import Measure
 from dpalg.measures._display import decimal_measure
+from dpalg.graph._node import SUMMARISE, AbstractMeasurement
 
 __all__ = ["PlanSummary", "SummaryRow", "summarise"]
 
@@ -64,8 +65,6 @@ class PlanSummary:
 
 
 def _rows(node: object, label: str, depth: int, alpha: Fraction, out: list[SummaryRow]) -> None:
-    from dpalg.graph._node import AbstractMeasurement
-
     _, children = _parts(node)
     cost: Measure | None = None
     accuracy: Accuracy | None = None
@@ -122,3 +121,6 @@ def render_summary(summary: PlanSummary) -> str:
             f"for all {statements} statements at once use alpha/{statements}"
         )
     return "\n".join(lines)
+
+
+SUMMARISE.provide(summarise)  # plan.summary()

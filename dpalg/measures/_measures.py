@@ -16,11 +16,12 @@ from typing import Union, final
 
 import attrs
 
-from dpalg._errors import InvalidArgument
+from dpalg._errors import InvalidArgument, register_short_form
 from dpalg._numbers import ExactLike, nonneg, to_fraction
+from dpalg.measures._decimal import Rounding, decimal_text, short_number
 from dpalg.measures._zcdp_conversion import zcdp_to_approx_epsilon
 
-__all__ = ["ApproxDP", "Measure", "PureDP", "ZCDP", "exact_sum"]
+__all__ = ["ApproxDP", "Measure", "PureDP", "ZCDP", "decimal_measure", "exact_sum", "short_measure"]
 
 
 def _delta_converter(value: ExactLike) -> Fraction:
@@ -251,9 +252,74 @@ def _people(m: PureDP | ApproxDP | ZCDP) -> str:
         >>> ApproxDP(1, "1e-6")
         ApproxDP(1, '1/1000000')
     """
-    from dpalg.measures._display import decimal_measure
-
     return decimal_measure(m, "up")
+
+
+def decimal_measure(m: Measure, rounding: Rounding = "up") -> str:
+    """A measure for people: ``PureDP(ε=0.25)``, ``ApproxDP(ε<=2.28993, δ=1e-06)``, ``ZCDP(ρ=0.5)``.
+
+    Costs use ``rounding="up"`` and budgets ``"down"``; the exact values are
+    the measure's ``repr`` (and the certificate's).
+
+    Examples:
+        >>> decimal_measure(ApproxDP(1, 1e-6))
+        'ApproxDP(ε=1, δ<=1e-06)'
+        >>> decimal_measure(ZCDP("1/3"), "down")
+        'ZCDP(ρ>=0.333333)'
+    """
+
+    def show(name: str, x: Fraction) -> str:
+        text = decimal_text(x, rounding)
+        return f"{name}{text}" if text.startswith(("<=", ">=")) else f"{name}={text}"
+
+    match m:
+        case PureDP():
+            return f"PureDP({show('ε', m.epsilon)})"
+        case ApproxDP():
+            return f"ApproxDP({show('ε', m.epsilon)}, {show('δ', m.delta)})"
+        case ZCDP():
+            return f"ZCDP({show('ρ', m.rho)})"
+    return repr(m)  # pragma: no cover - Measure is a closed union
+
+
+def short_measure(m: Measure, rounding: Rounding = "up") -> str:
+    """A measure as in its ``repr``, with long numbers shortened by :func:`short_number`.
+
+    Costs are shown with ``rounding="up"`` (never understated); budgets and
+    what remains of them with ``rounding="down"`` (never overstated).
+
+    Examples:
+        >>> short_measure(PureDP("3/4"))
+        "PureDP('3/4')"
+        >>> short_measure(ApproxDP(Fraction(2 * 10**30 + 7, 10**30), "1e-7"))
+        "ApproxDP(<=2.00001, '1/10000000')"
+    """
+
+    def show(x: Fraction) -> str:
+        text = short_number(x, rounding)
+        if text.startswith(("<=", ">=")):
+            return text
+        return f"'{text}'" if x.denominator != 1 else text
+
+    match m:
+        case PureDP():
+            return f"PureDP({show(m.epsilon)})"
+        case ApproxDP():
+            return f"ApproxDP({show(m.epsilon)}, {show(m.delta)})"
+        case ZCDP():
+            return f"ZCDP({show(m.rho)})"
+    return repr(m)  # pragma: no cover - Measure is a closed union
+
+
+def _short_cost(m: Measure) -> str:
+    return short_measure(m, "up")
+
+
+# Error messages show a measure as a cost (rounded up); dpalg._errors sits below this
+# floor, so the measures hand it their short form.
+register_short_form(PureDP, _short_cost)
+register_short_form(ApproxDP, _short_cost)
+register_short_form(ZCDP, _short_cost)
 
 
 def exact_sum(values: Iterable[Fraction]) -> Fraction:

@@ -19,20 +19,12 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import nonneg, positive
+from dpalg.data._fixed_point import _check_k, round_to_lattice
 from dpalg.noise._gaussian import MAX_GAUSSIAN_SIGMA2, gaussian_int
 from dpalg.noise._laplace import MAX_LAPLACE_SCALE, laplace_int
 from dpalg.noise._random import RngLike, resolve_rng
 
 __all__ = ["choose_granularity", "lattice_noise", "lattice_sensitivity", "round_to_lattice"]
-
-_INT64_SAFE = 1 << 62
-
-
-def _check_k(k: object, owner: str) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not -1000 <= int(k) <= 1000:
-        raise InvalidArgument(owner, "k", k, "must be an int in [-1000, 1000]")
-    return int(k)
-
 
 def choose_granularity(scale: object, bits: int = 20) -> int:
     """The lattice exponent ``k`` with ``2**k <= scale * 2**-bits < 2**(k+1)``.
@@ -68,50 +60,6 @@ def choose_granularity(scale: object, bits: int = 20) -> int:
     if Fraction(2) ** e > s:
         e -= 1
     return e - bits
-
-
-def round_to_lattice(values: npt.ArrayLike, k: int) -> npt.NDArray[np.int64] | npt.NDArray[np.object_]:
-    """Round every value to the nearest multiple of ``2**k``; return the multipliers.
-
-    ``x / 2**k`` is computed with ``ldexp``, which is exact for binary floats (it
-    only changes the exponent; a result in the subnormal range has magnitude
-    far below 1/2 and rounds to 0 either way), and ``rint`` rounds to the nearest
-    integer, ties to even. The result is int64 when every multiplier is below
-    ``2**62`` in magnitude, else an object array of exact Python ints.
-
-    Args:
-        values: finite floats (NaN and infinities are rejected).
-        k: lattice exponent in ``[-1000, 1000]``.
-
-    Returns:
-        The integers ``m`` with ``m * 2**k`` nearest to each value.
-
-    A value so large that ``x / 2**k`` overflows float64 is rounded exactly in
-    integer arithmetic instead (a release must never fail because of a value).
-
-    Raises:
-        InvalidArgument: a non-finite value, or ``k`` out of range.
-
-    Examples:
-        >>> from dpalg.noise import round_to_lattice
-        >>> round_to_lattice([0.3, -1.75, 2.5], -1).tolist()
-        [1, -4, 5]
-        >>> round_to_lattice([1e300], 0).dtype
-        dtype('O')
-    """
-    kk = _check_k(k, "round_to_lattice")
-    arr = np.asarray(values, dtype=np.float64).ravel()
-    if not np.all(np.isfinite(arr)):
-        raise InvalidArgument("round_to_lattice", "values", "<non-finite entries>", "must all be finite")
-    with np.errstate(over="ignore"):
-        scaled = np.rint(np.ldexp(arr, -kk))
-    if scaled.size == 0 or float(np.max(np.abs(scaled))) < _INT64_SAFE:
-        return scaled.astype(np.int64)
-    out = np.empty(scaled.size, dtype=object)
-    step = Fraction(2) ** kk
-    # float -> int is exact; where x / 2**k overflowed float64, round the exact quotient (ties to even, as rint)
-    out[:] = [int(v) if math.isfinite(v) else round(Fraction(x) / step) for v, x in zip(scaled.tolist(), arr.tolist())]
-    return out
 
 
 def _lattice_float(m: int, k: int) -> float:

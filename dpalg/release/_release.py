@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import warnings
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, assert_never, final
 
 import attrs
@@ -16,12 +14,14 @@ import numpy.typing as npt
 from dpalg._bottom import BOTTOM, Bottom
 from dpalg._errors import InsecureRandomnessWarning, UncheckedPlan
 from dpalg.data import Dataset, as_dataset, key_codes, key_order, unit_index
+from dpalg.data._dataset import run_data
 from dpalg.graph._accountant import KnownNode, _classify
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._group import GroupPrivacy, bounded_rows
 from dpalg.graph._derivation import Derivation
-from dpalg.graph._node import AbstractMeasurement, AbstractPrimitive, take_checked
+from dpalg.graph._node import RUN, AbstractMeasurement, AbstractPrimitive, take_checked
 from dpalg.graph._schema import plan_columns, validate_schema
+from dpalg.graph._session import EXECUTE, SessionSpend
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.noise._random import AbstractRandomness, RngLike, resolve_rng
 from dpalg.release._certificate import SEEDED_WARNING, build_certificate, sign_certificate
@@ -30,7 +30,7 @@ from dpalg.release._serialize import JSON
 if TYPE_CHECKING:  # pragma: no cover
     from dpalg.graph._node import M
 
-__all__ = ["BOTTOM", "Bottom", "Release", "SessionSpend", "execute", "run_checked", "run_data"]
+__all__ = ["BOTTOM", "Bottom", "Release", "SessionSpend", "execute", "run_checked"]
 
 
 @final
@@ -73,22 +73,6 @@ class Release:
                 (install ``dpalg[sign]``).
         """
         return Release(self.value, sign_certificate(self.certificate, private_key))
-
-
-@final
-@attrs.frozen
-class SessionSpend:
-    """What a session had spent just before and just after one release's charge.
-
-    Attributes:
-        budget: the session's total budget.
-        spent_before: the amount spent before this release was charged.
-        spent_after: the amount spent right after (``spent_before`` + the plan's cost).
-    """
-
-    budget: Measure
-    spent_before: Measure
-    spent_after: Measure
 
 
 def _value_json(value: object) -> JSON:
@@ -135,7 +119,7 @@ def execute(
 def run_checked(plan: AbstractMeasurement[M], data: object, *, rng: RngLike) -> Release:
     """``plan.run``: refuse unless ``plan.check(budget)`` passed and its one run is unused; then run.
 
-    Order (DESIGN §3): the data is adapted and the plan's schema validated
+    Order (schema before the charge, ``docs/architecture.md``): the data is adapted and the plan's schema validated
     first, so a column typo costs nothing; then the check's one run is used
     (atomically, so concurrent calls cannot both run); then the plan runs. The
     certificate carries the derivation that check proved against that budget
@@ -150,25 +134,6 @@ def run_checked(plan: AbstractMeasurement[M], data: object, *, rng: RngLike) -> 
         validate_schema(plan, dataset)
         budget, derivation = take_checked(plan)
         return execute(plan, dataset, rng=rng, derivation=derivation, budget=budget)
-
-
-@contextlib.contextmanager
-def run_data(data: object) -> Iterator[Dataset]:
-    """``as_dataset(data)`` for the length of one run: what the run adapted, the run releases.
-
-    When the run ends, returning or raising, the source of a dataset this run made
-    (from a Spark or polars frame) is closed if it has a ``close()`` (optional in
-    :class:`~dpalg.data.ColumnSource`): a Spark source unpersists the cache it
-    made, so the input is persisted once per run. A :class:`~dpalg.data.Dataset`
-    the caller passed is the caller's, and is left open.
-    """
-    dataset = as_dataset(data)
-    try:
-        yield dataset
-    finally:
-        close = getattr(dataset.source, "close", None) if dataset is not data else None
-        if callable(close):
-            close()
 
 
 def _exec(node: object, data: Dataset, rng: AbstractRandomness, path: str) -> object:
@@ -212,3 +177,7 @@ def _split(node: Parallel[PureDP] | Parallel[ApproxDP] | Parallel[ZCDP], data: D
         mask: npt.NDArray[np.bool_] = (ranks == rank_of_part[i]) & (user_rank == rank_of_part[i])
         out.append(data.take(mask))
     return out
+
+
+RUN.provide(run_checked)  # plan.run(data): the node classes sit a floor below the certificate
+EXECUTE.provide(execute)  # Session.run(plan, data), likewise

@@ -413,7 +413,7 @@ def parse_formula(text: str, symbols: Mapping[str, sympy.Expr], *, owner: str, f
         dpalg._errors.InvalidArgument: demo: formula='k + 9**9**9' raises to the power 387420489; powers are limited to |exponent| <= 64
 
     References:
-        DESIGN.md §3 ("Formula strings are data, never code").
+        docs/architecture.md, "Invariants" ("formulas are data, never code").
     """
     if not isinstance(text, str):
         raise InvalidArgument(owner, field, type(text).__name__, "must be a formula string")

@@ -392,8 +392,8 @@ def check_neighbour_condition(expr: sympy.Expr, relation: str = "add_remove") ->
         ('refuted', (1, 0, 1))
 
     References:
-        Dwork, Lei (2009) (PTR needs a 1-Lipschitz distance); DESIGN.md §3
-        ("symbolic checks prove what the proof needs").
+        Dwork, Lei (2009) (PTR needs a 1-Lipschitz distance); docs/architecture.md,
+        "Invariants" ("symbolic checks prove what the proof needs").
     """
     shifts = _shifts(relation)
     text = str(expr)

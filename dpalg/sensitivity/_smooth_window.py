@@ -1,4 +1,4 @@
-"""The smooth sensitivity of a quantile from an order window of public width (issue 16, DESIGN §5).
+"""The smooth sensitivity of a quantile from an order window of public width.
 
 :func:`~dpalg.sensitivity._smooth.smooth_sensitivity_quantile` reads the whole
 sorted column. Truncating the maximum at a **public** level ``K`` gives

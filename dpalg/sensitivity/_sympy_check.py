@@ -358,7 +358,7 @@ def require_monotone(
         dpalg._errors.InvalidArgument: require_monotone: formula='(k - 3)**2' is refused: ...
 
     References:
-        DESIGN.md §3 ("symbolic checks fail closed").
+        docs/architecture.md, "Invariants" ("symbolic checks fail closed").
     """
     result = check_monotone(formula, var, strict, assumptions, symbols=symbols)
     if result.status == "refuted":
