@@ -84,7 +84,7 @@ from __future__ import annotations
 import functools
 import math
 from fractions import Fraction
-from typing import Final
+from typing import Final, NoReturn
 
 import numpy as np
 import numpy.typing as npt
@@ -168,6 +168,8 @@ def _table(eps: Fraction, delta: Fraction, prec: int) -> tuple[int, tuple[tuple[
 
     ``n_star`` (:func:`certain_keep_count`) is exact; entry ``n_star`` is ``(2**prec, 2**prec)``.
     """
+    if _estimate_certain_count(eps, delta) > 2 * MAX_CERTAIN_KEEP_COUNT:  # fail fast; the exact loop has the same limit
+        _too_many(eps, delta)
     guard = 32
     while True:
         got = _recurrence(eps, delta, prec + guard, prec + 1)
@@ -216,10 +218,25 @@ def _recurrence(eps: Fraction, delta: Fraction, work: int, need: int) -> tuple[i
         if p_hi - p_lo >= limit:
             return None
         rows.append((p_lo, p_hi))
+    _too_many(eps, delta)
+
+
+def _too_many(eps: Fraction, delta: Fraction) -> NoReturn:
     raise InvalidArgument(
         _OWNER, "epsilon", eps,
         f"with delta={delta}: keys would need more than {MAX_CERTAIN_KEEP_COUNT} users to be kept surely; use a larger epsilon or delta",
     )
+
+
+def _estimate_certain_count(eps: Fraction, delta: Fraction) -> float:
+    """DVGM's closed form solved for ``pi(n) >= 1 - delta`` in floating point (only to refuse hopeless parameters early)."""
+    e, d = float(eps), float(delta)
+    if d <= 0.0 or e <= 0.0:
+        return math.inf
+    n1 = 1 + math.floor(math.log1p(math.tanh(e / 2) * (1 / d - 1)) / e)
+    p1 = min(math.expm1(n1 * e) / math.expm1(e) * d, 1.0) if n1 * e < 700 else 1.0
+    c = d / math.expm1(e)
+    return n1 + max(0.0, math.log((1 - p1 + c) / (c + d)) / e)
 
 
 def certain_keep_count(epsilon: object, delta: object, *, max_partitions: int = 1) -> int:
