@@ -427,8 +427,7 @@ def sample_keep(
         for d in w:
             prefix = (prefix << 64) | int(d[j])
         r = LazyUniform(prefix, 64 * words, source)
-        n = int(idx[j])
-        keep[j] = r.less_than(lambda prec, n=n: _pi_bounds(eps, dlt, n, prec))
+        keep[j] = r.less_than(functools.partial(_pi_bounds, eps, dlt, int(idx[j])))
     return keep
 
 
