@@ -10,6 +10,9 @@ Exact samplers (no floating point decides any sample; Mironov 2012):
   exponential mechanism over weighted runs of candidates;
 * lattice release of real values (:func:`choose_granularity`,
   :func:`round_to_lattice`, :func:`lattice_noise`, :func:`lattice_sensitivity`);
+* partition selection (:func:`sample_keep`, the optimal keep probabilities of
+  Desfontaines et al. 2022, exact and in count-independent work;
+  :func:`sample_keep_gaussian` for zCDP plans);
 * float-safe clipped sums (:func:`exact_clipped_sum`,
   :func:`clipped_sum_sensitivity`; Casacuberta et al. 2022).
 
@@ -30,6 +33,14 @@ from dpalg.noise._exponential import exponential_mechanism, sample_exp_runs, sam
 from dpalg.noise._fixed_point import clipped_sum_sensitivity, exact_clipped_sum
 from dpalg.noise._gaussian import discrete_gaussian
 from dpalg.noise._laplace import discrete_laplace
+from dpalg.noise._partition import (
+    certain_keep_count,
+    gaussian_selection_threshold,
+    keep_probability_bounds,
+    per_partition_budget,
+    sample_keep,
+    sample_keep_gaussian,
+)
 from dpalg.noise._lattice import choose_granularity, lattice_noise, lattice_sensitivity, round_to_lattice
 from dpalg.noise._random import AbstractRandomness, GeneratorRandomness, RngLike, SecureRandomness, SeededRandomness, prf_secret, resolve_rng
 
@@ -49,6 +60,12 @@ __all__ = [
     "bernoulli",
     "prf_secret",
     "bernoulli_exp",
+    "certain_keep_count",
+    "gaussian_selection_threshold",
+    "keep_probability_bounds",
+    "per_partition_budget",
+    "sample_keep",
+    "sample_keep_gaussian",
     "choose_granularity",
     "clipped_sum_sensitivity",
     "discrete_gaussian",
