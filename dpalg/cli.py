@@ -22,6 +22,7 @@ import argparse
 import importlib
 import importlib.util
 import json
+import os
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -424,6 +425,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so that the interpreter's last flush of a closed pipe raises nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (captured, replaced): nothing to silence
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dpalg`` console script."""
     parser = _parser()
@@ -433,6 +443,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     try:
         result: int = args.func(args)
+    except BrokenPipeError:  # the reader went away (``dpalg budget --json | head``): stop quietly, as a filter does
+        _silence_stdout()
+        return 1
     except UsageError as exc:
         print(f"dpalg: error: {exc}", file=sys.stderr)
         return 2

@@ -234,3 +234,22 @@ def test_a_huge_exponent_budget_is_refused_fast(tmp_path: Path) -> None:
     )  # fmt: skip
     assert time.monotonic() - start < 20  # interpreter start-up included
     assert done.returncode == 2 and "Traceback" not in done.stderr and "--budget" in done.stderr, done.stderr
+
+
+def test_budget_json_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """``dpalg budget LEDGER --json | head`` stops without a BrokenPipeError traceback."""
+    import os
+    import subprocess
+    import sys
+
+    from dpalg import Session
+
+    ledger = tmp_path / "budget.db"
+    session = Session.open(str(ledger), PureDP(1000))
+    for i in range(40):  # more output than a pipe holds (64 KiB), so the reader closes it before dpalg is done
+        session.charge(PureDP(1), label=f"charge {i} " + "x" * 4000)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    command = f'"{sys.executable}" -m dpalg.cli budget "{ledger}" --json | head -c 20'
+    done = subprocess.run(command, shell=True, capture_output=True, text=True, env=env, timeout=120)
+    assert len(done.stdout) == 20
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr[-500:]
