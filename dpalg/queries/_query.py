@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
-from dpalg.data import ColumnUse, Dataset, Key, Neighbouring, unit_count, unit_index
+from dpalg.data import ColumnUse, Dataset, Key, Neighbouring, as_dataset, unit_count, unit_index
 from dpalg.data._numpy_reductions import inside_bounds
 from dpalg.queries._bounding import ClipPerUser, MaxKeysPerUser, MaxRowsPerUser, cap_param
 
@@ -425,8 +425,11 @@ class Query:
             kept = clip_inside(kept, self.lower, self.upper)
         return kept
 
-    def evaluate(self, data: Dataset) -> float | dict[Key, float]:
+    def evaluate(self, data: object) -> float | dict[Key, float]:
         """The exact (non-private) value, for utility measurements and tests.
+
+        ``data`` is anything ``plan.run`` accepts (a ``{column: values}`` dict, a
+        pandas or polars frame, a :class:`~dpalg.data.Dataset`).
 
         Histograms return ``{key: count}`` (over ``keys`` when public, else the
         keys present, in key order); keys and missing values follow the data
@@ -443,7 +446,11 @@ class Query:
             >>> d = as_dataset({"uid": ["a", "a", "b"], "x": [3.0, 4.0, 50.0]})
             >>> (Query.sum("x", user="uid") | ClipPerUser(0, 10)).evaluate(d)
             17.0
+            >>> Query.mean("x").evaluate({"x": [1.0, 2.0, 6.0]})
+            3.0
         """
+        if not isinstance(data, Dataset):
+            data = as_dataset(data)
         if self.per_user_totals and self.user is not None:
             return evaluate_values(self.totals_view(), self._user_totals(data))
         match self.kind:

@@ -369,3 +369,14 @@ def test_query_repr_reproduces() -> None:
         Query.count(),
     ]:
         assert eval(repr(q), {"Query": Query, "Clip": Clip}) == q  # noqa: S307
+
+
+def test_query_evaluate_takes_what_run_takes() -> None:
+    """``query.evaluate`` reads a plain dict and a DataFrame, as ``plan.run`` does (docs/user_level.md uses a dict)."""
+    pd = pytest.importorskip("pandas")
+    raw = {"uid": ["a", "a", "b"], "x": [3.0, 4.0, 50.0]}
+    from dpalg import ClipPerUser
+
+    q = Query.sum("x", user="uid") | ClipPerUser(0, 10)
+    assert q.evaluate(raw) == q.evaluate(as_dataset(raw)) == q.evaluate(pd.DataFrame(raw)) == 17.0
+    assert Query.histogram("uid").evaluate(raw) == {"a": 2.0, "b": 1.0}
