@@ -24,7 +24,7 @@ from math import gcd
 from typing import Final, Union, assert_never, cast
 
 from dpalg._errors import InvalidArgument, Unsupported
-from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
+from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox, conversion_advice
 from dpalg.graph._derivation import BudgetExceeded, Derivation, LeafClaim, PendingChildren
 from dpalg.graph._group import GroupPrivacy, group_cost
 from dpalg.graph._node import _CLAIM_KEY, CHECK, DERIVE, AbstractMeasurement, AbstractPrimitive, M, claim_of
@@ -420,7 +420,7 @@ def check(node: object, budget: Measure) -> Derivation:
     d = derive(node)
     if type(d.cost) is not type(budget):
         raise InvalidArgument(
-            "check", "budget", budget, f"must be a {type(d.cost).__name__} like the plan's cost; wrap the plan in an explicit conversion node"
+            "check", "budget", budget, f"must be a {type(d.cost).__name__} like the plan's cost; {conversion_advice(type(d.cost), type(budget))}"
         )
     if fits(d.cost, budget):
         return d

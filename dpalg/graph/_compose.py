@@ -13,9 +13,9 @@ from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import Neighbouring
 from dpalg.graph._group import GroupPrivacy
 from dpalg.graph._node import _CLAIM_KEY, _NEIGHBOURING_KEY, AbstractMeasurement, AbstractPrimitive, M, claim_of, neighbouring_of
-from dpalg.measures import ZCDP, ApproxDP, PureDP
+from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 
-__all__ = ["Compose", "Parallel", "PureToApprox", "PureToZCDP", "ZCDPToApprox", "compose"]
+__all__ = ["Compose", "Parallel", "PureToApprox", "PureToZCDP", "ZCDPToApprox", "compose", "conversion_advice"]
 
 
 _NO_CACHE: dict[str, object] = {}
@@ -283,3 +283,26 @@ class ZCDPToApprox(AbstractMeasurement[ApproxDP]):
 
     def __repr__(self) -> str:
         return f"ZCDPToApprox({self.child!r}, delta='{self.delta}')"
+
+
+_CONVERSIONS: dict[tuple[str, str], str] = {
+    ("PureDP", "ApproxDP"): "wrap the plan in PureToApprox(plan)",
+    ("PureDP", "ZCDP"): "wrap the plan in PureToZCDP(plan) (eps-DP is eps**2/2-zCDP)",
+    ("ZCDP", "ApproxDP"): "wrap the plan in ZCDPToApprox(plan, delta=...) (the tight conversion spends that delta)",
+}
+
+
+def conversion_advice(cost: type[Measure], budget: type[Measure]) -> str:
+    """What to write when a plan costing a ``cost`` measure meets a ``budget`` of another measure.
+
+    Examples:
+        >>> conversion_advice(PureDP, ApproxDP)
+        'the plan costs PureDP and the budget is ApproxDP: wrap the plan in PureToApprox(plan)'
+        >>> conversion_advice(ApproxDP, PureDP)
+        'the plan costs ApproxDP and the budget is PureDP: no conversion to PureDP exists; use a budget of ApproxDP'
+    """
+    what = f"the plan costs {cost.__name__} and the budget is {budget.__name__}"
+    fix = _CONVERSIONS.get((cost.__name__, budget.__name__))
+    if fix is None:
+        return f"{what}: no conversion to {budget.__name__} exists; use a budget of {cost.__name__}"
+    return f"{what}: {fix}"

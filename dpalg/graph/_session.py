@@ -12,6 +12,7 @@ import attrs
 
 from dpalg._errors import InvalidArgument
 from dpalg.graph._accountant import add_measures, derive, fits, subtract_measures
+from dpalg.graph._compose import conversion_advice
 from dpalg.graph._ledger import DEFAULT_TIMEOUT, LedgerEntry, LedgerError, _SQLiteLedger, now, over_budget, plan_digest, zero_like
 from dpalg.data._dataset import run_data
 from dpalg.graph._node import AbstractMeasurement, M, Provided
@@ -219,7 +220,8 @@ class Session(Generic[M]):
         (read atomically with the charge, so a certificate records its own charge
         exactly) and the charge's id in the ledger."""
         if type(cost) is not type(self._budget):
-            raise InvalidArgument("Session.charge", "cost", cost, f"must be a {type(self._budget).__name__}")
+            advice = conversion_advice(type(cost), type(self._budget))
+            raise InvalidArgument("Session.charge", "cost", cost, f"must be of type {type(self._budget).__name__} like the session's budget; {advice}")
         if not isinstance(label, str):
             raise InvalidArgument("Session.charge", "label", type(label).__name__, "must be a str")
         before, after, charge_id = self._ledger.charge(cost, label, digest)

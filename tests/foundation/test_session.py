@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from fractions import Fraction
 
 import attrs
+import numpy as np
 import pytest
 
-from dpalg import ApproxDP, BudgetExceeded, Compose, InvalidArgument, PureDP, Session, ZCDP
+from dpalg import ApproxDP, BudgetExceeded, Compose, InvalidArgument, PureDP, Query, Session, ZCDP
+from dpalg.measures import Measure
+from dpalg.mechanisms import Laplace
 from dpalg.data import Dataset
 from dpalg.graph._testing import Fixed
 from dpalg.noise._random import AbstractRandomness
@@ -102,3 +106,23 @@ def test_over_budget_message_shows_short_decimals_not_long_fractions() -> None:
         session.charge(cost)
     assert "923456789123456789" not in str(info.value)
     assert info.value.required == cost  # the exact amount stays on the error
+
+
+@pytest.mark.parametrize(
+    ("budget", "fix"),
+    [
+        (ApproxDP(1, "1e-6"), "PureToApprox(plan)"),
+        (ZCDP(1), "PureToZCDP(plan)"),
+    ],
+)
+def test_a_budget_of_another_measure_names_the_conversion(budget: Measure, fix: str) -> None:
+    """A pure-DP plan run in a session of another measure is refused, before any charge, with the node to write.
+
+    mypy rejects both calls (hence the ignores); the runtime check is for untyped callers.
+    """
+    session = Session(budget)  # type: ignore[type-var]
+    with pytest.raises(InvalidArgument, match=re.escape(fix)):
+        session.run(Laplace(Query.count(), epsilon="1/2"), {"x": np.arange(3.0)})  # type: ignore[arg-type]
+    assert session.charges == 0
+    with pytest.raises(InvalidArgument, match=re.escape(fix)):
+        Laplace(Query.count(), epsilon="1/2").check(budget)  # type: ignore[arg-type]
