@@ -110,7 +110,7 @@ def run_demo(seed: int | None = None, rows: int = 100_000, out: Path | str = "."
 
     plan = demo_plan()
     print("== plan ==")
-    print(repr(plan))
+    print(plan)  # the indented tree; repr(plan) is the one-line form that rebuilds it
     print("\n== derivation (no data touched) ==")
     derivation = plan.check(DEMO_BUDGET)
     print(derivation.render())
@@ -156,6 +156,10 @@ def run_demo(seed: int | None = None, rows: int = 100_000, out: Path | str = "."
     )
     for name, truth, value in zip(names, user_truths, user_values):
         print(f"  {name:34s} released {_fmt(value):>20s}   true {_fmt(truth)}")
+    print(
+        "  (the shifted inverse releases a sum whose users' totals are truncated at a privately chosen level: it\n"
+        "   errs downwards by design, by at most the mass above that level; see docs/mechanisms/shifted_inverse.md)"
+    )
 
     path = directory / CERTIFICATE_NAME
     try:

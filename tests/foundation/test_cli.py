@@ -253,3 +253,13 @@ def test_budget_json_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     done = subprocess.run(command, shell=True, capture_output=True, text=True, env=env, timeout=120)
     assert len(done.stdout) == 20
     assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr[-500:]
+
+
+def test_demo_prints_the_plan_as_a_tree_and_explains_the_shifted_inverse(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--rows", "300", "--seed", "1", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    plan_section = out.split("== plan ==", 1)[1].split("== derivation", 1)[0]
+    lines = [line for line in plan_section.splitlines() if line.strip()]
+    assert len(lines) > 10 and max(map(len, lines)) < 300  # an indented tree, not a 1,400-character repr
+    assert lines[0].startswith("Compose") and lines[1].startswith("  0: ")
+    assert "errs downwards by design" in out
