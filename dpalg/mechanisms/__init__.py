@@ -6,8 +6,9 @@ from dpalg.mechanisms._exponential import ExponentialQuantile, NoisyMax
 from dpalg.mechanisms._global import Gaussian, Laplace
 from dpalg.mechanisms._per_coordinate import CalibratedGaussianSum, CalibratedLaplaceSum
 from dpalg.mechanisms._ratio import BoundedLSRatio, KSWRatio, NaiveRatio, PrivateRatio
-from dpalg.mechanisms._ddp_accuracy import ptr_bottom_probability
-from dpalg.mechanisms._ptr import LocalSensAtDistance, ProposeTest, PTRMode
+from dpalg.mechanisms._common.ptr_test import ptr_bottom_probability
+from dpalg.mechanisms._common.local_sensitivity import LocalSensAtDistance
+from dpalg.mechanisms._ptr import ProposeTest, PTRMode
 from dpalg.mechanisms._ptr_guidance import PTRBoundSuggestion, suggest_ptr_bound
 from dpalg.mechanisms._sample_aggregate import SampleAggregateMean, SampleAggregateMedian, SampleAggregateMode
 from dpalg.mechanisms._smooth_bound import SmoothBound, SmoothBoundCauchy

@@ -16,10 +16,10 @@ and ``P[Z <= j] = P[Z >= −j]`` by symmetry.
 
 **PTR for the mode** (:class:`PTRMode`; seed 003 "PTR for the mode", Dwork–Lei
 2009, proposed bound 0). The release computes ``γ = min(mode_gap_distance(x),
-ptr_cap)`` and runs the test of :func:`~dpalg.mechanisms._ptr.ptr_test_passes`
+ptr_cap)`` and runs the test of :func:`~dpalg.mechanisms._common.ptr_test.ptr_test_passes`
 (⊥ iff ``γ + Z <= M``, ``M = ceil(ln(1/δ)/ε) − 1``, ``t = 1/ε``), the test of
 :class:`ProposeTest`; so ``P(⊥ | γ)`` is exactly
-:func:`~dpalg.mechanisms._ddp_accuracy.ptr_bottom_probability`, decreasing in
+:func:`~dpalg.mechanisms._common.ptr_test.ptr_bottom_probability`, decreasing in
 ``γ``: a public lower bound ``d`` on the distance gives ``P(⊥) <= P(⊥ | d)``.
 Otherwise the output is ``evaluate_values(mode)``, the exact mode of the data
 (the smallest value among ties): the error given a release is 0 with
@@ -80,7 +80,7 @@ round(med/2^k)``, ``med`` the lower median of the ``m`` clipped block outputs,
 and ``N`` the exact law of ``round(b·Z)``, ``Z`` standard Laplace, ``b = (Ŝ +
 2^k)/(α_c 2^k)``, ``Ŝ`` the β-smooth bound of that median under substitution
 of one output and ``α_c = ε/2`` (:meth:`SampleAggregateMedian.constants`) —
-:func:`~dpalg.mechanisms._smooth_bound.smooth_release`, the release of
+:func:`~dpalg.mechanisms._common.smooth_quantile.smooth_release`, the release of
 :class:`SmoothBound`. So ``P[|N| > m] = exp(−(m + ½)/b)``, increasing in ``b``
 (proof in :mod:`dpalg.mechanisms._ddp_accuracy`): a public upper bound ``s >=
 Ŝ`` gives the bound ``2^k m`` with :func:`rounded_noise_quantile` at ``b = (s +
@@ -97,19 +97,16 @@ from typing import TYPE_CHECKING
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.graph._accuracy import Accuracy, alpha_param
-from dpalg.mechanisms._ddp_accuracy import _smallest, _up, rounded_noise_quantile
-from dpalg.noise._tails import _iv_dps as _iv, laplace_tail_quantile
+from dpalg.mechanisms._common.accuracy import down_text, int_param, laplace_at_least, percent_text, rounded_noise_quantile, smallest, up_text
+from dpalg.mechanisms._common.ptr_test import mode_accuracy
+from dpalg.noise._tails import laplace_tail_quantile
 
 if TYPE_CHECKING:  # pragma: no cover
-    from dpalg.data import Relation
     from dpalg.mechanisms._ptr import PTRMode
     from dpalg.mechanisms._sample_aggregate import SampleAggregateMean, SampleAggregateMedian, SampleAggregateMode
     from dpalg.mechanisms._stable_histogram import StableHistogram
 
 __all__ = [
-    "distance_from_gap",
-    "laplace_at_least",
-    "ptr_bottom_enclosure",
     "ptr_mode_accuracy",
     "sample_aggregate_mean_accuracy",
     "sample_aggregate_median_accuracy",
@@ -118,152 +115,17 @@ __all__ = [
     "stable_release_count",
 ]
 
-_DPS = 60
-_EXACT_BITS = 1024  # more than the interval context's precision (60 digits, about 203 bits): conversions are exact
-
-
-def _percent(x: Fraction) -> str:
-    return f"{float(x * 100):.10g}%"
-
-
-def _down(x: Fraction) -> str:
-    """A probability lower bound for people: 6 significant digits, rounded down."""
-    from dpalg.measures._display import decimal_text
-
-    return decimal_text(x, "down").removeprefix(">=")
-
-
-def _nonneg_int(owner: str, field: str, value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidArgument(owner, field, value, f"must be an int >= 0 ({what})")
-    return value
-
-
-# --- the discrete Laplace law ------------------------------------------------------------
-
-
-def _exact(x: object) -> Fraction:
-    """An interval endpoint (a binary float of the interval precision) as the exact Fraction it is."""
-    from mpmath import mp
-
-    with mp.workprec(_EXACT_BITS):  # mp.mpf would otherwise round it to 53 bits
-        man, exp = mp.mpf(x).man_exp
-    return Fraction(int(man)) * Fraction(2) ** int(exp)
-
-
-def laplace_at_least(scale: Fraction, j: int) -> tuple[Fraction, Fraction]:
-    """A proven enclosure ``(lo, hi)`` of ``P[Z >= j]`` for ``Z`` discrete Laplace of scale ``t`` (formula (L)).
-
-    Examples:
-        >>> lo, hi = laplace_at_least(Fraction(1), 1)  # e^-1/(1 + e^-1)
-        >>> round(float(lo), 6), hi - lo < Fraction(1, 10**50)
-        (0.268941, True)
-        >>> laplace_at_least(Fraction(2), 0)[1] > Fraction(1, 2) > laplace_at_least(Fraction(2), 1)[1]
-        True
-    """
-    from mpmath import iv
-
-    if scale <= 0:
-        raise InvalidArgument("laplace_at_least", "scale", scale, "must be > 0")
-    with _iv(_DPS):
-        q = iv.exp(-iv.mpf(scale.denominator) / scale.numerator)
-        p = q**j / (1 + q) if j >= 1 else 1 - q ** (1 - j) / (1 + q)
-        box = iv.mpf(p)
-        return max(Fraction(0), _exact(box.a)), min(Fraction(1), _exact(box.b))
-
-
 # --- PTR for the mode (PTRMode, SampleAggregateMode) --------------------------------------
-
-
-def distance_from_gap(gap: int, relation: Relation) -> int:
-    """A lower bound on ``mode_gap_distance`` from a lower bound on ``c₁ − c₂`` (module docstring).
-
-    Examples:
-        >>> distance_from_gap(3, "add_remove"), distance_from_gap(3, "substitution"), distance_from_gap(0, "add_remove")
-        (2, 1, 0)
-    """
-    return max(0, gap - 1) if relation == "add_remove" else max(0, -(-gap // 2) - 1)
-
-
-def _gap_needed(distance: int, relation: Relation) -> int:
-    """The smallest gap whose :func:`distance_from_gap` is ``>= distance``."""
-    return distance + 1 if relation == "add_remove" else 2 * distance + 1
-
-
-def ptr_bottom_enclosure(epsilon: Fraction, delta: Fraction, distance: int) -> tuple[Fraction, Fraction]:
-    """A proven enclosure of ``P(⊥ | γ = min(distance, ptr_cap)) = P[Z >= γ − M]``, ``t = 1/ε`` (by symmetry).
-
-    The same quantity as :func:`~dpalg.mechanisms._ddp_accuracy.ptr_bottom_probability`,
-    with both ends exact (the upper end bounds ``P(⊥)``, the lower end a floor on it).
-
-    Examples:
-        >>> lo, hi = ptr_bottom_enclosure(Fraction(1), Fraction(1, 1000), 0)  # 1 - e^-7/(1 + e^-1)
-        >>> round(float(lo), 6), hi - lo < Fraction(1, 10**50)
-        (0.999333, True)
-    """
-    from dpalg.mechanisms._ptr import ptr_cap
-    from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
-
-    gamma = min(distance, ptr_cap(epsilon, delta))
-    return laplace_at_least(1 / epsilon, gamma - (ceil_log_inv_delta_over_eps(epsilon, delta) - 1))
-
-
-def _distance_for(epsilon: Fraction, delta: Fraction, bottom: Fraction) -> int | None:
-    """The smallest distance with ``P(⊥)`` proven ``<= bottom``, or None if even the cap does not reach it."""
-    from dpalg.mechanisms._ptr import ptr_cap
-
-    if ptr_bottom_enclosure(epsilon, delta, ptr_cap(epsilon, delta))[1] > bottom:
-        return None
-    return _smallest(lambda d: ptr_bottom_enclosure(epsilon, delta, d)[1] <= bottom)
-
-
-def _mode_accuracy(
-    owner: str, epsilon: Fraction, delta: Fraction, relation: Relation, alpha: ExactLike,
-    distance: int | None, gap: int | None, *, of: str, blocks: int | None = None,
-) -> Accuracy:  # fmt: skip
-    a = alpha_param(owner, alpha)
-    if distance is not None and gap is not None:
-        raise InvalidArgument(owner, "gap", gap, "must be None when distance= is given (state one of them)")
-    counted = "block votes" if blocks is not None else "rows"
-    if gap is not None:
-        _nonneg_int(owner, "gap", gap, f"a public lower bound on the mode's count minus the runner-up's, in {counted}")
-        if blocks is not None and gap > blocks:
-            raise InvalidArgument(owner, "gap", gap, f"must be <= blocks={blocks} (the mode has at most {blocks} votes)")
-        d: int | None = distance_from_gap(gap, relation)
-    elif distance is not None:
-        d = _nonneg_int(owner, "distance", distance, "a public lower bound on the mode's distance to instability")
-        if blocks is not None and d > -(-blocks // 2) - 1:
-            raise InvalidArgument(owner, "distance", d, f"must be <= {-(-blocks // 2) - 1} (the largest possible with {blocks} blocks)")
-    else:
-        d = None
-    noise = f"none on the {of}; the test's: discrete Laplace, scale {_up(1 / epsilon)}"
-    notes: list[str] = [f"given a release: the exact {of} (smallest among ties), error 0 always"]
-    if blocks is not None:
-        best = ptr_bottom_enclosure(epsilon, delta, -(-blocks // 2) - 1)[0]
-        notes.append(f"P(⊥) >= {_down(best)} whatever the data (at best all {blocks} blocks agree: distance {-(-blocks // 2) - 1})")
-        notes.append("about the votes of the random partition, not a statistic of the full data")
-    if d is None:
-        need = _distance_for(epsilon, delta, a)
-        if need is not None and (blocks is None or need <= -(-blocks // 2) - 1):
-            reach = f"; P(⊥) <= {_percent(a)} once it is >= {need} (a gap of >= {_gap_needed(need, relation)} {counted})"
-        else:
-            reach = f"; P(⊥) > {_percent(a)} at every distance"
-        notes.append(f"P(⊥) depends on the mode's distance to instability{reach}; pass distance= or gap= for a number")
-    else:
-        p = ptr_bottom_enclosure(epsilon, delta, d)[1]
-        given = f"the gap between the top two counts is at least {gap} {counted}, so " if gap is not None else ""
-        notes.append(f"P(⊥) <= {_up(p)} if {given}the distance to instability is at least {d} (Dwork-Lei 2009)")
-    return Accuracy(a, Fraction(0), "absolute", noise, True, "it releases (no ⊥)", tuple(notes))
 
 
 def ptr_mode_accuracy(node: PTRMode, alpha: ExactLike, distance: int | None, gap: int | None) -> Accuracy:
     """:class:`PTRMode`: error 0 when it releases; ``P(⊥)`` at a stated distance or gap (module docstring)."""
-    return _mode_accuracy("PTRMode.accuracy", node.epsilon, node.delta, node.relation, alpha, distance, gap, of="mode of the data")
+    return mode_accuracy("PTRMode.accuracy", node.epsilon, node.delta, node.relation, alpha, distance, gap, of="mode of the data")
 
 
 def sample_aggregate_mode_accuracy(node: SampleAggregateMode, alpha: ExactLike, distance: int | None, gap: int | None) -> Accuracy:
     """:class:`SampleAggregateMode`: the exact vote mode when it releases; ``P(⊥)`` and its floor (module docstring)."""
-    return _mode_accuracy(
+    return mode_accuracy(
         "SampleAggregateMode.accuracy", node.epsilon, node.delta, "substitution", alpha, distance, gap,
         of="mode of the m block votes", blocks=node.blocks,
     )  # fmt: skip
@@ -279,7 +141,7 @@ def stable_release_count(scale: Fraction, threshold: int, alpha: Fraction) -> in
         >>> stable_release_count(Fraction(1), 4, Fraction(1, 20))  # P[Z >= -2] = 1 - e^-3/(1 + e^-1) = 0.964
         6
     """
-    return _smallest(lambda c: laplace_at_least(scale, threshold - c)[0] >= 1 - alpha, start=1)
+    return smallest(lambda c: laplace_at_least(scale, threshold - c)[0] >= 1 - alpha, start=1)
 
 
 def stable_histogram_accuracy(node: StableHistogram, alpha: ExactLike, count: int | None, keys: int | None) -> Accuracy:
@@ -292,12 +154,12 @@ def stable_histogram_accuracy(node: StableHistogram, alpha: ExactLike, count: in
     t = Fraction(l1) / node.epsilon
     threshold = node.threshold()
     m, tight = laplace_tail_quantile(t, a)
-    noise = f"discrete Laplace, scale {_up(t)}, per key; kept when the noisy count is >= {threshold}"
+    noise = f"discrete Laplace, scale {up_text(t)}, per key; kept when the noisy count is >= {threshold}"
     counted = "after the per-user caps" if node.query.user is not None else "rows"
     c_alpha = stable_release_count(t, threshold, a)
     notes = [
         "each key present: not released, or released within this of its true count",
-        f"released with probability >= {_percent(1 - a)} once its true count ({counted}) is >= {c_alpha}; "
+        f"released with probability >= {percent_text(1 - a)} once its true count ({counted}) is >= {c_alpha}; "
         f"at count c with probability exactly P[Z >= {threshold} - c]",
     ]
     if keys is not None:
@@ -312,9 +174,9 @@ def stable_histogram_accuracy(node: StableHistogram, alpha: ExactLike, count: in
     else:
         notes.append("for all K keys present at once use alpha/K (union bound); pass keys=K for a number")
     if count is not None:
-        c = _nonneg_int(owner, "count", count, "a true count")
+        c = int_param(owner, "count", count, 0, "a true count")
         lo, hi = laplace_at_least(t, threshold - c)
-        notes.append(f"a key with true count >= {c} is released with probability >= {_down(lo)}; one with count <= {c} with <= {_up(hi)}")
+        notes.append(f"a key with true count >= {c} is released with probability >= {down_text(lo)}; one with count <= {c} with <= {up_text(hi)}")
     return Accuracy(a, Fraction(m), "absolute, per key", noise, tight, None, tuple(notes))
 
 
@@ -329,7 +191,7 @@ def sample_aggregate_mean_accuracy(node: SampleAggregateMean, alpha: ExactLike) 
     sens = (node.upper - node.lower) / node.blocks + step + max(abs(node.lower), abs(node.upper)) / 2**50
     scale = sens / node.epsilon
     m, tight = laplace_tail_quantile(scale / step, a)
-    noise = f"discrete Laplace, scale {_up(scale)} (lattice step 2**{k})"
+    noise = f"discrete Laplace, scale {up_text(scale)} (lattice step 2**{k})"
     notes = (
         f"error to the mean of the {node.blocks} clipped block outputs of the random partition, "
         "not to the statistic on the full data",
@@ -345,15 +207,15 @@ def sample_aggregate_median_accuracy(node: SampleAggregateMedian, alpha: ExactLi
     k = node.lattice_k()
     step = Fraction(2) ** k
     width = node.upper - node.lower
-    noise = (f"Laplace, scale (S + 2**{k})/{_up(c.alpha)}, S the beta-smooth bound (beta={_up(c.beta)}) of the median "
+    noise = (f"Laplace, scale (S + 2**{k})/{up_text(c.alpha)}, S the beta-smooth bound (beta={up_text(c.beta)}) of the median "
              f"of the {node.blocks} block outputs under substitution, lattice step 2**{k}")  # fmt: skip
     notes: tuple[str, ...] = (
         f"error to the median of the {node.blocks} clipped block outputs of the random partition, not to the statistic on the full data",
-        f"clamped to [{_up(node.lower)}, {_up(node.upper)}]: always within {_up(width)}",
+        f"clamped to [{up_text(node.lower)}, {up_text(node.upper)}]: always within {up_text(width)}",
     )
     if smooth_sensitivity is None:
         return Accuracy(a, None, "absolute", noise, False, "the smooth bound S of the block outputs' median is at most s",
-                        (f"error <= (s + 2**{k})/{_up(c.alpha)} * ln(1/alpha) (rounded to the lattice)",
+                        (f"error <= (s + 2**{k})/{up_text(c.alpha)} * ln(1/alpha) (rounded to the lattice)",
                          "pass smooth_sensitivity=s (a public upper bound on S) for a number", *notes))  # fmt: skip
     s = to_fraction(smooth_sensitivity, owner=owner, field="smooth_sensitivity")
     if s < 0:
@@ -361,4 +223,4 @@ def sample_aggregate_median_accuracy(node: SampleAggregateMedian, alpha: ExactLi
     b = (s + step) / (c.alpha * step)
     m = rounded_noise_quantile(b, a, None)
     return Accuracy(a, min(m * step, width), "absolute", noise, False,
-                    f"the smooth bound S of the block outputs' median is at most {_up(s)}", notes)  # fmt: skip
+                    f"the smooth bound S of the block outputs' median is at most {up_text(s)}", notes)  # fmt: skip

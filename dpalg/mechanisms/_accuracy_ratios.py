@@ -26,7 +26,7 @@ one-sided. The node's ``τ`` is fixed by its ``beta``; only ``K`` depends on ``�
 * :class:`ShiftedInverse` samples ``y ∈ Y`` with probability ``∝ exp(−(ε/2)·ℓ*(y))``,
   ``ℓ* = max(ℓ − τ, τ − ℓ̄)`` integer. If some ``ŷ ∈ Y`` has ``ℓ*(ŷ) <= 0``,
   the exponential mechanism's bound (McSherry–Talwar 2007 Thm 8; as
-  :func:`~dpalg.mechanisms._ddp_accuracy.exp_mech_gap`) gives
+  :func:`~dpalg.mechanisms._common.accuracy.exp_mech_gap`) gives
   ``P[ℓ*(M) >= g + 1] <= (|Y| − 1)·e^{−(ε/2)(g+1)}``; with ``g`` the smallest
   integer making this ``<= α`` and ``g < τ``: ``ℓ(M) <= τ + g`` and
   ``ℓ̄(M) >= τ − g >= 1``, so ``K = τ + g`` (at ``α = β``, ``K <= 2τ − 1``:
@@ -123,12 +123,10 @@ from typing import TYPE_CHECKING
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.graph._accuracy import Accuracy, alpha_param
-from dpalg.measures._display import decimal_text
+from dpalg.mechanisms._common.accuracy import DPS, exp_mech_gap, int_param, laplace_q, mpf_fraction_nearest53, up_text
 from dpalg.noise._tails import _iv_dps, gaussian_tail_quantile, laplace_tail_quantile
 
 if TYPE_CHECKING:  # pragma: no cover
-    from mpmath import mpf
-
     from dpalg.mechanisms._auto_clip import AutoClipSum
     from dpalg.mechanisms._bounded_ls import BoundedLS
     from dpalg.mechanisms._ratio import BoundedLSRatio, KSWRatio, NaiveRatio
@@ -144,38 +142,13 @@ __all__ = [
     "shifted_inverse_removals",
 ]
 
-_DPS = 60
 _EXCESS = Fraction(1, 2**20)  # 2**-20: the lattice is 2**-20 of the noise scale
 _ROUND_BITS = 64  # a failure budget is rounded down to a multiple of 2**-64
-
-
-def _up(x: Fraction) -> str:
-    """A bound for people: 6 significant digits, rounded up (never understated)."""
-    return decimal_text(x, "up").removeprefix("<=")
-
-
-def _mpf_fraction(x: mpf) -> Fraction:
-    """An mpf (a binary float) as the exact Fraction it is."""
-    from mpmath import mp
-
-    man, exp = mp.mpf(x).man_exp
-    return Fraction(int(man)) * Fraction(2) ** int(exp)
 
 
 def _floor_dyadic(x: Fraction) -> Fraction:
     """``x`` rounded down to a multiple of ``2**-64`` (a smaller failure budget is always valid)."""
     return Fraction(math.floor(x * 2**_ROUND_BITS), 2**_ROUND_BITS)
-
-
-def _laplace_q(scale: Fraction, a: Fraction) -> int:
-    """Q_scale(a); a >= 1 allows 0."""
-    return 0 if a >= 1 else laplace_tail_quantile(scale, a)[0]
-
-
-def _int_param(owner: str, field: str, value: object, minimum: int, why: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidArgument(owner, field, value, f"must be an int >= {minimum} ({why})")
-    return value
 
 
 # --- the shifted inverse -----------------------------------------------------------------
@@ -188,7 +161,7 @@ def _upper_tail(node: ShiftedInverse | ShiftedInverseSearch | ShiftedInverseSear
     from dpalg.mechanisms._shifted_inverse import ShiftedInverse, ShiftedInverseSearch, search_steps
 
     tau = node.tau()
-    with _iv_dps(_DPS):
+    with _iv_dps(DPS):
         if isinstance(node, ShiftedInverse):
             size = node.domain[1] - node.domain[0] + 1
             eps = iv.mpf(node.epsilon.numerator) / node.epsilon.denominator
@@ -202,7 +175,7 @@ def _upper_tail(node: ShiftedInverse | ShiftedInverseSearch | ShiftedInverseSear
             else:
                 s2 = node.sigma2()
                 p = steps * iv.exp(-iv.mpf((tau + 1) ** 2) * s2.denominator / (2 * s2.numerator))
-        return min(Fraction(1), _mpf_fraction(iv.mpf(p).b))
+        return min(Fraction(1), mpf_fraction_nearest53(iv.mpf(p).b))
 
 
 def shifted_inverse_removals(node: ShiftedInverse | ShiftedInverseSearch | ShiftedInverseSearchZCDP, alpha: ExactLike) -> int | None:
@@ -219,7 +192,6 @@ def shifted_inverse_removals(node: ShiftedInverse | ShiftedInverseSearch | Shift
         >>> shifted_inverse_removals(em, Fraction(1, 10**6)) is None  # beyond what tau (beta = 1/20) allows
         True
     """
-    from dpalg.mechanisms._ddp_accuracy import exp_mech_gap
     from dpalg.mechanisms._shifted_inverse import ShiftedInverse, ShiftedInverseSearch, search_steps
 
     owner = f"{type(node).__name__}.accuracy"
@@ -235,7 +207,7 @@ def shifted_inverse_removals(node: ShiftedInverse | ShiftedInverseSearch | Shift
         return None
     share = 2 * rest / steps  # P[|Z| > c] <= 2r/I, so I·P[Z < -c] <= r
     if isinstance(node, ShiftedInverseSearch):
-        c = _laplace_q(node.sigma(), share)
+        c = laplace_q(node.sigma(), share)
     else:
         c = 0 if share >= 1 else gaussian_tail_quantile(node.sigma2(), share)[0]
     return tau + c
@@ -259,9 +231,9 @@ def shifted_inverse_accuracy(
     if isinstance(node, ShiftedInverse):
         noise = f"exponential mechanism on l* over {hi - lo + 1} candidates, exp(-eps*l*/2), tau={tau}"
     elif isinstance(node, ShiftedInverseSearch):
-        noise = f"noisy binary search, {search_steps(node.domain)} steps, discrete Laplace scale {_up(node.sigma())}, tau={tau}"
+        noise = f"noisy binary search, {search_steps(node.domain)} steps, discrete Laplace scale {up_text(node.sigma())}, tau={tau}"
     else:
-        noise = f"noisy binary search, {search_steps(node.domain)} steps, discrete Gaussian sigma2 {_up(node.sigma2())}, tau={tau}"
+        noise = f"noisy binary search, {search_steps(node.domain)} steps, discrete Gaussian sigma2 {up_text(node.sigma2())}, tau={tau}"
     parts = [f"f(x) < {hi + 1}"]
     if lo > _si_floor(node):
         if isinstance(node, ShiftedInverse):
@@ -273,8 +245,8 @@ def shifted_inverse_accuracy(
     if k is None:
         p = _upper_tail(node)
         return Accuracy(a, None, unit, noise, False, " and ".join(parts), (
-            f"no statement at alpha={_up(a)}: the node's tau={tau} (beta={_up(node.beta)}) bounds P[M > f(x)] only by "
-            f"{_up(p)}; use a larger alpha or construct the node with a smaller beta",
+            f"no statement at alpha={up_text(a)}: the node's tau={tau} (beta={up_text(node.beta)}) bounds P[M > f(x)] only by "
+            f"{up_text(p)}; use a larger alpha or construct the node with a smaller beta",
         ))  # fmt: skip
     shape = (
         f"floor(f(x)) >= M >= floor(f(x)) - DS^{k}(x): never above f(x), at most the drop from removing the {k} "
@@ -290,7 +262,7 @@ def shifted_inverse_accuracy(
     integral = node.query.kind in ("user_count", "count")
     error = Fraction(math.ceil(d)) if integral else d + 1  # f - floor(f - D) <= ceil(D) (integer f), < D + 1
     error = min(error, Fraction(hi + 1 - lo))  # M >= y_lo and f < y_hi + 1
-    parts.append(f"removing any {k} users lowers f(x) by at most {_up(d)}")
+    parts.append(f"removing any {k} users lowers f(x) by at most {up_text(d)}")
     return Accuracy(a, error, unit, noise, False, " and ".join(parts), (shape,))
 
 
@@ -298,7 +270,7 @@ def shifted_inverse_accuracy(
 
 
 def _denominator(owner: str, value: object, above: int) -> int:
-    return _int_param(owner, "denominator", value, above + 1, f"a public lower bound on the denominator b, above {above}")
+    return int_param(owner, "denominator", value, above + 1, f"a public lower bound on the denominator b, above {above}")
 
 
 def ratio_accuracy(node: NaiveRatio | KSWRatio, alpha: ExactLike, denominator: int | None) -> Accuracy:
@@ -312,7 +284,7 @@ def ratio_accuracy(node: NaiveRatio | KSWRatio, alpha: ExactLike, denominator: i
     naive = isinstance(node, NaiveRatio)
     need = e if naive else 2 * e  # b must exceed this for the noisy denominator to stay positive
     pair = "a and b" if naive else "a and b - a"
-    noise = f"discrete Laplace, scale {_up(scale)}, on {pair} each"
+    noise = f"discrete Laplace, scale {up_text(scale)}, on {pair} each"
     formula = f"error <= 2*{e}/(n - {e})" if naive else f"error <= {e}/(n - {2 * e})"
     if denominator is None:
         return Accuracy(a, None, "absolute", noise, False, f"the true denominator b > {need}",
@@ -336,11 +308,11 @@ def lattice_release_error(bound: Fraction, epsilon: Fraction, alpha: Fraction) -
     g = round_up_bits(bound)
     if g == 0:  # f is released on 2**-60 with discrete Laplace of scale 1/eps lattice units
         k = Fraction(2) ** -60
-        return (_laplace_q(1 / epsilon, alpha) + Fraction(1, 2)) * k
+        return (laplace_q(1 / epsilon, alpha) + Fraction(1, 2)) * k
     s = g / epsilon * (1 + _EXCESS / epsilon)
-    with _iv_dps(_DPS):
+    with _iv_dps(DPS):
         log = iv.log((1 + iv.mpf(_EXCESS.numerator) / _EXCESS.denominator) * alpha.denominator / alpha.numerator)
-        ln = _mpf_fraction(iv.mpf(log).b)
+        ln = mpf_fraction_nearest53(iv.mpf(log).b)
     return s * ln + g / (epsilon * 2**21)
 
 
@@ -352,13 +324,13 @@ def bounded_ls_ratio_accuracy(node: BoundedLSRatio, alpha: ExactLike, denominato
     e1 = laplace_tail_quantile(node.noise_scale(), a / 2)[0]
     e2 = laplace_tail_quantile(2 / node.epsilon_release, a / 4)[0]
     reach = e1 + w
-    noise = (f"bounds: discrete Laplace, scale {_up(node.noise_scale())}, margin {w}; release: discrete Laplace scaled to "
-             f"the bound / {_up(node.epsilon_release)} (lattice 2**-20 of it), or naive with scale {_up(2 / node.epsilon_release)}")
+    noise = (f"bounds: discrete Laplace, scale {up_text(node.noise_scale())}, margin {w}; release: discrete Laplace scaled to "
+             f"the bound / {up_text(node.epsilon_release)} (lattice 2**-20 of it), or naive with scale {up_text(2 / node.epsilon_release)}")
     formula = f"g^ <= (n + {reach})/((n - {reach})(n - {reach + 1})); error <= (g^/eps2)*ln(2/alpha) (+2**-20 relative)"
     if denominator is None:
         return Accuracy(a, None, "absolute", noise, False, f"the true denominator b >= {reach + 2}",
                         (formula, "pass denominator=n (a public lower bound on b) for a number"))
-    n = _int_param(owner, "denominator", denominator, reach + 2, f"a public lower bound on b, at least {reach + 2}")
+    n = int_param(owner, "denominator", denominator, reach + 2, f"a public lower bound on b, at least {reach + 2}")
     low = n - reach
     bound = Fraction(n + reach, low * (low - 1))
     error = lattice_release_error(bound, node.epsilon_release, a / 2)
@@ -380,7 +352,7 @@ def bounded_ls_accuracy(node: BoundedLS, alpha: ExactLike, ls_bound: ExactLike |
     owner = "BoundedLS.accuracy"
     a = alpha_param(owner, alpha)
     eps2 = node.epsilon_release
-    noise = f"discrete Laplace scaled to the private bound g^ / {_up(eps2)} (lattice 2**-20 of it)"
+    noise = f"discrete Laplace scaled to the private bound g^ / {up_text(eps2)} (lattice 2**-20 of it)"
     gs = node.global_sensitivity
     given: Fraction | None = None
     if ls_bound is not None:
@@ -389,7 +361,7 @@ def bounded_ls_accuracy(node: BoundedLS, alpha: ExactLike, ls_bound: ExactLike |
             raise InvalidArgument(owner, "ls_bound", given, "must be >= 0")
     cap = given if gs is None else (gs if given is None else min(given, gs))
     count = len(node.counts)
-    e = _laplace_q(node.noise_scale(), a / (2 * count))
+    e = laplace_q(node.noise_scale(), a / (2 * count))
     how = (f"each noisy count is within {e} of its count w.p. >= 1 - alpha/2, so g^ <= bound at count_lo - {e + node.margin()}, "
            f"count_hi + {e + node.margin()} (monotone); use accuracy(alpha/2, ls_bound=that) for 1 - alpha in all")
     conditions: list[str] = []
@@ -401,7 +373,7 @@ def bounded_ls_accuracy(node: BoundedLS, alpha: ExactLike, ls_bound: ExactLike |
         return Accuracy(a, None, "absolute", noise, False, " and ".join(["the private bound g^ is at most G", *conditions]),
                         (*notes, "pass ls_bound=G for a number", how))
     if given is not None and (gs is None or given < gs):
-        conditions.insert(0, f"the private bound g^ is at most {_up(given)}")
+        conditions.insert(0, f"the private bound g^ is at most {up_text(given)}")
         notes.append(how)
     slack = node.value_slack()
     error = lattice_release_error(cap + slack, eps2, a) + (_VALUE_SLACK if slack else 0)
@@ -428,17 +400,17 @@ def auto_clip_accuracy(node: AutoClipSum, alpha: ExactLike, clip: ExactLike | No
     owner = "AutoClipSum.accuracy"
     a = alpha_param(owner, alpha)
     candidates = node.candidates()
-    noise = f"discrete Laplace, scale clip/{_up(node.epsilon_sum)} (lattice about 2**-20 of it), after an exponential-mechanism clip"
+    noise = f"discrete Laplace, scale clip/{up_text(node.epsilon_sum)} (lattice about 2**-20 of it), after an exponential-mechanism clip"
     bias = "clipping bias sum_u (T_u - C)+ comes on top (the clip aims to leave r users above it)"
     if clip is None:
         errors = [_clip_error(node, c, a)[0] for c in candidates]
         worst = max(errors)
         return Accuracy(a, worst, "absolute, to the clipped sum", noise, False, None, (
-            f"whichever clip C is drawn; given C: ±{_up(errors[-1])} at C={_up(candidates[-1])} ... ±{_up(errors[0])} "
-            f"at C={_up(candidates[0])} (pass clip=C for its figure)", bias,
+            f"whichever clip C is drawn; given C: ±{up_text(errors[-1])} at C={up_text(candidates[-1])} ... ±{up_text(errors[0])} "
+            f"at C={up_text(candidates[0])} (pass clip=C for its figure)", bias,
         ))  # fmt: skip
     c = to_fraction(clip, owner=owner, field="clip")
     if c not in candidates:
         raise InvalidArgument(owner, "clip", c, f"must be one of the node's candidates upper_limit*2**-j, j = 0..{node.grid_steps}")
     error, tight = _clip_error(node, c, a)
-    return Accuracy(a, error, "absolute, to the clipped sum", noise, tight, f"the released clip is {_up(c)}", (bias,))
+    return Accuracy(a, error, "absolute, to the clipped sum", noise, tight, f"the released clip is {up_text(c)}", (bias,))

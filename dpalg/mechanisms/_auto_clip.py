@@ -26,8 +26,8 @@ from dpalg.data import Dataset, Neighbouring, exact_int_total, per_unit_lattice_
 from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import PureDP
-from dpalg.mechanisms._common import floor_log2, positive_param
-from dpalg.mechanisms._user_level import lattice_terms, row_values
+from dpalg.mechanisms._common.params import floor_log2, positive_param
+from dpalg.mechanisms._common.user_level import lattice_terms, row_values
 from dpalg.noise import AbstractRandomness, discrete_laplace, sample_exp_weights
 from dpalg.queries import Query
 

@@ -61,8 +61,8 @@ from dpalg.mechanisms._bounded_ls_monotone import (
     is_expression,
     parse_expression,
 )
-from dpalg.mechanisms._common import positive_param, relation_param, unit_interval_param
-from dpalg.mechanisms._user_function import (
+from dpalg.mechanisms._common.params import positive_param, relation_param, unit_interval_param
+from dpalg.mechanisms._common.user_function import (
     FAILED,
     as_exact,
     call_quietly,

@@ -16,7 +16,7 @@ from fractions import Fraction
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, fraction_ceil
-from dpalg.mechanisms._common import floor_log2, positive_param, unit_interval_param
+from dpalg.mechanisms._common.params import floor_log2, positive_param, unit_interval_param
 from dpalg.noise import AbstractRandomness, discrete_laplace
 
 __all__ = ["exp_neg_upper", "lattice_release", "lattice_terms", "round_up_bits", "tail_margin"]

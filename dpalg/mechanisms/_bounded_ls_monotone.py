@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal, final
 import attrs
 
 from dpalg._errors import InvalidArgument
-from dpalg.mechanisms._user_function import FAILED, as_exact, call_quietly, quiet
+from dpalg.mechanisms._common.user_function import FAILED, as_exact, call_quietly, quiet
 
 if TYPE_CHECKING:  # sympy is imported where an expression is parsed or proven (cold start)
     from typing_extensions import TypeIs

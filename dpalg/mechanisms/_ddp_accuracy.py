@@ -64,97 +64,29 @@ the error is always at most ``u − l``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.graph._accuracy import Accuracy, alpha_param
-from dpalg.measures._display import decimal_text
-from dpalg.noise._tails import _iv_dps as _iv, laplace_tail_quantile
+from dpalg.mechanisms._common.accuracy import exp_mech_gap, percent_text, rounded_noise_quantile, up_text
+from dpalg.mechanisms._common.ptr_test import ptr_bottom_probability, ptr_distance_for
+from dpalg.noise._tails import laplace_tail_quantile
 
 if TYPE_CHECKING:  # pragma: no cover
-    from mpmath import mpf
-
     from dpalg.mechanisms._exponential import ExponentialQuantile, NoisyMax
     from dpalg.mechanisms._ptr import ProposeTest
     from dpalg.mechanisms._smooth_bound import SmoothBound, SmoothBoundCauchy
 
 __all__ = [
-    "exp_mech_gap",
     "exponential_quantile_accuracy",
     "noisy_max_accuracy",
     "ptr_accuracy",
-    "ptr_bottom_probability",
-    "ptr_distance_for",
-    "rounded_noise_quantile",
     "smooth_accuracy",
 ]
 
-_DPS = 60
-_SLACK_DIGITS = 40  # relative widening of non-interval mpmath evaluations
-
-
-def _up(x: Fraction) -> str:
-    """A bound for people: 6 significant digits, rounded up (never understated)."""
-    return decimal_text(x, "up").removeprefix("<=")
-
-
-def _mpf_fraction(x: mpf) -> Fraction:
-    """An mpf (a binary float) as the exact Fraction it is."""
-    from mpmath import mp
-
-    with mp.workprec(4096):  # wide enough to hold any interval endpoint exactly (mp.mpf would round to 53 bits)
-        man, exp = mp.mpf(x).man_exp
-    return Fraction(int(man)) * Fraction(2) ** int(exp)
-
-
-def _smallest(ok: Callable[[int], bool], start: int = 0) -> int:
-    """The smallest integer ``m >= start`` with ``ok(m)``, for ``ok`` monotone (False then True)."""
-    if ok(start):
-        return start
-    lo, step = start, 1
-    while not ok(lo + step):  # lo fails throughout
-        lo, step = lo + step, step * 2
-    hi = lo + step
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
-
-
 # --- the exponential mechanism --------------------------------------------------------
-
-
-def exp_mech_gap(candidates: int, gamma: Fraction, alpha: Fraction) -> int:
-    """The smallest integer ``g >= 0`` with ``(candidates − 1)·exp(−γ(g + 1)) <= α``, proven.
-
-    With probability ``>= 1 − α`` the exponential mechanism sampling ``∝
-    exp(−γ s)`` over ``candidates`` integer scores outputs a score at most
-    ``g`` above the best (module docstring; McSherry–Talwar 2007 Thm 8).
-
-    Examples:
-        >>> exp_mech_gap(2, Fraction(1), Fraction(1, 20))  # e^-3 = 0.0498 <= 0.05 < e^-2
-        2
-        >>> exp_mech_gap(1, Fraction(1), Fraction(1, 20))
-        0
-    """
-    from mpmath import iv
-
-    if candidates <= 1:
-        return 0
-    with _iv(_DPS):
-        g = iv.mpf(gamma.numerator) / gamma.denominator
-        a = iv.mpf(alpha.numerator) / alpha.denominator
-
-        def ok(t: int) -> bool:
-            return bool(((candidates - 1) * iv.exp(-g * (t + 1))).b <= a.a)
-
-        return _smallest(ok)
 
 
 def exponential_quantile_accuracy(node: ExponentialQuantile, alpha: ExactLike) -> Accuracy:
@@ -181,9 +113,9 @@ def exponential_quantile_accuracy(node: ExponentialQuantile, alpha: ExactLike) -
     where = "grid points" if node.candidates is None else "public candidates"
     pf = node.selection == "permute_and_flip"
     if pf:
-        noise = f"permute-and-flip over {candidates} {where}, coins exp(eps*(u-u*)/(2*Delta)), Delta={_up(delta_u)}"
+        noise = f"permute-and-flip over {candidates} {where}, coins exp(eps*(u-u*)/(2*Delta)), Delta={up_text(delta_u)}"
     else:
-        noise = f"exponential mechanism over {candidates} {where}, exp(eps*u/(2*Delta)), Delta={_up(delta_u)}"
+        noise = f"exponential mechanism over {candidates} {where}, exp(eps*u/(2*Delta)), Delta={up_text(delta_u)}"
     best = "grid point's" if node.candidates is None else "candidate's"
     notes = (
         f"rank error: |(1-q)*#{{x<c}} - q*#{{x>c}}| of the output c exceeds the best {best} by at most this "
@@ -210,43 +142,6 @@ def noisy_max_accuracy(node: NoisyMax, alpha: ExactLike) -> Accuracy:
 # --- propose-test-release -------------------------------------------------------------
 
 
-def ptr_bottom_probability(epsilon: Fraction, delta: Fraction, distance: int) -> Fraction:
-    """An upper bound (within ``10**-50`` relative) on ``P(⊥)`` of the PTR test at distance ``γ = distance``.
-
-    The test of :func:`~dpalg.mechanisms._ptr.ptr_test_passes`: ⊥ iff
-    ``γ + Z <= M``, ``M = ceil(ln(1/δ)/ε) − 1``, ``Z`` discrete Laplace of scale
-    ``1/ε``. ``distance`` is capped at :func:`~dpalg.mechanisms._ptr.ptr_cap`
-    as the node caps it.
-
-    Examples:
-        >>> round(float(ptr_bottom_probability(Fraction(1), Fraction(1, 1000), 0)), 6)  # 1 - e^-7/(1 + e^-1)
-        0.999333
-    """
-    from mpmath import iv
-
-    from dpalg.mechanisms._ptr import ptr_cap
-    from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
-
-    if isinstance(distance, bool) or not isinstance(distance, int) or distance < 0:
-        raise InvalidArgument("ptr_bottom_probability", "distance", distance, "must be an int >= 0")
-    gamma = min(distance, ptr_cap(epsilon, delta))
-    t = ceil_log_inv_delta_over_eps(epsilon, delta) - 1 - gamma
-    with _iv(_DPS):
-        q = iv.exp(-iv.mpf(epsilon.numerator) / epsilon.denominator)
-        p = 1 - q ** (t + 1) / (1 + q) if t >= 0 else q ** (-t) / (1 + q)
-        return min(Fraction(1), _mpf_fraction(iv.mpf(p).b))
-
-
-def ptr_distance_for(epsilon: Fraction, delta: Fraction, bottom: Fraction) -> int | None:
-    """The smallest distance ``d`` with ``P(⊥ | d) <= bottom`` (:func:`ptr_bottom_probability`), or None beyond the cap."""
-    from dpalg.mechanisms._ptr import ptr_cap
-
-    cap = ptr_cap(epsilon, delta)
-    if ptr_bottom_probability(epsilon, delta, cap) > bottom:
-        return None
-    return _smallest(lambda d: ptr_bottom_probability(epsilon, delta, d) <= bottom)
-
-
 def ptr_accuracy(node: ProposeTest, alpha: ExactLike, distance: int | None) -> Accuracy:
     """The (1 − α) error of :class:`ProposeTest` when it releases, and ``P(⊥)`` at a stated distance."""
     owner = "ProposeTest.accuracy"
@@ -255,11 +150,11 @@ def ptr_accuracy(node: ProposeTest, alpha: ExactLike, distance: int | None) -> A
     step = Fraction(2) ** k
     units = node.release_scale() / step
     m, tight = laplace_tail_quantile(units, a)
-    noise = f"discrete Laplace, scale {_up(node.release_scale())}" + (f" (lattice step 2**{k})" if k != 0 else "")
-    bound = _up(node.bound)
+    noise = f"discrete Laplace, scale {up_text(node.release_scale())}" + (f" (lattice step 2**{k})" if k != 0 else "")
+    bound = up_text(node.bound)
     if distance is None:
         need = ptr_distance_for(node.eps_test, node.delta, a)
-        reach = f"; P(⊥) <= {_percent(a)} once it is >= {need}" if need is not None else ""
+        reach = f"; P(⊥) <= {percent_text(a)} once it is >= {need}" if need is not None else ""
         notes: tuple[str, ...] = (
             f"P(⊥) depends on the data's distance to instability at bound {bound}{reach}; pass distance= for a number",
         )
@@ -267,48 +162,11 @@ def ptr_accuracy(node: ProposeTest, alpha: ExactLike, distance: int | None) -> A
         if isinstance(distance, bool) or not isinstance(distance, int) or distance < 0:
             raise InvalidArgument(owner, "distance", distance, "must be an int >= 0 (a public lower bound on the distance)")
         p = ptr_bottom_probability(node.eps_test, node.delta, distance)
-        notes = (f"P(⊥) <= {_up(p)} if the distance to instability at bound {bound} (capped at n + 2) is at least {distance}",)
+        notes = (f"P(⊥) <= {up_text(p)} if the distance to instability at bound {bound} (capped at n + 2) is at least {distance}",)
     return Accuracy(a, m * step, "absolute", noise, tight, "it releases (no ⊥)", notes)
 
 
-def _percent(x: Fraction) -> str:
-    return f"{float(x * 100):.10g}%"
-
-
 # --- smooth sensitivity ---------------------------------------------------------------
-
-
-def rounded_noise_quantile(b: Fraction, alpha: Fraction, gamma: Fraction | None) -> int:
-    """The smallest ``m >= 0`` with ``P[|round(b·Z)| > m] <= α`` (proven; module docstring).
-
-    ``Z`` standard Laplace (``gamma=None``) or generalised Cauchy ``∝ 1/(1 + |z|^γ)``.
-
-    Examples:
-        >>> rounded_noise_quantile(Fraction(10), Fraction(1, 20), None)  # 10 ln 20 - 1/2 = 29.46
-        30
-        >>> rounded_noise_quantile(Fraction(1), Fraction(1, 20), Fraction(2))  # 1/tan(pi/40) - 1/2 = 12.2
-        13
-    """
-    from mpmath import iv, mp
-
-    with _iv(_DPS):
-        a = iv.mpf(alpha.numerator) / alpha.denominator
-        bb = iv.mpf(b.numerator) / b.denominator
-        if gamma is None:
-            def ok(m: int) -> bool:
-                return bool(iv.exp(-(iv.mpf(m) + iv.mpf(1) / 2) / bb).b <= a.a)
-
-            return _smallest(ok)
-        g = mp.mpf(gamma.numerator) / gamma.denominator
-        slack = mp.mpf(10) ** -_SLACK_DIGITS
-        with mp.workdps(_DPS + 20):
-            def ok_c(m: int) -> bool:
-                u = iv.mpf(2 * m + 1) / (2 * bb)  # (m + 1/2)/b, an interval; the tail decreases in u
-                w = 1 / (1 + mp.mpf(u.a) ** g)
-                tail = mp.betainc(1 - 1 / g, 1 / g, 0, w, regularized=True) * (1 + slack)
-                return bool(tail <= mp.mpf(a.a))
-
-            return _smallest(ok_c)
 
 
 def smooth_accuracy(node: SmoothBound | SmoothBoundCauchy, alpha: ExactLike, smooth_sensitivity: ExactLike | None) -> Accuracy:
@@ -323,15 +181,15 @@ def smooth_accuracy(node: SmoothBound | SmoothBoundCauchy, alpha: ExactLike, smo
     laplace = isinstance(node, SmoothBound)
     gamma = None if isinstance(node, SmoothBound) else node.gamma
     kind = "Laplace" if laplace else f"generalised Cauchy (gamma={gamma})"
-    noise = f"{kind}, scale (S + 2**{k})/{_up(c.alpha)}, S the beta-smooth bound (beta={_up(c.beta)}), lattice step 2**{k}"
+    noise = f"{kind}, scale (S + 2**{k})/{up_text(c.alpha)}, S the beta-smooth bound (beta={up_text(c.beta)}), lattice step 2**{k}"
     clamp = node.clamp_range()
     notes: tuple[str, ...] = ()
     if clamp is not None:
-        notes = (f"clamped to [{_up(clamp[0])}, {_up(clamp[1])}]: always within {_up(clamp[1] - clamp[0])}",)
+        notes = (f"clamped to [{up_text(clamp[0])}, {up_text(clamp[1])}]: always within {up_text(clamp[1] - clamp[0])}",)
     if smooth_sensitivity is None:
         unit_rate = "ln(1/alpha)" if laplace else "(the Cauchy tail quantile)"
         return Accuracy(a, None, "absolute", noise, False, "the node's smooth bound S(x) is at most s",
-                        (f"error <= (s + 2**{k})/{_up(c.alpha)} * {unit_rate} (rounded to the lattice)",
+                        (f"error <= (s + 2**{k})/{up_text(c.alpha)} * {unit_rate} (rounded to the lattice)",
                          "pass smooth_sensitivity=s (a public upper bound on S(x)) for a number", *notes))
     s = to_fraction(smooth_sensitivity, owner=owner, field="smooth_sensitivity")
     if s < 0:
@@ -341,4 +199,4 @@ def smooth_accuracy(node: SmoothBound | SmoothBoundCauchy, alpha: ExactLike, smo
     error = m * step
     if clamp is not None:
         error = min(error, clamp[1] - clamp[0])
-    return Accuracy(a, error, "absolute", noise, False, f"the node's smooth bound S(x) is at most {_up(s)}", notes)
+    return Accuracy(a, error, "absolute", noise, False, f"the node's smooth bound S(x) is at most {up_text(s)}", notes)

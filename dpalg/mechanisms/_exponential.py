@@ -17,8 +17,15 @@ from dpalg.data._numpy_reductions import MAX_COUNTED_GRID_BITS
 from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import PureDP
-from dpalg.mechanisms._common import floor_log2, positive_param, relation_param
-from dpalg.mechanisms._user_level import check_user_level, histogram_sensitivity, kept_rows, row_values, user_lattice_totals, values_per_user
+from dpalg.mechanisms._common.params import floor_log2, positive_param, relation_param
+from dpalg.mechanisms._common.user_level import (
+    check_user_level,
+    histogram_sensitivity,
+    kept_rows,
+    row_values,
+    user_lattice_totals,
+    values_per_user,
+)
 from dpalg.noise import AbstractRandomness, prf_secret, sample_exp_runs, sample_exp_weights
 from dpalg.noise._permute_flip import MAX_PF_CANDIDATES, sample_permute_flip
 from dpalg.queries import Query

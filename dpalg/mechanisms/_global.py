@@ -21,9 +21,9 @@ from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.mechanisms._global_accuracy import global_accuracy
 from dpalg.measures import ZCDP, PureDP
-from dpalg.mechanisms._common import floor_log2, granularity_param, positive_param, relation_param
+from dpalg.mechanisms._common.params import floor_log2, granularity_param, positive_param, relation_param
 from dpalg.mechanisms._global_user import NoiseTerm, auto_k as _auto_k, lattice_centre, mean_bounds, user_noise_terms
-from dpalg.mechanisms._user_level import check_user_level
+from dpalg.mechanisms._common.user_level import check_user_level
 from dpalg.noise._fixed_point import lattice_bounds
 from dpalg.noise._gaussian import MAX_GAUSSIAN_SIGMA2
 from dpalg.noise._laplace import MAX_LAPLACE_SCALE

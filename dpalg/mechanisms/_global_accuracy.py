@@ -29,7 +29,7 @@ import numpy as np
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
 from dpalg.graph._accuracy import Accuracy, alpha_param
-from dpalg.measures._display import decimal_text
+from dpalg.mechanisms._common.accuracy import up_text
 from dpalg.noise._tails import gaussian_tail_quantile, laplace_tail_quantile
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,17 +48,12 @@ def _terms(node: Laplace | Gaussian) -> list[NoiseTerm]:
     return noise_terms(node, as_dataset(columns if columns else {"_": np.zeros(0)}))
 
 
-def _up(x: Fraction) -> str:
-    """A bound for people: 6 significant digits, rounded up (never understated)."""
-    return decimal_text(x, "up").removeprefix("<=")
-
-
 def _noise_text(laplace: bool, param: Fraction, k: int) -> str:
     step = Fraction(2) ** k
     if laplace:
-        text = f"discrete Laplace, scale {_up(param * step)}"
+        text = f"discrete Laplace, scale {up_text(param * step)}"
     else:
-        text = f"discrete Gaussian, sigma {_up(_sqrt_up(param) * step)}"
+        text = f"discrete Gaussian, sigma {up_text(_sqrt_up(param) * step)}"
     return text + (f" (lattice step 2**{k})" if k != 0 else "")
 
 
@@ -96,7 +91,7 @@ def global_accuracy(node: Laplace | Gaussian, alpha: ExactLike, n: int | None = 
         notes: tuple[str, ...] = ()
         if kind == "histogram" and len(terms) > 1:
             m_all, _ = _quantile(laplace, term.param, a / len(terms))
-            notes = (f"all {len(terms)} keys at once: ±{_up(m_all * Fraction(2) ** term.k)} (union bound)",)
+            notes = (f"all {len(terms)} keys at once: ±{up_text(m_all * Fraction(2) ** term.k)} (union bound)",)
         return Accuracy(a, m * Fraction(2) ** term.k, unit, _noise_text(laplace, term.param, term.k), tight, None, notes)
     centred, count = terms
     step = Fraction(2) ** centred.k
@@ -106,7 +101,7 @@ def global_accuracy(node: Laplace | Gaussian, alpha: ExactLike, n: int | None = 
     h = Fraction(max(c - lo, hi - c)) * step
     e_s, e_c = m_s * step, Fraction(m_c)
     noise = f"sum: {_noise_text(laplace, centred.param, centred.k)}; count: {_noise_text(laplace, count.param, 0)}"
-    formula = f"error <= ({_up(e_s)} + {m_c}*{_up(h)})/(n - {m_c})"
+    formula = f"error <= ({up_text(e_s)} + {m_c}*{up_text(h)})/(n - {m_c})"
     if n is None:
         return Accuracy(a, None, "absolute", noise, False, f"the true count n > {m_c}", (formula, "pass n= (a public lower bound on n) for a number"))
     if isinstance(n, bool) or not isinstance(n, int) or n <= m_c:
@@ -129,8 +124,8 @@ def per_coordinate_accuracy(node: CalibratedGaussianSum | CalibratedLaplaceSum, 
     together = [_quantile(laplace, u, a / len(units))[0] * Fraction(2) ** k for u, k in zip(units, ks)]
     name = "discrete Laplace" if laplace else "discrete Gaussian"
     notes = (
-        "per coordinate: " + ", ".join(f"±{_up(e)}" for e in each),
-        "all coordinates at once (union bound): " + ", ".join(f"±{_up(e)}" for e in together),
+        "per coordinate: " + ", ".join(f"±{up_text(e)}" for e in each),
+        "all coordinates at once (union bound): " + ", ".join(f"±{up_text(e)}" for e in together),
     )
     tight = len(units) == 1  # one coordinate: its exact quantile; several: the largest of exact per-coordinate quantiles
     return Accuracy(a, max(each), "absolute, largest coordinate", f"{name} per coordinate, calibrated ({node.calibration})", tight, None, notes)

@@ -18,7 +18,7 @@ histogram | caps              counts of kept rows                          L1 / 
 
 Every statistic is an exact integer, and every bound holds for every dataset:
 adding one user adds that user's kept rows (or one clamped total) and nothing
-else (:func:`dpalg.mechanisms._user_level.kept_rows`).
+else (:func:`dpalg.mechanisms._common.user_level.kept_rows`).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ import attrs
 import numpy as np
 
 from dpalg.data import Dataset, exact_int_total
-from dpalg.mechanisms._common import floor_log2
-from dpalg.mechanisms._user_level import (
+from dpalg.mechanisms._common.params import floor_log2
+from dpalg.mechanisms._common.user_level import (
     histogram_sensitivity,
     kept_rows,
     row_values,

@@ -38,7 +38,7 @@ from dpalg.data import Dataset, Neighbouring, Relation, SumSpec, as_reductions
 from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ZCDP, PureDP
-from dpalg.mechanisms._common import floor_log2, positive_param, relation_param
+from dpalg.mechanisms._common.params import floor_log2, positive_param, relation_param
 from dpalg.noise import AbstractRandomness, clipped_sum_sensitivity, discrete_gaussian, discrete_laplace
 from dpalg.queries import Query
 

@@ -32,7 +32,7 @@ from dpalg.data import Dataset, Neighbouring, Relation
 from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP
-from dpalg.mechanisms._common import (
+from dpalg.mechanisms._common.params import (
     floor_log2,
     granularity_param,
     positive_param,
@@ -41,15 +41,15 @@ from dpalg.mechanisms._common import (
     unit_interval_param,
 )
 from dpalg.mechanisms._ptr_summary import mean_distance_and_value, order_distance_and_value
-from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
-from dpalg.mechanisms._user_level import row_view, unit_values
-from dpalg.noise import AbstractRandomness, discrete_laplace, round_to_lattice
+from dpalg.mechanisms._common.ptr_test import ptr_cap, ptr_test_passes
+from dpalg.mechanisms._common.user_level import row_view, unit_values
+from dpalg.noise import AbstractRandomness, round_to_lattice
 from dpalg.noise._laplace import laplace_int
 from dpalg.queries import Query
 from dpalg._bottom import BOTTOM
 from dpalg.sensitivity._catalog import distance_to_instability, mode_gap_distance, overflow_safe_mean
-from dpalg.mechanisms._user_function import statistic_value
-from dpalg.mechanisms._ls_at_distance import LocalSensAtDistance, float_at_most
+from dpalg.mechanisms._common.user_function import statistic_value
+from dpalg.mechanisms._common.local_sensitivity import LocalSensAtDistance, float_at_most
 
 __all__ = ["LocalSensAtDistance", "ProposeTest", "PTRMode", "ptr_test_passes", "ptr_cap"]
 
@@ -68,29 +68,6 @@ _SUMMARIES = {
     "max": order_distance_and_value,
     "min": order_distance_and_value,
 }
-
-
-def ptr_cap(epsilon: Fraction, delta: Fraction) -> int:
-    """The largest distance PTR ever computes: ceil(ln(1/δ)/ε) + ceil(40/ε).
-
-    Capping γ at a constant keeps its sensitivity 1 (min of a 1-Lipschitz
-    function and a constant) and changes the pass probability of a dataset at
-    distance > cap by at most e^-40.
-    """
-    return ceil_log_inv_delta_over_eps(epsilon, delta) + math.ceil(40 / epsilon)
-
-
-def ptr_test_passes(gamma: int, epsilon: Fraction, delta: Fraction, rng: AbstractRandomness) -> bool:
-    """The private test: γ + Z > ln(1/δ)/ε with Z discrete Laplace of scale 1/ε.
-
-    With M = ceil(ln(1/δ)/ε) − 1, the integer γ + Z exceeds T exactly when it
-    exceeds M (it is an integer and M + 1 ≥ T); when γ = 0 the pass probability
-    is P[Z ≥ M + 1] = e^{-ε(M+1)}/(1 + e^{-ε}) < δ. The test has sensitivity-1
-    input and discrete Laplace noise of scale 1/ε, so it is ε-DP.
-    """
-    threshold = ceil_log_inv_delta_over_eps(epsilon, delta) - 1
-    z = int(discrete_laplace(1 / epsilon, size=1, rng=rng)[0])
-    return gamma + z > threshold
 
 
 # --- ProposeTest -------------------------------------------------------------------
@@ -220,13 +197,13 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
         epsilon_test: ε_t > 0 for the test (keyword only; with ``epsilon_release``).
         epsilon_release: ε_r > 0 for the release; the cost is (ε_t + ε_r, δ).
         relation: ``"add_remove"`` (default); ``"substitution"`` only for
-            ``Query.count()`` (see :func:`dpalg.mechanisms._common.require_fixed_n`).
+            ``Query.count()`` (see :func:`dpalg.mechanisms._common.params.require_fixed_n`).
 
     A user-level query with ``| ClipPerUser(L, U)`` (``Query.median(col,
     user=uid) | ClipPerUser(L, U)`` …) is taken over the users' clipped totals:
     adding or removing one user adds or removes one value in [L, U], so γ and
     the exact LS_k profile of the row-level query with ``Clip(L, U)`` over the
-    totals are exact for it (:func:`dpalg.mechanisms._user_level.row_view`).
+    totals are exact for it (:func:`dpalg.mechanisms._common.user_level.row_view`).
 
     Privacy guarantee:
         (ε_t + ε_r, δ)-DP under the stated relation for one row, or one user

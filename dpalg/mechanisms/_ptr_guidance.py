@@ -4,7 +4,7 @@
 (``M = ceil(ln(1/δ)/ε) − 1``, ``Z`` discrete Laplace of scale ``1/ε``), with
 ``γ = min{k : LS_k(x) > b}`` capped at ``min(n + 2, cap)`` for the proposed
 bound ``b``. ``P(⊥ | γ)`` decreases in ``γ``
-(:func:`~dpalg.mechanisms._ddp_accuracy.ptr_bottom_probability`), so with
+(:func:`~dpalg.mechanisms._common.ptr_test.ptr_bottom_probability`), so with
 ``d*`` the smallest distance at which it is at most the target, ⊥ is that rare
 as soon as ``LS_k(x) <= b`` for every ``k < d*`` (then ``γ >= d*``). Given a
 public profile ``F`` with ``LS_k(x) <= F(k)`` the smallest such ``b`` is::
@@ -47,8 +47,8 @@ import attrs
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import Relation
-from dpalg.mechanisms._common import positive_param, relation_param, unit_interval_param
-from dpalg.mechanisms._ddp_accuracy import ptr_bottom_probability, ptr_distance_for
+from dpalg.mechanisms._common.params import positive_param, relation_param, unit_interval_param
+from dpalg.mechanisms._common.ptr_test import ptr_bottom_probability, ptr_distance_for
 from dpalg.queries import Query
 
 __all__ = ["PTRBoundSuggestion", "mean_ls_upper", "suggest_ptr_bound"]
@@ -157,7 +157,7 @@ def suggest_ptr_bound(
         (Fraction(101523, 1000000), 16)
 
     References:
-        Dwork, Lei (2009); the PTR test of :func:`~dpalg.mechanisms._ptr.ptr_test_passes`.
+        Dwork, Lei (2009); the PTR test of :func:`~dpalg.mechanisms._common.ptr_test.ptr_test_passes`.
     """
     eps = positive_param(_OWNER, "epsilon", epsilon)
     dlt = unit_interval_param(_OWNER, "delta", delta)

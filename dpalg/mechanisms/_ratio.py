@@ -34,7 +34,7 @@ from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP, PureDP
 from dpalg.mechanisms._bounded_ls import lattice_release, tail_margin
-from dpalg.mechanisms._common import positive_param, relation_param, unit_interval_param
+from dpalg.mechanisms._common.params import positive_param, relation_param, unit_interval_param
 from dpalg.noise import AbstractRandomness, discrete_laplace
 
 __all__ = [

@@ -65,12 +65,12 @@ from dpalg.data import ColumnUse, Dataset, Neighbouring
 from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP, PureDP
-from dpalg.mechanisms._common import floor_log2, granularity_param, positive_param
-from dpalg.mechanisms._ptr import ptr_cap, ptr_test_passes
+from dpalg.mechanisms._common.params import floor_log2, granularity_param, positive_param
+from dpalg.mechanisms._common.ptr_test import ptr_cap, ptr_test_passes
 from dpalg.mechanisms._sample_aggregate_blocks import BlockFunction, ColumnFunction, QueryStatistic, discover_block_reads
 from dpalg.mechanisms._sample_aggregate_blocks import block_labels, block_outputs, block_values, blocks_of, release_block_values
-from dpalg.mechanisms._smooth_bound import auto_granularity, check_range, smooth_release
-from dpalg.mechanisms._user_function import describe, is_recorded_stub, quiet, refuse_result, trial_array
+from dpalg.mechanisms._common.smooth_quantile import auto_granularity, check_range, smooth_release
+from dpalg.mechanisms._common.user_function import describe, is_recorded_stub, quiet, refuse_result, trial_array
 from dpalg.noise import AbstractRandomness, lattice_noise
 from dpalg.noise._admissible import Admissibility, LaplaceNoise
 from dpalg.queries import Query
@@ -520,7 +520,7 @@ class SampleAggregateMode(AbstractPrimitive[ApproxDP]):
     non-number or NaN, votes :data:`FAILURE_VOTE` = +inf).
     γ = the number of block outputs that must change before the mode (smallest
     among ties) changes, minus one (:func:`~dpalg.sensitivity.mode_gap_distance`
-    under substitution), capped by :func:`~dpalg.mechanisms._ptr.ptr_cap`; if
+    under substitution), capped by :func:`~dpalg.mechanisms._common.ptr_test.ptr_cap`; if
     ``γ + Z ≤ ln(1/δ)/ε`` (Z discrete Laplace of scale 1/ε) release ⊥, else the exact
     mode.
 

@@ -34,7 +34,7 @@ import numpy.typing as npt
 from dpalg.data import Dataset, key_index, keyed_hashes, row_hashes
 from dpalg.data._row_choice import exact_occurrences, keyed_labels
 from dpalg._errors import InvalidArgument
-from dpalg.mechanisms._user_function import TRIAL_VALUES, as_real, call_quietly, discover_columns, quiet, statistic_value
+from dpalg.mechanisms._common.user_function import TRIAL_VALUES, as_real, call_quietly, discover_columns, quiet, statistic_value
 from dpalg.noise import AbstractRandomness, prf_secret
 from dpalg.queries import Query
 from dpalg.queries._query import clip_inside
@@ -58,7 +58,7 @@ class QueryStatistic:
 
     Called on a block's non-missing values, it returns f̃ of the block: ``fn`` of
     the values clipped to ``[l, u]`` and sorted, or the query's public fallback
-    when ``fn`` fails (:func:`~dpalg.mechanisms._user_function.statistic_value`), so
+    when ``fn`` fails (:func:`~dpalg.mechanisms._common.user_function.statistic_value`), so
     a block's output is the same statistic :class:`~dpalg.mechanisms.ProposeTest`
     and :class:`~dpalg.mechanisms.SmoothBound` release for the whole data.
     """
@@ -140,8 +140,8 @@ def call_block(
     Column form: ``columns`` holds the block's present values (one array); the
     function gets them sorted. Dataset form: the function gets the columns as a
     :class:`~dpalg.data.Dataset`, rows in canonical order. A raise, a non-number
-    or NaN gives ``failure`` (:func:`~dpalg.mechanisms._user_function.call_quietly`,
-    :func:`~dpalg.mechanisms._user_function.as_real`); call inside ``quiet()``.
+    or NaN gives ``failure`` (:func:`~dpalg.mechanisms._common.user_function.call_quietly`,
+    :func:`~dpalg.mechanisms._common.user_function.as_real`); call inside ``quiet()``.
     The numpy backend and the Spark executors both call this.
     """
     call: Callable[[object], object] = fn  # type: ignore[assignment]  # the form decides the argument
@@ -160,7 +160,7 @@ def call_block(
 def discover_block_reads(fn: BlockFunction, declared: Sequence[str], owner: str, hint: str) -> tuple[tuple[str, ...], object]:
     """The columns a Dataset-form block function reads, and its result on the public trial block.
 
-    :func:`~dpalg.mechanisms._user_function.discover_columns`, made to see past
+    :func:`~dpalg.mechanisms._common.user_function.discover_columns`, made to see past
     an empty-block guard: a function that reads nothing on the trial block
     without columns (which has no rows: ``if block.n_rows: ...``) is asked again
     on a public block of eight rows and no column, and a column it asks for there

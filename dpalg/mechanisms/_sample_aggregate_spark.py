@@ -60,7 +60,7 @@ from dpalg.mechanisms._sample_aggregate_blocks import (
     content_hashes,
     unit_labels,
 )
-from dpalg.mechanisms._user_function import describe, quiet
+from dpalg.mechanisms._common.user_function import describe, quiet
 
 __all__ = ["spark_block_values"]
 

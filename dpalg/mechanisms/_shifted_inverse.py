@@ -47,7 +47,7 @@ from dpalg.data import Dataset, Neighbouring, as_reductions
 from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ZCDP, PureDP
-from dpalg.mechanisms._common import positive_param, unit_interval_param
+from dpalg.mechanisms._common.params import positive_param, unit_interval_param
 from dpalg.noise import AbstractRandomness, discrete_gaussian, discrete_laplace, sample_exp_runs
 from dpalg.queries import Query
 from dpalg.sensitivity import UserLoss, shift_tau, shifted_loss_runs

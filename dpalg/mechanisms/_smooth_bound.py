@@ -49,7 +49,6 @@ from typing import Literal, Union, final
 
 import attrs
 import numpy as np
-import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
@@ -57,14 +56,15 @@ from dpalg.data import Dataset, Neighbouring, Relation, SumSpec, as_reductions
 from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP, PureDP
-from dpalg.mechanisms._common import float_floor, floor_log2, granularity_param, positive_param, relation_param, require_fixed_n
-from dpalg.mechanisms._user_level import row_view, unit_values
+from dpalg.mechanisms._common.params import float_floor, granularity_param, positive_param, relation_param, require_fixed_n
+from dpalg.mechanisms._common.user_level import row_view, unit_values
 from dpalg.noise import AbstractRandomness, round_to_lattice
 from dpalg.noise._fixed_point import lattice_bounds
 from dpalg.noise._admissible import AbstractAdmissibleNoise, Admissibility, CauchyNoise, LaplaceNoise
 from dpalg.queries import Query, quantile_index
-from dpalg.sensitivity._smooth import ORDER_KINDS, order_statistic, smooth_sensitivity_quantile
-from dpalg.mechanisms._ls_at_distance import LocalSensAtDistance
+from dpalg.sensitivity._smooth import ORDER_KINDS, order_statistic
+from dpalg.mechanisms._common.local_sensitivity import LocalSensAtDistance
+from dpalg.mechanisms._common.smooth_quantile import auto_granularity, check_range, smooth_release
 from dpalg.mechanisms._smooth_formula import envelope_of
 from dpalg.mechanisms._smooth_kinds import (
     CONSTANT_KINDS,
@@ -83,92 +83,8 @@ from dpalg.mechanisms._smooth_profile import (
 from dpalg.sensitivity._smooth_window import smooth_from_window, window_levels, window_ranks
 
 __all__ = [
-    "PROFILE_KINDS", "SmoothBound", "SmoothBoundCauchy", "SmoothTarget", "auto_granularity", "center_and_scale", "check_range",
-    "mean_center_and_scale", "smooth_release",
+    "PROFILE_KINDS", "SmoothBound", "SmoothBoundCauchy", "SmoothTarget", "mean_center_and_scale",
 ]
-
-#: the lattice step is at most 2^-40 of the clip range (negligible extra sensitivity)
-_RANGE_BITS = 40
-#: largest noise scale in lattice units accepted by the exact Laplace sampler (2^52)
-_MAX_UNITS_BITS = 52
-
-
-def _ceil_log2(x: Fraction) -> int:
-    k = floor_log2(x)
-    return k if Fraction(2) ** k == x else k + 1
-
-
-def check_range(owner: str, lower: Fraction, upper: Fraction, alpha: Fraction) -> None:
-    """Refuse ranges and budgets the lattice release cannot serve exactly (at construction)."""
-    width = upper - lower
-    if not Fraction(1, 2**800) <= width <= Fraction(2**900):
-        raise InvalidArgument(owner, "upper - lower", f"about 2**{floor_log2(width)}", "must be in [2**-800, 2**900]")
-    if alpha < Fraction(1, 2**40):
-        raise InvalidArgument(owner, "epsilon", float(alpha), "is too small (alpha < 2**-40)")
-    if not -1000 <= auto_granularity(lower, upper, alpha) <= 1000:  # pragma: no cover - implied by the range checks
-        raise InvalidArgument(owner, "upper - lower", float(width), "gives a lattice exponent outside [-1000, 1000]")
-
-
-def auto_granularity(lower: Fraction, upper: Fraction, alpha: Fraction) -> int:
-    """The public lattice exponent k: ``2^k ≤ 2^-40 (u − l)``, and ``S'/(α 2^k) ≤ 2^52``.
-
-    ``S ≤ 2(u − l)`` always (the smooth bound never exceeds the rounded-up range by
-    more than a tiny factor), so ``k ≥ ⌈log2(4(u − l)/α)⌉ − 52`` keeps the noise scale
-    in lattice units within the exact Laplace sampler's range whatever the data.
-    Depends on public parameters only.
-    """
-    width = upper - lower
-    return max(floor_log2(width) - _RANGE_BITS, _ceil_log2(4 * width / alpha) - _MAX_UNITS_BITS)
-
-
-def center_and_scale(
-    sorted_values: npt.NDArray[np.float64],
-    q: Fraction,
-    lower: Fraction,
-    upper: Fraction,
-    relation: Relation,
-    constants: Admissibility,
-    k: int,
-) -> tuple[int, Fraction]:
-    """``(a, scale)``: the lattice centre ``round(f(x)/2^k)`` and the noise scale ``S'(x)/α``.
-
-    ``S' = Ŝ + 2^k`` with ``Ŝ`` the rigorous β-smooth float bound taken exactly. Both
-    are private (functions of the data): used by :func:`smooth_release` and by the
-    tests that compute the output distribution exactly; never released.
-    """
-    beta = float_floor(constants.beta)
-    s_hat = smooth_sensitivity_quantile(sorted_values, q, lower, upper, beta, relation)
-    s_prime = Fraction(s_hat) + Fraction(2) ** k  # exact: every float is a rational
-    n = int(sorted_values.size)
-    value = float(sorted_values[max(0, -(-(q.numerator * n) // q.denominator) - 1)]) if n else float(lower)
-    return int(round_to_lattice(np.array([value]), k)[0]), s_prime / constants.alpha
-
-
-def smooth_release(
-    sorted_values: npt.NDArray[np.float64],
-    q: Fraction,
-    lower: Fraction,
-    upper: Fraction,
-    relation: Relation,
-    constants: Admissibility,
-    noise: AbstractAdmissibleNoise,
-    k: int,
-    rng: AbstractRandomness,
-    *,
-    clamp: bool = True,
-) -> Fraction:
-    """One smooth-sensitivity release of the q-quantile of sorted clipped data.
-
-    Returns ``2^k (a + N)`` with ``(a, scale)`` from :func:`center_and_scale` and ``N``
-    the exact ``round(scale·Z/2^k)``; clamped to ``[lower, upper]`` when ``clamp``.
-    """
-    a, scale = center_and_scale(sorted_values, q, lower, upper, relation, constants, k)
-    noise_units = int(noise.sample_lattice(1, k, rng, scale=scale)[0])
-    out = Fraction(a + noise_units) * Fraction(2) ** k
-    if clamp:
-        out = min(max(out, lower), upper)
-    return out
-
 
 #: kinds with an exact LS_k profile the nodes take through :mod:`dpalg.mechanisms._smooth_profile`
 PROFILE_KINDS = ("mean", "trimmed_mean")

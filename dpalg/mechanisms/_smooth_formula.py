@@ -33,7 +33,7 @@ covers a scaled value that underflows (at most ``2^-1074``).
 
 The released value is f̃ (the function called totally, the public fallback on
 failure; :meth:`~dpalg.queries.Query.function`) rounded to the lattice ``2^k`` as an
-exact rational, ``k`` from :func:`~dpalg.mechanisms._smooth_bound.auto_granularity`
+exact rational, ``k`` from :func:`~dpalg.mechanisms._common.smooth_quantile.auto_granularity`
 over the range ``[0, T]`` (``S ≤ T(1 + 2^-39)``). Privacy rests on the user's promise
 at ``k = 0``, which the certificate records (the brute-force refutation of
 :class:`~dpalg.mechanisms.LocalSensAtDistance` runs at construction).
@@ -50,7 +50,7 @@ import attrs
 import numpy as np
 
 from dpalg._errors import InvalidArgument
-from dpalg.mechanisms._ls_at_distance import LocalSensAtDistance
+from dpalg.mechanisms._common.local_sensitivity import LocalSensAtDistance
 from dpalg.mechanisms._smooth_profile import truncated_smooth_bound
 
 if TYPE_CHECKING:  # sympy is loaded only where a formula is used (cold start)
@@ -101,7 +101,7 @@ def _envelope(expr: sympy.Expr, formula: str, owner: str) -> FormulaEnvelope:
 
 def envelope_of(target: LocalSensAtDistance, owner: str) -> FormulaEnvelope:
     """The proven envelope data of a user formula (cached; refuses what is not proven)."""
-    from dpalg.mechanisms._ls_formula import checked
+    from dpalg.mechanisms._common.ls_formula import checked
 
     q = target.query
     bounds = (q.lower, q.upper) if q.lower is not None and q.upper is not None else None

@@ -3,7 +3,7 @@
 Split out of :mod:`dpalg.mechanisms._smooth_bound` by concept; every function here
 returns ``(a, scale)``: the private lattice centre ``round(f(x)/2^k)`` and the noise
 scale ``S'(x)/α`` with ``S' = S + 2^k`` (the smooth bound plus the lattice rounding),
-as :func:`~dpalg.mechanisms._smooth_bound.center_and_scale` does.
+as :func:`~dpalg.mechanisms._common.smooth_quantile.center_and_scale` does.
 
 * **count, sum (row add/remove, row level).** Their ``LS_k`` equals the global
   sensitivity at every x and k: one added row moves a count by 1 and a clipped sum
@@ -14,7 +14,7 @@ as :func:`~dpalg.mechanisms._smooth_bound.center_and_scale` does.
   covered so a plan can swap nodes; the Laplace node is better for them (noise
   scale GS/ε instead of 2·GS/ε, and no δ). Under row substitution, the count of
   rows has ``LS_k = 0``; a count or sum over a column is refused (a substitution
-  can make a value missing: see :func:`~dpalg.mechanisms._common.require_fixed_n`).
+  can make a value missing: see :func:`~dpalg.mechanisms._common.params.require_fixed_n`).
 * **a user function** ``LocalSensAtDistance(Query.function(...) | Clip, F)``:
   :mod:`dpalg.mechanisms._smooth_formula`.
 """
@@ -26,7 +26,7 @@ from fractions import Fraction
 from dpalg.data import Dataset, Relation, SumSpec, as_reductions
 from dpalg.mechanisms._smooth_formula import FormulaEnvelope, formula_smooth_bound
 from dpalg.mechanisms._smooth_profile import mean_lattice_exponent
-from dpalg.mechanisms._user_function import statistic_value
+from dpalg.mechanisms._common.user_function import statistic_value
 from dpalg.noise._admissible import Admissibility
 from dpalg.noise._fixed_point import lattice_bounds
 from dpalg.queries import Query

@@ -145,7 +145,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from dpalg._errors import InvalidArgument
 from dpalg.data import Dataset, Reductions, SumSpec, as_reductions
 from dpalg.data._numpy_reductions import inside_bounds
-from dpalg.mechanisms._common import float_floor, floor_log2
+from dpalg.mechanisms._common.params import float_floor, floor_log2
 from dpalg.mechanisms._smooth_profile import _MIN_BETA, _SLACK, truncated_smooth_bound
 from dpalg.noise import round_to_lattice
 from dpalg.noise._admissible import Admissibility

@@ -14,9 +14,9 @@ from dpalg.data import Dataset, Key, Neighbouring, as_reductions
 from dpalg.graph._accuracy import Accuracy
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP
-from dpalg.mechanisms._common import positive_param, unit_interval_param
-from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
-from dpalg.mechanisms._user_level import check_user_level, histogram_sensitivity, kept_rows
+from dpalg.mechanisms._common.params import positive_param, unit_interval_param
+from dpalg.mechanisms._common.ptr_test import ceil_log_inv_delta_over_eps
+from dpalg.mechanisms._common.user_level import check_user_level, histogram_sensitivity, kept_rows
 from dpalg.noise import AbstractRandomness, discrete_laplace, prf_secret
 from dpalg.queries import Query
 

@@ -1,9 +1,6 @@
 """Exact privacy checks shared by the mechanism tests (not used in releases).
 
-:func:`multiset_neighbours` lists every neighbouring pair of small sorted datasets
-over a domain, for checks that compare a mechanism's exact output laws on each pair.
-
-The rest is propose-test-release. A :class:`~dpalg.mechanisms._ptr.ProposeTest`
+Propose-test-release. A :class:`~dpalg.mechanisms._ptr.ProposeTest`
 release on values ``x`` is ⊥ with probability ``P[γ(x) + Z <= M]`` (``Z``
 discrete Laplace of scale ``1/ε_test``, ``M = ceil(ln(1/δ)/ε_test) − 1``), else
 the value rounded to the lattice ``2^k`` plus discrete Laplace noise of scale
@@ -15,55 +12,19 @@ noise scales (the tails beyond it are below e^-80).
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
 
 from dpalg.mechanisms._ptr import ProposeTest, exact_value
-from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
+from dpalg.mechanisms._common.ptr_test import ceil_log_inv_delta_over_eps
+from dpalg.mechanisms._common.testing import Values
 from dpalg.noise import round_to_lattice
 
-__all__ = ["bottom_probability", "multiset_neighbours", "ptr_hockey_stick", "ptr_threshold", "worst_ptr_delta"]
-
-Values = tuple[float, ...]
-
-
-def multiset_neighbours(domain: Sequence[float], max_n: int, relation: str = "add_remove") -> list[tuple[Values, Values]]:
-    """Every neighbouring pair ``(x, y)`` of sorted datasets over ``domain`` with at most ``max_n`` values.
-
-    ``"add_remove"``: ``y`` is ``x`` plus one value; both orders ``(x, y)`` and
-    ``(y, x)`` are listed. ``"substitution"``: ``y`` is ``x`` with one value
-    replaced by any value of ``domain`` (``y`` may equal ``x``); every ``x`` is
-    listed with each of its replacements, so each pair appears in both orders.
-
-    Examples:
-        >>> multiset_neighbours((0.0, 1.0), 2)[:4]
-        [((), (0.0,)), ((0.0,), ()), ((), (1.0,)), ((1.0,), ())]
-        >>> len(multiset_neighbours((0.0, 1.0), 2))
-        12
-        >>> multiset_neighbours((0.0, 1.0), 1, "substitution")
-        [((0.0,), (0.0,)), ((0.0,), (1.0,)), ((1.0,), (0.0,)), ((1.0,), (1.0,))]
-    """
-    if relation not in ("add_remove", "substitution"):
-        raise ValueError(f"relation must be 'add_remove' or 'substitution', not {relation!r}")
-    pairs: list[tuple[Values, Values]] = []
-    for n in range(max_n + 1):
-        for x in itertools.combinations_with_replacement(domain, n):
-            if relation == "add_remove":
-                if n < max_n:
-                    for v in domain:
-                        y = tuple(sorted(x + (v,)))
-                        pairs.extend([(x, y), (y, x)])
-            else:
-                for i, v in itertools.product(range(n), domain):
-                    z = list(x)
-                    z[i] = v
-                    pairs.append((x, tuple(sorted(z))))
-    return pairs
+__all__ = ["bottom_probability", "ptr_hockey_stick", "ptr_threshold", "worst_ptr_delta"]
 
 
 def bottom_probability(gamma: int, eps: float, threshold_m: int) -> float:
@@ -123,6 +84,7 @@ def worst_ptr_delta(node: ProposeTest, pairs: Iterable[tuple[Values, Values]], t
 
     Examples:
         >>> from dpalg import Clip, Query
+        >>> from dpalg.mechanisms._common.testing import multiset_neighbours
         >>> node = ProposeTest(Query.median("v") | Clip(0, 3), bound="0.5", epsilon="0.5", delta="0.01", granularity=-2)
         >>> worst_ptr_delta(node, multiset_neighbours((0.0, 3.0), 3)) <= 0.01
         True

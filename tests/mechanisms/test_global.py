@@ -17,7 +17,7 @@ from dpalg.data import Dataset, as_dataset
 from dpalg.mechanisms import ExponentialQuantile, Gaussian, Laplace, NoisyMax
 from dpalg.mechanisms import _global
 from dpalg.mechanisms._exponential import quantile_runs
-from dpalg.mechanisms._testing import multiset_neighbours
+from dpalg.mechanisms._common.testing import multiset_neighbours
 from dpalg.noise import SeededRandomness
 
 DOMAIN = (0.0, 0.5, 1.0, 2.0)

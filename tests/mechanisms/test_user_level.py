@@ -22,7 +22,7 @@ from dpalg import Clip, ClipPerUser, InvalidArgument, MaxKeysPerUser, MaxRowsPer
 from dpalg.data import Dataset, as_dataset
 from dpalg.mechanisms import ExponentialQuantile, Gaussian, Laplace, NoisyMax, StableHistogram
 from dpalg.mechanisms import _global
-from dpalg.mechanisms._user_level import histogram_sensitivity, kept_rows
+from dpalg.mechanisms._common.user_level import histogram_sensitivity, kept_rows
 from dpalg.noise import SeededRandomness
 
 SECRET = bytes(range(32))
@@ -200,7 +200,7 @@ def test_user_level_release_runs_end_to_end() -> None:
 # --- local-sensitivity mechanisms over users' clipped totals ---------------------------------
 
 from dpalg.mechanisms import ProposeTest, SmoothBound, SmoothBoundCauchy  # noqa: E402
-from dpalg.mechanisms._user_level import unit_values  # noqa: E402
+from dpalg.mechanisms._common.user_level import unit_values  # noqa: E402
 
 
 @settings(max_examples=60, deadline=None)

@@ -28,10 +28,11 @@ import pytest
 from dpalg import ApproxDP, Clip, InvalidArgument, Query, Session
 from dpalg.data import as_dataset
 from dpalg.mechanisms import ExponentialQuantile, Gaussian, Laplace, SmoothBound, SmoothBoundCauchy
-from dpalg.mechanisms._ls_at_distance import BRUTE_MAX_K, BRUTE_MAX_N, LocalSensAtDistance, brute_force_datasets
+from dpalg.mechanisms._common.local_sensitivity import BRUTE_MAX_K, BRUTE_MAX_N, LocalSensAtDistance, brute_force_datasets
 from dpalg.mechanisms._ptr import ProposeTest
-from dpalg.mechanisms._testing import multiset_neighbours, worst_ptr_delta
-from dpalg.mechanisms._user_function import statistic_value
+from dpalg.mechanisms._common.testing import multiset_neighbours
+from dpalg.mechanisms._testing import worst_ptr_delta
+from dpalg.mechanisms._common.user_function import statistic_value
 from dpalg.noise import SeededRandomness
 from dpalg.release import audit_certificate
 from dpalg.release._certificate import classify_note

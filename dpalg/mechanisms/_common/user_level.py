@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg.data import Dataset, Relation, keyed_hashes, per_unit_lattice_sums, select_keys, select_rows, unit_index
-from dpalg.mechanisms._common import floor_log2
+from dpalg.mechanisms._common.params import floor_log2
 from dpalg.noise import AbstractRandomness, prf_secret, round_to_lattice
 from dpalg.noise._fixed_point import lattice_bounds
 from dpalg.queries import Query, clip_inside

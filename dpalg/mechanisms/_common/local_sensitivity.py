@@ -1,7 +1,7 @@
 """A user's bound F(k, n) on LS_k, the local sensitivity at distance k (for :class:`ProposeTest`).
 
 The node holds only its parameters; parsing and the sympy proofs live in
-:mod:`dpalg.mechanisms._ls_formula`, imported when a formula is checked, so
+:mod:`dpalg.mechanisms._common.ls_formula`, imported when a formula is checked, so
 ``import dpalg`` does not load sympy.
 """
 
@@ -21,14 +21,14 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import to_fraction
 from dpalg.data import Relation
-from dpalg.mechanisms._user_function import describe, is_recorded_stub, quiet, refuse_result, statistic_value, trial_array
+from dpalg.mechanisms._common.user_function import describe, is_recorded_stub, quiet, refuse_result, statistic_value, trial_array
 from dpalg.queries import Query, clip_inside
 from dpalg.sensitivity._catalog import CATALOG_KINDS, distance_to_instability
 
 if TYPE_CHECKING:
     import sympy
 
-    from dpalg.mechanisms._ls_formula import Verdict
+    from dpalg.mechanisms._common.ls_formula import Verdict
     from dpalg.sensitivity._ptr_condition import NeighbourCheck
     from dpalg.sensitivity._sympy_check import MonotoneCheck
 
@@ -46,7 +46,7 @@ _FORMULA_SYMBOLS = ("k", "n", "lower", "upper")
 
 def _formula(value: object) -> str:
     if "sympy" in sys.modules:  # a sympy expression can only exist once sympy is imported
-        from dpalg.mechanisms._ls_formula import formula_text
+        from dpalg.mechanisms._common.ls_formula import formula_text
 
         text = formula_text(value)
         if text is not None:
@@ -200,7 +200,7 @@ class LocalSensAtDistance:
                     )  # fmt: skip
 
     def _verdict(self) -> Verdict:
-        from dpalg.mechanisms._ls_formula import checked  # sympy: loaded only where a formula is parsed
+        from dpalg.mechanisms._common.ls_formula import checked  # sympy: loaded only where a formula is parsed
 
         q = self.query
         bounds = (q.lower, q.upper) if q.lower is not None and q.upper is not None else None
@@ -260,7 +260,7 @@ class LocalSensAtDistance:
 
     def evaluate(self, k: int, n: int) -> sympy.Expr:
         """F_k for a dataset with n values, exactly (sympy)."""
-        from dpalg.mechanisms._ls_formula import exact_at
+        from dpalg.mechanisms._common.ls_formula import exact_at
 
         return exact_at(self._verdict().expr, k, n)
 
