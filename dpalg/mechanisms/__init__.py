@@ -1,13 +1,35 @@
-"""Mechanism nodes. Each cites its theorem and states its neighbouring relation."""
+"""Mechanism nodes. Each cites its theorem and states its neighbouring relation.
+
+One sub-package per framework; each imports only the lower layers and
+:mod:`dpalg.mechanisms._common`, never another framework:
+
+* :mod:`~dpalg.mechanisms.global_noise` -- Laplace, Gaussian, per-coordinate calibrated sums;
+* :mod:`~dpalg.mechanisms.selection` -- the exponential mechanism and permute-and-flip
+  (ExponentialQuantile, NoisyMax);
+* :mod:`~dpalg.mechanisms.ptr` -- propose-test-release (ProposeTest, PTRMode, StableHistogram,
+  bound guidance);
+* :mod:`~dpalg.mechanisms.smooth` -- smooth sensitivity (SmoothBound, SmoothBoundCauchy);
+* :mod:`~dpalg.mechanisms.sample_aggregate` -- sample-and-aggregate (mean, median, mode; Spark);
+* :mod:`~dpalg.mechanisms.shifted_inverse` -- the shifted inverse of Fang–Dong–Yi 2022;
+* :mod:`~dpalg.mechanisms.bounded_ls` -- privately bounded local sensitivity and the ratios;
+* :mod:`~dpalg.mechanisms.auto_clip` -- AutoClipSum.
+
+Certificates name a node class by ``module:Class``. Those written before the
+frameworks had packages name the old flat modules (``dpalg.mechanisms._ptr``);
+:data:`_CERTIFICATE_MODULES` keeps each old name importable as the package that
+now holds its node classes, so every such certificate still decodes and audits.
+"""
+
+import importlib
+import sys
 
 from dpalg.mechanisms._auto_clip import AutoClipSum
 from dpalg.mechanisms._bounded_ls import BoundedLS, NoisyCount
-from dpalg.mechanisms._exponential import ExponentialQuantile, NoisyMax
-from dpalg.mechanisms._global import Gaussian, Laplace
-from dpalg.mechanisms._per_coordinate import CalibratedGaussianSum, CalibratedLaplaceSum
-from dpalg.mechanisms._ratio import BoundedLSRatio, KSWRatio, NaiveRatio, PrivateRatio
-from dpalg.mechanisms._common.ptr_test import ptr_bottom_probability
 from dpalg.mechanisms._common.local_sensitivity import LocalSensAtDistance
+from dpalg.mechanisms._common.ptr_test import ptr_bottom_probability
+from dpalg.mechanisms._exponential import ExponentialQuantile, NoisyMax
+from dpalg.mechanisms.global_noise import CalibratedGaussianSum, CalibratedLaplaceSum, Gaussian, Laplace
+from dpalg.mechanisms._ratio import BoundedLSRatio, KSWRatio, NaiveRatio, PrivateRatio
 from dpalg.mechanisms._ptr import ProposeTest, PTRMode
 from dpalg.mechanisms._ptr_guidance import PTRBoundSuggestion, suggest_ptr_bound
 from dpalg.mechanisms._sample_aggregate import SampleAggregateMean, SampleAggregateMedian, SampleAggregateMode
@@ -24,3 +46,11 @@ __all__ = [
     "ShiftedInverseSearch", "ShiftedInverseSearchZCDP",
     "SampleAggregateMean", "SampleAggregateMedian", "SampleAggregateMode", "SmoothBound", "SmoothBoundCauchy",
 ]  # fmt: skip
+
+#: old flat module (as certificates name it) -> the module that now holds its node classes
+_CERTIFICATE_MODULES = {
+    "_global": "dpalg.mechanisms.global_noise",
+    "_per_coordinate": "dpalg.mechanisms.global_noise",
+}
+for _old, _new in _CERTIFICATE_MODULES.items():
+    sys.modules.setdefault(f"{__name__}.{_old}", importlib.import_module(_new))

@@ -35,10 +35,12 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import Dataset, Neighbouring, Relation, SumSpec, as_reductions
-from dpalg.graph._accuracy import Accuracy
+from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ZCDP, PureDP
+from dpalg.mechanisms._common.accuracy import up_text
 from dpalg.mechanisms._common.params import floor_log2, positive_param, relation_param
+from dpalg.mechanisms.global_noise._accuracy import noise_quantile
 from dpalg.noise import AbstractRandomness, clipped_sum_sensitivity, discrete_gaussian, discrete_laplace
 from dpalg.queries import Query
 
@@ -277,8 +279,6 @@ class _VectorSum:
         ``error`` is the largest coordinate's exact noise quantile; the notes
         list every coordinate's, and the bounds that hold for all at once.
         """
-        from dpalg.mechanisms._global_accuracy import per_coordinate_accuracy
-
         return per_coordinate_accuracy(self, alpha)  # type: ignore[arg-type]  # only the two nodes mix this in
 
     def simulate_noise(self, trials: int, rng: AbstractRandomness) -> FloatArray:
@@ -483,3 +483,23 @@ class CalibratedLaplaceSum(_VectorSum, AbstractPrimitive[PureDP]):
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """The noisy vector sum, a tuple of floats (lattice points)."""
         return self._release(data, rng)
+
+
+def per_coordinate_accuracy(node: CalibratedGaussianSum | CalibratedLaplaceSum, alpha: ExactLike) -> Accuracy:
+    """Per-coordinate (1 − α) errors of a calibrated vector sum: coordinate ``i`` gets its own exact
+    noise on its own lattice, so its bound is that noise's exact quantile times ``2**k_i``; ``error`` is
+    the largest, and a note gives every coordinate's and the simultaneous bound (α/d each, a union bound)."""
+    owner = type(node).__name__
+    a = alpha_param(f"{owner}.accuracy", alpha)
+    laplace = isinstance(node, CalibratedLaplaceSum)
+    ks, _, params = node.lattice()
+    units = [v / Fraction(2) ** k if laplace else v / Fraction(4) ** k for k, v in zip(ks, params)]
+    each = [noise_quantile(laplace, u, a)[0] * Fraction(2) ** k for u, k in zip(units, ks)]
+    together = [noise_quantile(laplace, u, a / len(units))[0] * Fraction(2) ** k for u, k in zip(units, ks)]
+    name = "discrete Laplace" if laplace else "discrete Gaussian"
+    notes = (
+        "per coordinate: " + ", ".join(f"±{up_text(e)}" for e in each),
+        "all coordinates at once (union bound): " + ", ".join(f"±{up_text(e)}" for e in together),
+    )
+    tight = len(units) == 1  # one coordinate: its exact quantile; several: the largest of exact per-coordinate quantiles
+    return Accuracy(a, max(each), "absolute, largest coordinate", f"{name} per coordinate, calibrated ({node.calibration})", tight, None, notes)

@@ -16,15 +16,15 @@ import numpy as np
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
-from dpalg.data import Dataset, LatticeSum, Neighbouring, Reductions, Relation, SumSpec, as_reductions
-from dpalg.graph._accuracy import Accuracy
+from dpalg.data import Dataset, LatticeSum, Neighbouring, Reductions, Relation, SumSpec, as_dataset, as_reductions
+from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
-from dpalg.mechanisms._global_accuracy import global_accuracy
 from dpalg.measures import ZCDP, PureDP
+from dpalg.mechanisms._common.accuracy import up_text
 from dpalg.mechanisms._common.params import floor_log2, granularity_param, positive_param, relation_param
-from dpalg.mechanisms._global_user import NoiseTerm, auto_k as _auto_k, lattice_centre, mean_bounds, user_noise_terms
 from dpalg.mechanisms._common.user_level import check_user_level
-from dpalg.noise._fixed_point import lattice_bounds
+from dpalg.mechanisms.global_noise._accuracy import noise_quantile, noise_text
+from dpalg.mechanisms.global_noise._user import NoiseTerm, auto_k as _auto_k, lattice_centre, mean_bounds, user_noise_terms
 from dpalg.noise._gaussian import MAX_GAUSSIAN_SIGMA2
 from dpalg.noise._laplace import MAX_LAPLACE_SCALE
 from dpalg.noise import (
@@ -201,13 +201,10 @@ def _check_noise_range(node: Laplace | Gaussian) -> None:
     The parameters depend only on the node (never on data), so they are computed
     on an empty dataset with the query's columns.
     """
-    from dpalg.data import as_dataset
-
-    columns = {c: np.zeros(0, dtype=np.float64) for c in (node.query.column, node.query.user) if c is not None}
     owner, limit, what = (
         ("Laplace", MAX_LAPLACE_SCALE, "scale") if isinstance(node, Laplace) else ("Gaussian", MAX_GAUSSIAN_SIGMA2, "sigma^2")
     )
-    for term in noise_terms(node, as_dataset(columns if columns else {"_": np.zeros(0)})):
+    for term in public_noise_terms(node):
         if term.param > limit:
             raise InvalidArgument(
                 owner, "epsilon" if isinstance(node, Laplace) else "rho", node.epsilon if isinstance(node, Laplace) else node.rho,
@@ -377,3 +374,43 @@ class Gaussian(AbstractPrimitive[ZCDP]):
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """The noisy value."""
         return _release(self, data, rng)
+
+
+def public_noise_terms(node: Laplace | Gaussian) -> list[NoiseTerm]:
+    """The node's noise terms on an empty dataset with the query's columns: their parameters never depend on data."""
+    columns = {c: np.zeros(0, dtype=np.float64) for c in (node.query.column, node.query.user) if c is not None}
+    return noise_terms(node, as_dataset(columns if columns else {"_": np.zeros(0)}))
+
+
+def global_accuracy(node: Laplace | Gaussian, alpha: ExactLike, n: int | None = None) -> Accuracy:
+    """The (1 − α) accuracy of a :class:`Laplace` or :class:`Gaussian` node (proof: :mod:`dpalg.mechanisms.global_noise._accuracy`)."""
+    owner = type(node).__name__
+    a = alpha_param(f"{owner}.accuracy", alpha)
+    laplace = isinstance(node, Laplace)
+    terms = public_noise_terms(node)
+    kind = node.query.kind
+    if kind != "mean":
+        if n is not None:
+            raise InvalidArgument(f"{owner}.accuracy", "n", n, f"applies to means only (this is a {kind})")
+        term = terms[0]
+        m, tight = noise_quantile(laplace, term.param, a)
+        unit = "absolute, per key" if kind == "histogram" else "absolute"
+        notes: tuple[str, ...] = ()
+        if kind == "histogram" and len(terms) > 1:
+            m_all, _ = noise_quantile(laplace, term.param, a / len(terms))
+            notes = (f"all {len(terms)} keys at once: ±{up_text(m_all * Fraction(2) ** term.k)} (union bound)",)
+        return Accuracy(a, m * Fraction(2) ** term.k, unit, noise_text(laplace, term.param, term.k), tight, None, notes)
+    centred, count = terms
+    step = Fraction(2) ** centred.k
+    m_s, _ = noise_quantile(laplace, centred.param, a / 2)
+    m_c, _ = noise_quantile(laplace, count.param, a / 2)
+    lo, hi, c = lattice_centre(*mean_bounds(node.query), centred.k)
+    h = Fraction(max(c - lo, hi - c)) * step
+    e_s, e_c = m_s * step, Fraction(m_c)
+    noise = f"sum: {noise_text(laplace, centred.param, centred.k)}; count: {noise_text(laplace, count.param, 0)}"
+    formula = f"error <= ({up_text(e_s)} + {m_c}*{up_text(h)})/(n - {m_c})"
+    if n is None:
+        return Accuracy(a, None, "absolute", noise, False, f"the true count n > {m_c}", (formula, "pass n= (a public lower bound on n) for a number"))
+    if isinstance(n, bool) or not isinstance(n, int) or n <= m_c:
+        raise InvalidArgument(f"{owner}.accuracy", "n", n, f"must be an int > {m_c} (the count's noise bound at alpha/2)")
+    return Accuracy(a, (e_s + e_c * h) / (n - e_c), "absolute", noise, False, f"the true count is at least {n}", (formula,))
