@@ -27,7 +27,7 @@ from dpalg.mechanisms._auto_clip import AutoClipSum
 from dpalg.mechanisms._bounded_ls import BoundedLS, NoisyCount
 from dpalg.mechanisms._common.local_sensitivity import LocalSensAtDistance
 from dpalg.mechanisms._common.ptr_test import ptr_bottom_probability
-from dpalg.mechanisms._exponential import ExponentialQuantile, NoisyMax
+from dpalg.mechanisms.selection import ExponentialQuantile, NoisyMax
 from dpalg.mechanisms.global_noise import CalibratedGaussianSum, CalibratedLaplaceSum, Gaussian, Laplace
 from dpalg.mechanisms._ratio import BoundedLSRatio, KSWRatio, NaiveRatio, PrivateRatio
 from dpalg.mechanisms._ptr import ProposeTest, PTRMode
@@ -51,6 +51,7 @@ __all__ = [
 _CERTIFICATE_MODULES = {
     "_global": "dpalg.mechanisms.global_noise",
     "_per_coordinate": "dpalg.mechanisms.global_noise",
+    "_exponential": "dpalg.mechanisms.selection",
 }
 for _old, _new in _CERTIFICATE_MODULES.items():
     sys.modules.setdefault(f"{__name__}.{_old}", importlib.import_module(_new))

@@ -185,7 +185,7 @@ def test_ptr_mean_summary_equals_the_full_array_profile(
 @settings(max_examples=200, deadline=None)
 @given(idx=st.lists(st.integers(0, 16), max_size=30), q=st.sampled_from(["1/2", "1/4", "9/10", "0", "1"]))
 def test_quantile_runs_from_counts_equal_the_sorted_runs(idx: list[int], q: str) -> None:
-    from dpalg.mechanisms._exponential import quantile_runs, quantile_runs_from_counts
+    from dpalg.mechanisms.selection._exponential import quantile_runs, quantile_runs_from_counts
 
     arr = np.array(idx, dtype=np.int64)
     counts = np.bincount(arr, minlength=17)

@@ -20,7 +20,7 @@ from dpalg import BOTTOM, Clip, InvalidArgument, Query
 from dpalg.data import as_dataset
 from dpalg.mechanisms._common.accuracy import exp_mech_gap, rounded_noise_quantile
 from dpalg.mechanisms._common.ptr_test import ptr_bottom_probability
-from dpalg.mechanisms._exponential import ExponentialQuantile, NoisyMax
+from dpalg.mechanisms.selection._exponential import ExponentialQuantile, NoisyMax
 from dpalg.mechanisms._ptr import ProposeTest
 from dpalg.mechanisms._common.ptr_test import ptr_cap
 from dpalg.mechanisms._ptr_guidance import mean_ls_upper, suggest_ptr_bound

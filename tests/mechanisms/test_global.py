@@ -17,7 +17,7 @@ from dpalg.data import Dataset, as_dataset
 from dpalg.mechanisms import ExponentialQuantile, Gaussian, Laplace, NoisyMax
 from dpalg.mechanisms.global_noise import _laplace_gaussian
 from dpalg.mechanisms.global_noise._laplace_gaussian import noise_terms
-from dpalg.mechanisms._exponential import quantile_runs
+from dpalg.mechanisms.selection._exponential import quantile_runs
 from dpalg.mechanisms._common.testing import multiset_neighbours
 from dpalg.noise import SeededRandomness
 

@@ -1,4 +1,25 @@
-"""Exponential-mechanism nodes: a private quantile over a grid, and noisy max."""
+"""Exponential-mechanism nodes: a private quantile over a grid, and noisy max.
+
+Both sample candidate ``c`` with probability ``∝ exp(−γ·s_c)`` for integer scores
+``s_c ≥ 0`` (or flip its coin with probability ``exp(−γ(s_c − s*))``, permute-and-flip,
+McKenna–Sheldon 2020). **Accuracy** (proof of the score gap
+:func:`~dpalg.mechanisms._common.accuracy.exp_mech_gap`: McSherry–Talwar 2007 Thm 8,
+in :mod:`dpalg.mechanisms._common.accuracy`): with ``N`` candidates and rate ``γ``,
+the output's score is at most ``t − 1`` above the best with probability ``≥ 1 − α``.
+
+* :class:`ExponentialQuantile`: ``N = 2**grid_bits + 1`` grid points, score
+  ``den(q)·|(1 − q)·#{x < c} − q·#{x > c}|``, ``γ = ε/(2Δ·den(q))``. The
+  "rank" error is the gap of ``|(1 − q)·#{x < c} − q·#{x > c}|`` between the
+  output and the best grid point: ``(t − 1)/den(q) ≈ (2Δ/ε)·ln((N − 1)/α)``.
+  For an output ``c`` holding ``E`` values with ``L`` below, that quantity is
+  ``|L + qE − qn|``, at least the distance from ``qn`` to ``c``'s ranks
+  ``[L, L + E]``. The best grid point is within ``max(q, 1 − q)·E*`` of 0
+  (``E*`` the ties at the grid point holding the true quantile; below 1 for
+  distinct values); snapping the data to the grid comes on top.
+* :class:`NoisyMax`: ``N`` keys, score ``max count − count``, ``γ = ε/L∞``
+  (add/remove) or ``ε/(2L∞)`` (substitution): the released key's count is
+  within ``t − 1`` of the largest count.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +35,8 @@ from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import Dataset, Neighbouring, Relation, as_reductions
 from dpalg.data._numpy_reductions import MAX_COUNTED_GRID_BITS
-from dpalg.graph._accuracy import Accuracy
+from dpalg.graph._accuracy import Accuracy, alpha_param
+from dpalg.mechanisms._common.accuracy import exp_mech_gap, up_text
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import PureDP
 from dpalg.mechanisms._common.params import floor_log2, positive_param, relation_param
@@ -343,10 +365,8 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
         scores) of the best candidate's, N = 2**grid_bits + 1 or the number of
         ``candidates`` (McSherry–Talwar 2007 Thm 8; Dwork–Roth Thm 3.11; for
         permute-and-flip by a union bound over its coins). Proof in
-        :mod:`dpalg.mechanisms._ddp_accuracy`; see ``docs/accuracy.md``.
+        the module docstring; see ``docs/accuracy.md``.
         """
-        from dpalg.mechanisms._ddp_accuracy import exponential_quantile_accuracy
-
         return exponential_quantile_accuracy(self, alpha)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
@@ -451,10 +471,8 @@ class NoisyMax(AbstractPrimitive[PureDP]):
         With probability ≥ 1 − α the released key's count is within
         ``ln((K − 1)/α)/r`` (rounded to whole counts) of the largest count, K keys,
         r = ε/L∞ (add/remove) or ε/(2L∞) (McSherry–Talwar 2007 Thm 8; Dwork–Roth
-        Thm 3.11). Proof in :mod:`dpalg.mechanisms._ddp_accuracy`.
+        Thm 3.11). Proof in the module docstring.
         """
-        from dpalg.mechanisms._ddp_accuracy import noisy_max_accuracy
-
         return noisy_max_accuracy(self, alpha)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
@@ -470,3 +488,53 @@ class NoisyMax(AbstractPrimitive[PureDP]):
         scores = [Fraction(best - c) for c in counts]
         gamma = (self.epsilon if self.relation == "add_remove" else self.epsilon / 2) / self.linf()
         return keys[sample_exp_weights(scores, gamma, rng=rng)]
+
+
+def exponential_quantile_accuracy(node: ExponentialQuantile, alpha: ExactLike) -> Accuracy:
+    """The (1 − α) rank error of :class:`ExponentialQuantile` (module docstring).
+
+    N is ``2**grid_bits + 1`` for the grid, ``len(candidates)`` otherwise. For
+    ``selection="permute_and_flip"`` the same bound holds, by a union bound
+    proven here (McKenna–Sheldon prove only that its *expected* error is no
+    worse than the exponential mechanism's, their Theorem 2): the output is
+    always a candidate whose coin came up heads, and candidate ``c``'s coin is
+    heads with probability ``exp(−γ(s_c − s*))``, so with ``B = {c : s_c ≥ s* + t}``
+    (``t ≥ 1``, ``c* ∉ B``, ``|B| ≤ N − 1``)::
+
+        P[s_out − s* ≥ t] <= P[some coin in B is heads] <= Σ_B e^{−γ(s_c − s*)} <= (N − 1) e^{−γ t}
+
+    the same right side as for the exponential mechanism, hence the same ``t``.
+    """
+    a = alpha_param("ExponentialQuantile.accuracy", alpha)
+    den = node.q.denominator
+    delta_u = node.sensitivity()
+    gamma = node.epsilon / (2 * delta_u * den)  # the release's rate per integer score unit
+    candidates = node.n_candidates
+    gap = exp_mech_gap(candidates, gamma, a)
+    where = "grid points" if node.candidates is None else "public candidates"
+    pf = node.selection == "permute_and_flip"
+    if pf:
+        noise = f"permute-and-flip over {candidates} {where}, coins exp(eps*(u-u*)/(2*Delta)), Delta={up_text(delta_u)}"
+    else:
+        noise = f"exponential mechanism over {candidates} {where}, exp(eps*u/(2*Delta)), Delta={up_text(delta_u)}"
+    best = "grid point's" if node.candidates is None else "candidate's"
+    notes = (
+        f"rank error: |(1-q)*#{{x<c}} - q*#{{x>c}}| of the output c exceeds the best {best} by at most this "
+        f"(q={node.q}); off the data it is |#{{x<c}} - q*n|",
+        f"bound: (2*Delta/eps)*ln({candidates - 1}/alpha), rounded to whole scores "
+        + ("(union bound over the coins; the same tail as McSherry-Talwar 2007 Thm 8)" if pf else "(McSherry-Talwar 2007 Thm 8)"),
+    )
+    return Accuracy(a, Fraction(gap, den), "rank", noise, False, None, notes)
+
+
+def noisy_max_accuracy(node: NoisyMax, alpha: ExactLike) -> Accuracy:
+    """The (1 − α) score error of :class:`NoisyMax`: the released key's count is within this of the largest."""
+    a = alpha_param("NoisyMax.accuracy", alpha)
+    assert node.query.keys is not None
+    keys = len(node.query.keys)
+    gamma = (node.epsilon if node.relation == "add_remove" else node.epsilon / 2) / node.linf()
+    gap = exp_mech_gap(keys, gamma, a)
+    factor = "eps*count/Linf" if node.relation == "add_remove" else "eps*count/(2*Linf)"
+    noise = f"exponential mechanism over {keys} keys, exp({factor}), Linf={node.linf()}"
+    notes = (f"the released key's count is at most this below the largest count (bound: ln({keys - 1}/alpha)/rate)",)
+    return Accuracy(a, Fraction(gap), "count below the top key's", noise, False, None, notes)
