@@ -27,15 +27,13 @@ from dpalg.mechanisms._auto_clip import AutoClipSum
 from dpalg.mechanisms._bounded_ls import BoundedLS, NoisyCount
 from dpalg.mechanisms._common.local_sensitivity import LocalSensAtDistance
 from dpalg.mechanisms._common.ptr_test import ptr_bottom_probability
+from dpalg.mechanisms.ptr import ProposeTest, PTRBoundSuggestion, PTRMode, StableHistogram, suggest_ptr_bound
 from dpalg.mechanisms.selection import ExponentialQuantile, NoisyMax
 from dpalg.mechanisms.global_noise import CalibratedGaussianSum, CalibratedLaplaceSum, Gaussian, Laplace
 from dpalg.mechanisms._ratio import BoundedLSRatio, KSWRatio, NaiveRatio, PrivateRatio
-from dpalg.mechanisms._ptr import ProposeTest, PTRMode
-from dpalg.mechanisms._ptr_guidance import PTRBoundSuggestion, suggest_ptr_bound
 from dpalg.mechanisms._sample_aggregate import SampleAggregateMean, SampleAggregateMedian, SampleAggregateMode
 from dpalg.mechanisms._smooth_bound import SmoothBound, SmoothBoundCauchy
 from dpalg.mechanisms._shifted_inverse import ShiftedInverse, ShiftedInverseSearch, ShiftedInverseSearchZCDP
-from dpalg.mechanisms._stable_histogram import StableHistogram
 
 __all__ = [
     "LocalSensAtDistance", "ProposeTest", "PTRMode", "PTRBoundSuggestion", "StableHistogram",
@@ -52,6 +50,9 @@ _CERTIFICATE_MODULES = {
     "_global": "dpalg.mechanisms.global_noise",
     "_per_coordinate": "dpalg.mechanisms.global_noise",
     "_exponential": "dpalg.mechanisms.selection",
+    "_ptr": "dpalg.mechanisms.ptr",
+    "_stable_histogram": "dpalg.mechanisms.ptr",
+    "_ls_at_distance": "dpalg.mechanisms.ptr",
 }
 for _old, _new in _CERTIFICATE_MODULES.items():
     sys.modules.setdefault(f"{__name__}.{_old}", importlib.import_module(_new))

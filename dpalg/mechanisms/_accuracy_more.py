@@ -46,25 +46,6 @@ m``, the fresh value gives ``g_w <= m`` so ``γ <= ceil(m/2) − 1``, with
 equality when all blocks agree: ``P(⊥) >= P(⊥ | ceil(m/2) − 1)`` for every
 dataset, a public floor set by ``m``, ``ε`` and ``δ`` alone.
 
-**Stable histogram** (:class:`StableHistogram`; seed 003, Bun–Nissim–Stemmer
-2016). Each key with true count ``c > 0`` (after the per-user caps at user
-level) gets ``a = c + Z`` with ``t = L1/ε`` (``Z`` independent per key), and
-``a`` is released iff ``a >= T`` (``T`` = :meth:`StableHistogram.threshold`).
-
-* *Count error, per key.* ``{released, |a − c| > m} ⊆ {|Z| > m}`` so with
-  ``m`` the exact (1 − α) quantile of ``|Z|`` (:func:`~dpalg.noise._tails.laplace_tail_quantile`),
-  each key is, with probability ``>= 1 − α``, either not released or released
-  within ``±m``. It is tight over datasets: for large ``c`` the key is released
-  whenever ``Z >= T − c`` and the excess probability tends to ``P[|Z| > m]``.
-  For ``K`` keys at once use ``α/K`` (union bound; ``K`` = the listed keys, or
-  a public bound on the keys present).
-* *Threshold.* A key of true count ``c`` is released with probability exactly
-  ``P[Z >= T − c]`` (L), increasing in ``c``; so a key with count ``>= c`` is
-  released with at least, and one with count ``<= c`` with at most, that
-  probability. The smallest ``c_α`` with ``P[Z >= T − c_α] >= 1 − α`` is the
-  count released with probability ``>= 1 − α``; a key new to a neighbour
-  (count ``<= L∞``) is released with probability ``< δ/L0`` (the privacy proof).
-
 **Sample-and-aggregate mean** (:class:`SampleAggregateMean`; NRS 2007). The
 output is ``(round(μ/2^k) + Z)·2^k`` with ``μ`` the mean of the ``m`` clipped
 block outputs (rounded once to a float) and ``Z`` discrete Laplace of scale
@@ -97,30 +78,20 @@ from typing import TYPE_CHECKING
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.graph._accuracy import Accuracy, alpha_param
-from dpalg.mechanisms._common.accuracy import down_text, int_param, laplace_at_least, percent_text, rounded_noise_quantile, smallest, up_text
+from dpalg.mechanisms._common.accuracy import rounded_noise_quantile, up_text
 from dpalg.mechanisms._common.ptr_test import mode_accuracy
 from dpalg.noise._tails import laplace_tail_quantile
 
 if TYPE_CHECKING:  # pragma: no cover
-    from dpalg.mechanisms._ptr import PTRMode
     from dpalg.mechanisms._sample_aggregate import SampleAggregateMean, SampleAggregateMedian, SampleAggregateMode
-    from dpalg.mechanisms._stable_histogram import StableHistogram
 
 __all__ = [
-    "ptr_mode_accuracy",
     "sample_aggregate_mean_accuracy",
     "sample_aggregate_median_accuracy",
     "sample_aggregate_mode_accuracy",
-    "stable_histogram_accuracy",
-    "stable_release_count",
 ]
 
 # --- PTR for the mode (PTRMode, SampleAggregateMode) --------------------------------------
-
-
-def ptr_mode_accuracy(node: PTRMode, alpha: ExactLike, distance: int | None, gap: int | None) -> Accuracy:
-    """:class:`PTRMode`: error 0 when it releases; ``P(⊥)`` at a stated distance or gap (module docstring)."""
-    return mode_accuracy("PTRMode.accuracy", node.epsilon, node.delta, node.relation, alpha, distance, gap, of="mode of the data")
 
 
 def sample_aggregate_mode_accuracy(node: SampleAggregateMode, alpha: ExactLike, distance: int | None, gap: int | None) -> Accuracy:
@@ -129,55 +100,6 @@ def sample_aggregate_mode_accuracy(node: SampleAggregateMode, alpha: ExactLike, 
         "SampleAggregateMode.accuracy", node.epsilon, node.delta, "substitution", alpha, distance, gap,
         of="mode of the m block votes", blocks=node.blocks,
     )  # fmt: skip
-
-
-# --- stable histogram ------------------------------------------------------------------
-
-
-def stable_release_count(scale: Fraction, threshold: int, alpha: Fraction) -> int:
-    """The smallest count ``c >= 1`` released with probability proven ``>= 1 − α``: ``P[Z >= T − c] >= 1 − α``.
-
-    Examples:
-        >>> stable_release_count(Fraction(1), 4, Fraction(1, 20))  # P[Z >= -2] = 1 - e^-3/(1 + e^-1) = 0.964
-        6
-    """
-    return smallest(lambda c: laplace_at_least(scale, threshold - c)[0] >= 1 - alpha, start=1)
-
-
-def stable_histogram_accuracy(node: StableHistogram, alpha: ExactLike, count: int | None, keys: int | None) -> Accuracy:
-    """:class:`StableHistogram`: per-key count error and the release threshold (module docstring)."""
-    from dpalg.mechanisms._stable_histogram import _caps
-
-    owner = "StableHistogram.accuracy"
-    a = alpha_param(owner, alpha)
-    l1 = _caps(node.query)[0]
-    t = Fraction(l1) / node.epsilon
-    threshold = node.threshold()
-    m, tight = laplace_tail_quantile(t, a)
-    noise = f"discrete Laplace, scale {up_text(t)}, per key; kept when the noisy count is >= {threshold}"
-    counted = "after the per-user caps" if node.query.user is not None else "rows"
-    c_alpha = stable_release_count(t, threshold, a)
-    notes = [
-        "each key present: not released, or released within this of its true count",
-        f"released with probability >= {percent_text(1 - a)} once its true count ({counted}) is >= {c_alpha}; "
-        f"at count c with probability exactly P[Z >= {threshold} - c]",
-    ]
-    if keys is not None:
-        if isinstance(keys, bool) or not isinstance(keys, int) or keys < 1:
-            raise InvalidArgument(owner, "keys", keys, "must be an int >= 1 (a public bound on the number of keys present)")
-    elif node.query.keys is not None:
-        keys = len(node.query.keys)  # only listed keys can be present
-    if keys is not None:
-        m_all, _ = laplace_tail_quantile(t, a / keys)
-        c_all = stable_release_count(t, threshold, a / keys)
-        notes.append(f"all {keys} keys at once (union bound, alpha/{keys}): ±{m_all}; every key with count >= {c_all} released")
-    else:
-        notes.append("for all K keys present at once use alpha/K (union bound); pass keys=K for a number")
-    if count is not None:
-        c = int_param(owner, "count", count, 0, "a true count")
-        lo, hi = laplace_at_least(t, threshold - c)
-        notes.append(f"a key with true count >= {c} is released with probability >= {down_text(lo)}; one with count <= {c} with <= {up_text(hi)}")
-    return Accuracy(a, Fraction(m), "absolute, per key", noise, tight, None, tuple(notes))
 
 
 # --- sample-and-aggregate mean and median ------------------------------------------------

@@ -7,20 +7,6 @@ instability, a smooth-sensitivity bound); it is then given under that
 arithmetic, or with a high-precision evaluation widened by a relative slack of
 ``10**-40`` (as :mod:`dpalg.noise._tails` does for ``erfc``).
 
-**Propose-test-release** (:class:`ProposeTest`). The test releases ⊥ when
-``γ + Z <= M`` with ``M = ceil(ln(1/δ)/ε) − 1``, ``Z`` discrete Laplace of scale
-``1/ε`` (``q = e^{−ε}``, ``P[Z = z] = (1 − q)/(1 + q)·q^|z|``), and ``γ`` the
-node's distance (the distance to instability at the proposed bound, capped at
-``min(n + 2, cap)``). Hence exactly::
-
-    P(⊥ | γ) = P[Z <= M − γ] = 1 − q^{t+1}/(1 + q)   (t = M − γ >= 0),   q^{−t}/(1 + q)   (t < 0)
-
-decreasing in ``γ``, so a distance *at least* ``d`` gives ``P(⊥) <=
-P(⊥ | min(d, cap))``. When it releases, the value is
-``2^k (round(f/2^k) + Z')`` with ``Z'`` discrete Laplace of the public scale
-``release_scale()/2^k``, drawn independently of the test: the error given a
-release is the exact (1 − α) quantile of ``|Z'|`` (tight).
-
 **Smooth sensitivity** (:class:`SmoothBound`, :class:`SmoothBoundCauchy`). The
 output is ``2^k (round(f/2^k) + N)`` with ``N`` the exact law of
 ``round(b·Z)``, ``b = (Ŝ(x) + 2^k)/(α_c 2^k)``, ``Ŝ`` the node's β-smooth bound
@@ -44,45 +30,14 @@ from typing import TYPE_CHECKING
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.graph._accuracy import Accuracy, alpha_param
-from dpalg.mechanisms._common.accuracy import percent_text, rounded_noise_quantile, up_text
-from dpalg.mechanisms._common.ptr_test import ptr_bottom_probability, ptr_distance_for
-from dpalg.noise._tails import laplace_tail_quantile
+from dpalg.mechanisms._common.accuracy import rounded_noise_quantile, up_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from dpalg.mechanisms._ptr import ProposeTest
     from dpalg.mechanisms._smooth_bound import SmoothBound, SmoothBoundCauchy
 
 __all__ = [
-    "ptr_accuracy",
     "smooth_accuracy",
 ]
-
-# --- propose-test-release -------------------------------------------------------------
-
-
-def ptr_accuracy(node: ProposeTest, alpha: ExactLike, distance: int | None) -> Accuracy:
-    """The (1 − α) error of :class:`ProposeTest` when it releases, and ``P(⊥)`` at a stated distance."""
-    owner = "ProposeTest.accuracy"
-    a = alpha_param(owner, alpha)
-    k = node.lattice_k()
-    step = Fraction(2) ** k
-    units = node.release_scale() / step
-    m, tight = laplace_tail_quantile(units, a)
-    noise = f"discrete Laplace, scale {up_text(node.release_scale())}" + (f" (lattice step 2**{k})" if k != 0 else "")
-    bound = up_text(node.bound)
-    if distance is None:
-        need = ptr_distance_for(node.eps_test, node.delta, a)
-        reach = f"; P(⊥) <= {percent_text(a)} once it is >= {need}" if need is not None else ""
-        notes: tuple[str, ...] = (
-            f"P(⊥) depends on the data's distance to instability at bound {bound}{reach}; pass distance= for a number",
-        )
-    else:
-        if isinstance(distance, bool) or not isinstance(distance, int) or distance < 0:
-            raise InvalidArgument(owner, "distance", distance, "must be an int >= 0 (a public lower bound on the distance)")
-        p = ptr_bottom_probability(node.eps_test, node.delta, distance)
-        notes = (f"P(⊥) <= {up_text(p)} if the distance to instability at bound {bound} (capped at n + 2) is at least {distance}",)
-    return Accuracy(a, m * step, "absolute", noise, tight, "it releases (no ⊥)", notes)
-
 
 # --- smooth sensitivity ---------------------------------------------------------------
 

@@ -23,14 +23,14 @@ from dpalg import BOTTOM, InvalidArgument, Query
 from dpalg.data import as_dataset
 from dpalg.mechanisms._common.ptr_test import distance_from_gap, ptr_bottom_enclosure
 from dpalg.mechanisms._common.accuracy import laplace_at_least
-from dpalg.mechanisms._accuracy_more import stable_release_count
+from dpalg.mechanisms.ptr._stable_histogram import stable_release_count
 from dpalg.mechanisms._common.ptr_test import ptr_bottom_probability
-from dpalg.mechanisms._ptr import PTRMode
+from dpalg.mechanisms.ptr._propose_test import PTRMode
 from dpalg.mechanisms._common.ptr_test import ptr_cap
 from dpalg.mechanisms._sample_aggregate import SampleAggregateMean, SampleAggregateMedian, SampleAggregateMode
 from dpalg.mechanisms._sample_aggregate_blocks import block_labels, block_outputs
 from dpalg.mechanisms._common.smooth_quantile import center_and_scale
-from dpalg.mechanisms._stable_histogram import StableHistogram
+from dpalg.mechanisms.ptr._stable_histogram import StableHistogram
 from dpalg.mechanisms._common.ptr_test import ceil_log_inv_delta_over_eps
 from dpalg.measures._display import decimal_text
 from dpalg.noise import SeededRandomness, round_to_lattice

@@ -1,4 +1,26 @@
-"""Stable histograms: counts over an unknown (or huge) key set, (ε, δ)-DP."""
+"""Stable histograms: counts over an unknown (or huge) key set, (ε, δ)-DP.
+
+**Accuracy.** **Stable histogram** (:class:`StableHistogram`; seed 003, Bun–Nissim–Stemmer
+2016). Each key with true count ``c > 0`` (after the per-user caps at user
+level) gets ``a = c + Z`` with ``t = L1/ε`` (``Z`` independent per key), and
+``a`` is released iff ``a >= T`` (``T`` = :meth:`StableHistogram.threshold`).
+
+* *Count error, per key.* ``{released, |a − c| > m} ⊆ {|Z| > m}`` so with
+  ``m`` the exact (1 − α) quantile of ``|Z|`` (:func:`~dpalg.noise._tails.laplace_tail_quantile`),
+  each key is, with probability ``>= 1 − α``, either not released or released
+  within ``±m``. It is tight over datasets: for large ``c`` the key is released
+  whenever ``Z >= T − c`` and the excess probability tends to ``P[|Z| > m]``.
+  For ``K`` keys at once use ``α/K`` (union bound; ``K`` = the listed keys, or
+  a public bound on the keys present).
+* *Threshold.* A key of true count ``c`` is released with probability exactly
+  ``P[Z >= T − c]`` (L), increasing in ``c``; so a key with count ``>= c`` is
+  released with at least, and one with count ``<= c`` with at most, that
+  probability. The smallest ``c_α`` with ``P[Z >= T − c_α] >= 1 − α`` is the
+  count released with probability ``>= 1 − α``; a key new to a neighbour
+  (count ``<= L∞``) is released with probability ``< δ/L0`` (the privacy proof).
+
+The law (L) of ``Z``: :mod:`dpalg.mechanisms._common.accuracy`.
+"""
 
 from __future__ import annotations
 
@@ -11,13 +33,15 @@ import numpy as np
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
 from dpalg.data import Dataset, Key, Neighbouring, as_reductions
-from dpalg.graph._accuracy import Accuracy
+from dpalg.graph._accuracy import Accuracy, alpha_param
+from dpalg.mechanisms._common.accuracy import down_text, int_param, laplace_at_least, percent_text, smallest, up_text
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP
 from dpalg.mechanisms._common.params import positive_param, unit_interval_param
 from dpalg.mechanisms._common.ptr_test import ceil_log_inv_delta_over_eps
 from dpalg.mechanisms._common.user_level import check_user_level, histogram_sensitivity, kept_rows
 from dpalg.noise import AbstractRandomness, discrete_laplace, prf_secret
+from dpalg.noise._tails import laplace_tail_quantile
 from dpalg.queries import Query
 
 __all__ = ["StableHistogram", "stable_threshold"]
@@ -129,10 +153,8 @@ class StableHistogram(AbstractPrimitive[ApproxDP]):
         probability ≥ 1 − α, and with ``count=`` the probability at that count;
         ``keys=``: a public bound on the number of keys present, for the union
         bound (default: the listed keys). Seed 003 "stable histograms";
-        Bun–Nissim–Stemmer 2016. Proof in :mod:`dpalg.mechanisms._accuracy_more`.
+        Bun–Nissim–Stemmer 2016. Proof in the module docstring.
         """
-        from dpalg.mechanisms._accuracy_more import stable_histogram_accuracy
-
         return stable_histogram_accuracy(self, alpha, count, keys)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
@@ -162,3 +184,47 @@ class StableHistogram(AbstractPrimitive[ApproxDP]):
         noise = discrete_laplace(l1 / self.epsilon, size=len(pairs), rng=rng)
         keep = self.threshold()
         return {k: c + int(z) for (k, c), z in zip(pairs, noise.tolist()) if c + int(z) >= keep}
+
+
+def stable_release_count(scale: Fraction, threshold: int, alpha: Fraction) -> int:
+    """The smallest count ``c >= 1`` released with probability proven ``>= 1 − α``: ``P[Z >= T − c] >= 1 − α``.
+
+    Examples:
+        >>> stable_release_count(Fraction(1), 4, Fraction(1, 20))  # P[Z >= -2] = 1 - e^-3/(1 + e^-1) = 0.964
+        6
+    """
+    return smallest(lambda c: laplace_at_least(scale, threshold - c)[0] >= 1 - alpha, start=1)
+
+
+def stable_histogram_accuracy(node: StableHistogram, alpha: ExactLike, count: int | None, keys: int | None) -> Accuracy:
+    """:class:`StableHistogram`: per-key count error and the release threshold (module docstring)."""
+    owner = "StableHistogram.accuracy"
+    a = alpha_param(owner, alpha)
+    l1 = _caps(node.query)[0]
+    t = Fraction(l1) / node.epsilon
+    threshold = node.threshold()
+    m, tight = laplace_tail_quantile(t, a)
+    noise = f"discrete Laplace, scale {up_text(t)}, per key; kept when the noisy count is >= {threshold}"
+    counted = "after the per-user caps" if node.query.user is not None else "rows"
+    c_alpha = stable_release_count(t, threshold, a)
+    notes = [
+        "each key present: not released, or released within this of its true count",
+        f"released with probability >= {percent_text(1 - a)} once its true count ({counted}) is >= {c_alpha}; "
+        f"at count c with probability exactly P[Z >= {threshold} - c]",
+    ]
+    if keys is not None:
+        if isinstance(keys, bool) or not isinstance(keys, int) or keys < 1:
+            raise InvalidArgument(owner, "keys", keys, "must be an int >= 1 (a public bound on the number of keys present)")
+    elif node.query.keys is not None:
+        keys = len(node.query.keys)  # only listed keys can be present
+    if keys is not None:
+        m_all, _ = laplace_tail_quantile(t, a / keys)
+        c_all = stable_release_count(t, threshold, a / keys)
+        notes.append(f"all {keys} keys at once (union bound, alpha/{keys}): ±{m_all}; every key with count >= {c_all} released")
+    else:
+        notes.append("for all K keys present at once use alpha/K (union bound); pass keys=K for a number")
+    if count is not None:
+        c = int_param(owner, "count", count, 0, "a true count")
+        lo, hi = laplace_at_least(t, threshold - c)
+        notes.append(f"a key with true count >= {c} is released with probability >= {down_text(lo)}; one with count <= {c} with <= {up_text(hi)}")
+    return Accuracy(a, Fraction(m), "absolute, per key", noise, tight, None, tuple(notes))

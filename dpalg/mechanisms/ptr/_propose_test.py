@@ -14,6 +14,13 @@ the test and the release each spend ε, and its threshold log(2/δ)/(2ε) is too
 a dataset whose own local sensitivity exceeds the bound passes with probability
 about ½·sqrt(δ/2) ≫ δ. We use the threshold ln(1/δ)/ε proved in seed 003 and
 state the cost (2ε, δ). ``tests/mechanisms/test_ptr.py`` catches the seed variant.
+
+**Accuracy** (:meth:`ProposeTest.accuracy`). ``P(⊥)`` at a stated distance is
+:func:`~dpalg.mechanisms._common.ptr_test.ptr_bottom_probability`, exactly (proof
+there). When it releases, the value is ``2^k (round(f/2^k) + Z')`` with ``Z'``
+discrete Laplace of the public scale ``release_scale()/2^k``, drawn independently
+of the test: the error given a release is the exact (1 − α) quantile of ``|Z'|``
+(tight).
 """
 
 from __future__ import annotations
@@ -29,7 +36,8 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
 from dpalg.data import Dataset, Neighbouring, Relation
-from dpalg.graph._accuracy import Accuracy
+from dpalg.graph._accuracy import Accuracy, alpha_param
+from dpalg.mechanisms._common.accuracy import percent_text, up_text
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP
 from dpalg.mechanisms._common.params import (
@@ -40,11 +48,12 @@ from dpalg.mechanisms._common.params import (
     require_fixed_n,
     unit_interval_param,
 )
-from dpalg.mechanisms._ptr_summary import mean_distance_and_value, order_distance_and_value
-from dpalg.mechanisms._common.ptr_test import ptr_cap, ptr_test_passes
+from dpalg.mechanisms.ptr._summary import mean_distance_and_value, order_distance_and_value
+from dpalg.mechanisms._common.ptr_test import mode_accuracy, ptr_bottom_probability, ptr_cap, ptr_distance_for, ptr_test_passes
 from dpalg.mechanisms._common.user_level import row_view, unit_values
 from dpalg.noise import AbstractRandomness, round_to_lattice
 from dpalg.noise._laplace import laplace_int
+from dpalg.noise._tails import laplace_tail_quantile
 from dpalg.queries import Query
 from dpalg._bottom import BOTTOM
 from dpalg.sensitivity._catalog import distance_to_instability, mode_gap_distance, overflow_safe_mean
@@ -363,12 +372,10 @@ class ProposeTest(AbstractPrimitive[ApproxDP]):
         Laplace release noise (tight). ``distance``: a public lower bound on the
         data's distance to instability at ``bound``; the note then gives
         ``P(⊥) = P[Z <= ceil(ln(1/δ)/ε) − 1 − d]``, Z discrete Laplace of scale
-        1/ε, exactly (rounded up; Dwork–Lei 2009). Proof in
-        :mod:`dpalg.mechanisms._ddp_accuracy`; choose ``bound`` with
-        :func:`~dpalg.mechanisms._ptr_guidance.suggest_ptr_bound`.
+        1/ε, exactly (rounded up; Dwork–Lei 2009). Proof in the module docstring
+        and :mod:`dpalg.mechanisms._common.ptr_test`; choose ``bound`` with
+        :func:`~dpalg.mechanisms.ptr._guidance.suggest_ptr_bound`.
         """
-        from dpalg.mechanisms._ddp_accuracy import ptr_accuracy
-
         return ptr_accuracy(self, alpha, distance)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
@@ -461,10 +468,8 @@ class PTRMode(AbstractPrimitive[ApproxDP]):
         mode's count minus the runner-up's (``γ >= gap − 1``, or ``ceil(gap/2) − 1``
         under substitution). ``P(⊥) = P[Z <= ceil(ln(1/δ)/ε) − 1 − γ]`` exactly, Z
         discrete Laplace of scale 1/ε (seed 003 "PTR for the mode"; Dwork–Lei
-        2009). Proof in :mod:`dpalg.mechanisms._accuracy_more`.
+        2009). Proof in :mod:`dpalg.mechanisms._common.ptr_test`.
         """
-        from dpalg.mechanisms._accuracy_more import ptr_mode_accuracy
-
         return ptr_mode_accuracy(self, alpha, distance, gap)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
@@ -478,3 +483,30 @@ class PTRMode(AbstractPrimitive[ApproxDP]):
         return evaluate_values(self.query, values)
 
 
+def ptr_accuracy(node: ProposeTest, alpha: ExactLike, distance: int | None) -> Accuracy:
+    """The (1 − α) error of :class:`ProposeTest` when it releases, and ``P(⊥)`` at a stated distance."""
+    owner = "ProposeTest.accuracy"
+    a = alpha_param(owner, alpha)
+    k = node.lattice_k()
+    step = Fraction(2) ** k
+    units = node.release_scale() / step
+    m, tight = laplace_tail_quantile(units, a)
+    noise = f"discrete Laplace, scale {up_text(node.release_scale())}" + (f" (lattice step 2**{k})" if k != 0 else "")
+    bound = up_text(node.bound)
+    if distance is None:
+        need = ptr_distance_for(node.eps_test, node.delta, a)
+        reach = f"; P(⊥) <= {percent_text(a)} once it is >= {need}" if need is not None else ""
+        notes: tuple[str, ...] = (
+            f"P(⊥) depends on the data's distance to instability at bound {bound}{reach}; pass distance= for a number",
+        )
+    else:
+        if isinstance(distance, bool) or not isinstance(distance, int) or distance < 0:
+            raise InvalidArgument(owner, "distance", distance, "must be an int >= 0 (a public lower bound on the distance)")
+        p = ptr_bottom_probability(node.eps_test, node.delta, distance)
+        notes = (f"P(⊥) <= {up_text(p)} if the distance to instability at bound {bound} (capped at n + 2) is at least {distance}",)
+    return Accuracy(a, m * step, "absolute", noise, tight, "it releases (no ⊥)", notes)
+
+
+def ptr_mode_accuracy(node: PTRMode, alpha: ExactLike, distance: int | None, gap: int | None) -> Accuracy:
+    """:class:`PTRMode`: error 0 when it releases; ``P(⊥)`` at a stated distance or gap (proof: :mod:`dpalg.mechanisms._common.ptr_test`)."""
+    return mode_accuracy("PTRMode.accuracy", node.epsilon, node.delta, node.relation, alpha, distance, gap, of="mode of the data")

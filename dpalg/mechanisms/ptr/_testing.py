@@ -1,6 +1,6 @@
 """Exact privacy checks shared by the mechanism tests (not used in releases).
 
-Propose-test-release. A :class:`~dpalg.mechanisms._ptr.ProposeTest`
+Propose-test-release. A :class:`~dpalg.mechanisms.ptr._propose_test.ProposeTest`
 release on values ``x`` is ⊥ with probability ``P[γ(x) + Z <= M]`` (``Z``
 discrete Laplace of scale ``1/ε_test``, ``M = ceil(ln(1/δ)/ε_test) − 1``), else
 the value rounded to the lattice ``2^k`` plus discrete Laplace noise of scale
@@ -19,7 +19,7 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-from dpalg.mechanisms._ptr import ProposeTest, exact_value
+from dpalg.mechanisms.ptr._propose_test import ProposeTest, exact_value
 from dpalg.mechanisms._common.ptr_test import ceil_log_inv_delta_over_eps
 from dpalg.mechanisms._common.testing import Values
 from dpalg.noise import round_to_lattice
