@@ -24,7 +24,7 @@ from dpalg.mechanisms.selection._exponential import ExponentialQuantile, NoisyMa
 from dpalg.mechanisms.ptr._propose_test import ProposeTest
 from dpalg.mechanisms._common.ptr_test import ptr_cap
 from dpalg.mechanisms.ptr._guidance import mean_ls_upper, suggest_ptr_bound
-from dpalg.mechanisms._smooth_bound import SmoothBound, SmoothBoundCauchy, _windowed_center_and_scale
+from dpalg.mechanisms.smooth._smooth_bound import SmoothBound, SmoothBoundCauchy, _windowed_center_and_scale
 from dpalg.mechanisms._common.ptr_test import ceil_log_inv_delta_over_eps
 from dpalg.noise import SeededRandomness
 from dpalg.sensitivity._catalog import ls_profile

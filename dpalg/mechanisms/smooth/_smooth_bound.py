@@ -31,14 +31,22 @@ value and smooth sensitivity are exact order statistics), and the clipped ``mean
 (issue 18): its value is the exact mean of the lattice terms of
 :func:`~dpalg.noise.exact_clipped_sum`, and ``S`` the truncated bound
 ``max(max_{k≤K} e^{−kβ₀}(LS_k + E), e^{−(K+1)β₀}(GS + E))`` over its exact add/remove
-``LS_k`` profile, K public, rounded up (:mod:`dpalg.mechanisms._smooth_profile`).
+``LS_k`` profile, K public, rounded up (:mod:`dpalg.mechanisms.smooth._profile`).
 The clipped ``trimmed_mean``: the exact truncated smooth bound of a padded function
-``g ≥ LS`` in O(K²) (:mod:`dpalg.mechanisms._smooth_trimmed`). ``count`` and ``sum``:
+``g ≥ LS`` in O(K²) (:mod:`dpalg.mechanisms.smooth._trimmed`). ``count`` and ``sum``:
 ``S = GS`` (their ``LS_k`` is the global sensitivity at every x, so the Laplace node
-is better; :mod:`dpalg.mechanisms._smooth_kinds`). A user-defined statistic inside
+is better; :mod:`dpalg.mechanisms.smooth._kinds`). A user-defined statistic inside
 :class:`~dpalg.mechanisms.LocalSensAtDistance`: ``F(0, ·)`` smoothed over n
-(:mod:`dpalg.mechanisms._smooth_formula`). Other kinds are refused.
+(:mod:`dpalg.mechanisms.smooth._formula`). Other kinds are refused.
 Proof sketch and the lemma composition: ``docs/mechanisms/smooth_sensitivity.md``.
+
+**Accuracy** (:meth:`SmoothBound.accuracy`). The output is ``2^k (round(f/2^k) + N)``
+with ``N`` the exact law of ``round(b·Z)``, ``b = (Ŝ(x) + 2^k)/(α_c 2^k)``: its tail
+is :func:`~dpalg.mechanisms._common.accuracy.rounded_noise_quantile` (proof there),
+increasing in ``b``, so a public upper bound ``s >= Ŝ(x)`` gives the bound ``2^k m``
+at ``b = (s + 2^k)/(α_c 2^k)``. Clamping to ``[l, u]`` moves the output towards
+``f(x) ∈ [l, u]`` and never increases the error; with it the error is always at
+most ``u − l``.
 """
 
 from __future__ import annotations
@@ -53,7 +61,8 @@ import numpy as np
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import Dataset, Neighbouring, Relation, SumSpec, as_reductions
-from dpalg.graph._accuracy import Accuracy
+from dpalg.graph._accuracy import Accuracy, alpha_param
+from dpalg.mechanisms._common.accuracy import rounded_noise_quantile, up_text
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP, PureDP
 from dpalg.mechanisms._common.params import float_floor, granularity_param, positive_param, relation_param, require_fixed_n
@@ -65,28 +74,17 @@ from dpalg.queries import Query, quantile_index
 from dpalg.sensitivity._smooth import ORDER_KINDS, order_statistic
 from dpalg.mechanisms._common.local_sensitivity import LocalSensAtDistance
 from dpalg.mechanisms._common.smooth_quantile import auto_granularity, check_range, smooth_release
-from dpalg.mechanisms._smooth_formula import envelope_of
-from dpalg.mechanisms._smooth_kinds import (
-    CONSTANT_KINDS,
-    constant_center_and_scale,
-    constant_sensitivity,
-    function_center_and_scale,
-)
-from dpalg.mechanisms._smooth_trimmed import trimmed_center_and_scale, trimmed_center_and_scale_values
-from dpalg.mechanisms._smooth_profile import (
-    MeanSummary,
-    lattice_terms,
-    mean_lattice_exponent,
-    mean_smooth_bound,
-    mean_summary_from_values,
-)
+from dpalg.mechanisms.smooth._formula import envelope_of
+from dpalg.mechanisms.smooth._kinds import CONSTANT_KINDS, constant_center_and_scale, constant_sensitivity, function_center_and_scale
+from dpalg.mechanisms.smooth._trimmed import trimmed_center_and_scale, trimmed_center_and_scale_values
+from dpalg.mechanisms.smooth._profile import MeanSummary, lattice_terms, mean_lattice_exponent, mean_smooth_bound, mean_summary_from_values
 from dpalg.sensitivity._smooth_window import smooth_from_window, window_levels, window_ranks
 
 __all__ = [
     "PROFILE_KINDS", "SmoothBound", "SmoothBoundCauchy", "SmoothTarget", "mean_center_and_scale",
 ]
 
-#: kinds with an exact LS_k profile the nodes take through :mod:`dpalg.mechanisms._smooth_profile`
+#: kinds with an exact LS_k profile the nodes take through :mod:`dpalg.mechanisms.smooth._profile`
 PROFILE_KINDS = ("mean", "trimmed_mean")
 _REFUSED: dict[str, str] = {}
 
@@ -140,7 +138,7 @@ def mean_center_and_scale(
     """``(a, scale)`` of the clipped mean from its lattice summary (private; never released).
 
     The statistic is the exact mean of the lattice terms ``t_i ∈ [L, U]`` on ``2^{k_m}``
-    (:func:`~dpalg.mechanisms._smooth_profile.mean_lattice_exponent`), the midpoint
+    (:func:`~dpalg.mechanisms.smooth._profile.mean_lattice_exponent`), the midpoint
     ``(L + U)/2`` on empty data: a clipped mean over ``[L·2^{k_m}, U·2^{k_m}]`` of the
     per-row terms, so its exact profile applies. ``Ŝ`` is the truncated bound at the
     public ``K`` of :func:`window_levels`; ``S' = Ŝ + 2^k`` pays for rounding to ``2^k``.
@@ -364,10 +362,8 @@ class _SmoothCommon:
         ``smooth_sensitivity=s`` (s >= S(x)) for the exact (1 − α) quantile of
         the lattice noise at that scale, rounded up (NRS07 Lemma 2.6). For a
         count or a sum S is public (the global sensitivity) and used by default.
-        Proof in :mod:`dpalg.mechanisms._ddp_accuracy`.
+        Proof in the module docstring.
         """
-        from dpalg.mechanisms._ddp_accuracy import smooth_accuracy
-
         if smooth_sensitivity is None:
             smooth_sensitivity = self.public_smooth_sensitivity()
         return smooth_accuracy(self, alpha, smooth_sensitivity)  # type: ignore[arg-type]  # mixed into the two nodes only
@@ -416,7 +412,7 @@ class SmoothBound(_SmoothCommon, AbstractPrimitive[ApproxDP]):
     For the mean, ``S`` is the truncated bound over the exact add/remove ``LS_k``
     profile of the mean of the data's lattice terms (NRS07 Def. 2.1, Prop. 3.1 and
     Lemma 2.3 with a public K; proof and rounding in
-    :mod:`dpalg.mechanisms._smooth_profile`); the trimmed mean, counts, sums and
+    :mod:`dpalg.mechanisms.smooth._profile`); the trimmed mean, counts, sums and
     user statistics: see the module docstring. Counts, sums and user statistics
     are not clamped (no clip range holds their value).
     """
@@ -550,3 +546,34 @@ class SmoothBoundCauchy(_SmoothCommon, AbstractPrimitive[PureDP]):
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """The noisy statistic (a float, a multiple of 2^k)."""
         return _release_query(self, data, rng)
+
+
+def smooth_accuracy(node: SmoothBound | SmoothBoundCauchy, alpha: ExactLike, smooth_sensitivity: ExactLike | None) -> Accuracy:
+    """The (1 − α) error of :class:`SmoothBound` / :class:`SmoothBoundCauchy` given a bound on Ŝ(x)."""
+    owner = f"{type(node).__name__}.accuracy"
+    a = alpha_param(owner, alpha)
+    c = node.constants()
+    k = node.lattice_k()
+    step = Fraction(2) ** k
+    laplace = isinstance(node, SmoothBound)
+    gamma = None if isinstance(node, SmoothBound) else node.gamma
+    kind = "Laplace" if laplace else f"generalised Cauchy (gamma={gamma})"
+    noise = f"{kind}, scale (S + 2**{k})/{up_text(c.alpha)}, S the beta-smooth bound (beta={up_text(c.beta)}), lattice step 2**{k}"
+    clamp = node.clamp_range()
+    notes: tuple[str, ...] = ()
+    if clamp is not None:
+        notes = (f"clamped to [{up_text(clamp[0])}, {up_text(clamp[1])}]: always within {up_text(clamp[1] - clamp[0])}",)
+    if smooth_sensitivity is None:
+        unit_rate = "ln(1/alpha)" if laplace else "(the Cauchy tail quantile)"
+        return Accuracy(a, None, "absolute", noise, False, "the node's smooth bound S(x) is at most s",
+                        (f"error <= (s + 2**{k})/{up_text(c.alpha)} * {unit_rate} (rounded to the lattice)",
+                         "pass smooth_sensitivity=s (a public upper bound on S(x)) for a number", *notes))
+    s = to_fraction(smooth_sensitivity, owner=owner, field="smooth_sensitivity")
+    if s < 0:
+        raise InvalidArgument(owner, "smooth_sensitivity", s, "must be >= 0")
+    b = (s + step) / (c.alpha * step)
+    m = rounded_noise_quantile(b, a, gamma)
+    error = m * step
+    if clamp is not None:
+        error = min(error, clamp[1] - clamp[0])
+    return Accuracy(a, error, "absolute", noise, False, f"the node's smooth bound S(x) is at most {up_text(s)}", notes)

@@ -18,7 +18,7 @@ neighbours, the windows being nested). Iterating the proven neighbour condition
 gives ``F(0, m) ≤ F(|m − n|, n)``, so ``S`` is never larger than
 ``max_k e^{−kβ} F(k, n)``: only the promise at ``k = 0`` is used.
 
-Public truncation (:func:`~dpalg.mechanisms._smooth_profile.truncated_smooth_bound`):
+Public truncation (:func:`~dpalg.mechanisms.smooth._profile.truncated_smooth_bound`):
 ``F(0, n)`` must be **proven** non-negative and non-increasing in n
 (:func:`~dpalg.sensitivity._formula_bounds.check_nonincreasing_in_n`), so the public
 ``T`` = a rigorous float upper bound of ``F(0, 0)`` bounds ``F(0, m)`` for all m, and
@@ -51,7 +51,7 @@ import numpy as np
 
 from dpalg._errors import InvalidArgument
 from dpalg.mechanisms._common.local_sensitivity import LocalSensAtDistance
-from dpalg.mechanisms._smooth_profile import truncated_smooth_bound
+from dpalg.mechanisms.smooth._profile import truncated_smooth_bound
 
 if TYPE_CHECKING:  # sympy is loaded only where a formula is used (cold start)
     import sympy

@@ -1,6 +1,6 @@
 """SmoothBound's other sources of LS_k: constant profiles (count, sum) and a user formula.
 
-Split out of :mod:`dpalg.mechanisms._smooth_bound` by concept; every function here
+Split out of :mod:`dpalg.mechanisms.smooth._smooth_bound` by concept; every function here
 returns ``(a, scale)``: the private lattice centre ``round(f(x)/2^k)`` and the noise
 scale ``S'(x)/α`` with ``S' = S + 2^k`` (the smooth bound plus the lattice rounding),
 as :func:`~dpalg.mechanisms._common.smooth_quantile.center_and_scale` does.
@@ -16,7 +16,7 @@ as :func:`~dpalg.mechanisms._common.smooth_quantile.center_and_scale` does.
   rows has ``LS_k = 0``; a count or sum over a column is refused (a substitution
   can make a value missing: see :func:`~dpalg.mechanisms._common.params.require_fixed_n`).
 * **a user function** ``LocalSensAtDistance(Query.function(...) | Clip, F)``:
-  :mod:`dpalg.mechanisms._smooth_formula`.
+  :mod:`dpalg.mechanisms.smooth._formula`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from dpalg.data import Dataset, Relation, SumSpec, as_reductions
-from dpalg.mechanisms._smooth_formula import FormulaEnvelope, formula_smooth_bound
-from dpalg.mechanisms._smooth_profile import mean_lattice_exponent
+from dpalg.mechanisms.smooth._formula import FormulaEnvelope, formula_smooth_bound
+from dpalg.mechanisms.smooth._profile import mean_lattice_exponent
 from dpalg.mechanisms._common.user_function import statistic_value
 from dpalg.noise._admissible import Admissibility
 from dpalg.noise._fixed_point import lattice_bounds

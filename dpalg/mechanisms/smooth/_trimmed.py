@@ -38,7 +38,7 @@ the budget between ``i`` and ``j`` is a (max,+) convolution of two monotone sequ
 (window means, tops), with no known exact O(K) method. The *smooth* bound needs less.
 
 **The bounded function.** Let ``β₀ = _beta0(β, 2^-16)`` and ``E = 2^20·err`` be the β₀
-and the pad of :func:`~dpalg.mechanisms._smooth_profile.truncated_smooth_bound`, and
+and the pad of :func:`~dpalg.mechanisms.smooth._profile.truncated_smooth_bound`, and
 ``q = e^{−β₀}``. For a term of ``y`` with window ``[lo, lo + w)`` (ranks of ``y``, padded
 with 0 below rank 0) let ``g_s(y) = (y_{lo+w−s} − y_{lo−s})/w ≥ 0`` be the drop of the window
 mean at the ``s``-th *shift* (add a 0 at the bottom, remove the window's top), and the
@@ -90,7 +90,7 @@ configurations, ``T``: ``truncated_smooth_bound`` computes exactly that maximum 
 (``_smooth_profile`` items 2–5; item 1 is replaced by the bound below) gives
 ``T ≤ Ŝ ≤ e^{2^-16}T`` with ``top = H/2 ≥ GS``: ``Ŝ`` is a β-smooth upper bound on ``LS``
 (NRS07 Lemma 2.3's hypotheses; the release is NRS07 Lemma 2.6 with ``S' = Ŝ + 2^k``,
-:mod:`dpalg.mechanisms._smooth_bound`).
+:mod:`dpalg.mechanisms.smooth._smooth_bound`).
 
 *Accuracy.* ``Φ ≤ H/(w(q^{−2} − 1)) ≤ H/(2β₀w)``, and ``Φ`` is small where the data are dense
 around the window (its gains are differences of order statistics ``w`` ranks apart). On
@@ -146,7 +146,7 @@ from dpalg._errors import InvalidArgument
 from dpalg.data import Dataset, Reductions, SumSpec, as_reductions
 from dpalg.data._numpy_reductions import inside_bounds
 from dpalg.mechanisms._common.params import float_floor, floor_log2
-from dpalg.mechanisms._smooth_profile import _MIN_BETA, _SLACK, truncated_smooth_bound
+from dpalg.mechanisms.smooth._profile import _MIN_BETA, _SLACK, truncated_smooth_bound
 from dpalg.noise import round_to_lattice
 from dpalg.noise._admissible import Admissibility
 from dpalg.queries import Query
