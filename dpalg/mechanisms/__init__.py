@@ -29,10 +29,10 @@ from dpalg.mechanisms._common.local_sensitivity import LocalSensAtDistance
 from dpalg.mechanisms._common.ptr_test import ptr_bottom_probability
 from dpalg.mechanisms.ptr import ProposeTest, PTRBoundSuggestion, PTRMode, StableHistogram, suggest_ptr_bound
 from dpalg.mechanisms.smooth import SmoothBound, SmoothBoundCauchy
+from dpalg.mechanisms.sample_aggregate import SampleAggregateMean, SampleAggregateMedian, SampleAggregateMode
 from dpalg.mechanisms.selection import ExponentialQuantile, NoisyMax
 from dpalg.mechanisms.global_noise import CalibratedGaussianSum, CalibratedLaplaceSum, Gaussian, Laplace
 from dpalg.mechanisms._ratio import BoundedLSRatio, KSWRatio, NaiveRatio, PrivateRatio
-from dpalg.mechanisms._sample_aggregate import SampleAggregateMean, SampleAggregateMedian, SampleAggregateMode
 from dpalg.mechanisms._shifted_inverse import ShiftedInverse, ShiftedInverseSearch, ShiftedInverseSearchZCDP
 
 __all__ = [
@@ -54,6 +54,7 @@ _CERTIFICATE_MODULES = {
     "_stable_histogram": "dpalg.mechanisms.ptr",
     "_ls_at_distance": "dpalg.mechanisms.ptr",
     "_smooth_bound": "dpalg.mechanisms.smooth",
+    "_sample_aggregate": "dpalg.mechanisms.sample_aggregate",
 }
 for _old, _new in _CERTIFICATE_MODULES.items():
     sys.modules.setdefault(f"{__name__}.{_old}", importlib.import_module(_new))

@@ -27,8 +27,8 @@ from dpalg.mechanisms.ptr._stable_histogram import stable_release_count
 from dpalg.mechanisms._common.ptr_test import ptr_bottom_probability
 from dpalg.mechanisms.ptr._propose_test import PTRMode
 from dpalg.mechanisms._common.ptr_test import ptr_cap
-from dpalg.mechanisms._sample_aggregate import SampleAggregateMean, SampleAggregateMedian, SampleAggregateMode
-from dpalg.mechanisms._sample_aggregate_blocks import block_labels, block_outputs
+from dpalg.mechanisms.sample_aggregate._aggregate import SampleAggregateMean, SampleAggregateMedian, SampleAggregateMode
+from dpalg.mechanisms.sample_aggregate._blocks import block_labels, block_outputs
 from dpalg.mechanisms._common.smooth_quantile import center_and_scale
 from dpalg.mechanisms.ptr._stable_histogram import StableHistogram
 from dpalg.mechanisms._common.ptr_test import ceil_log_inv_delta_over_eps

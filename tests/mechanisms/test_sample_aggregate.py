@@ -15,7 +15,14 @@ from dpalg import BOTTOM, ApproxDP, InvalidArgument, PureDP
 from dpalg.data import Dataset, as_dataset
 from dpalg.mechanisms import SampleAggregateMedian, SampleAggregateMode
 from dpalg.mechanisms._common.ptr_test import ptr_cap
-from dpalg.mechanisms._sample_aggregate import FAILURE_VOTE, SampleAggregateMean, block_labels, block_outputs, block_values, blocks_of
+from dpalg.mechanisms.sample_aggregate._aggregate import (
+    FAILURE_VOTE,
+    SampleAggregateMean,
+    block_labels,
+    block_outputs,
+    block_values,
+    blocks_of,
+)
 from dpalg.mechanisms._common.smooth_quantile import center_and_scale
 from dpalg.mechanisms._common.ptr_test import ceil_log_inv_delta_over_eps
 from dpalg.sensitivity import mode_gap_distance

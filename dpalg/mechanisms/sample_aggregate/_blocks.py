@@ -1,9 +1,9 @@
 """Sample-and-aggregate: the unit-local partition into blocks and the block outputs.
 
 The partition and the policy for the user's block function are described in
-:mod:`dpalg.mechanisms._sample_aggregate`; this module holds the data path
+:mod:`dpalg.mechanisms.sample_aggregate._aggregate`; this module holds the data path
 (labels, canonical blocks, the guarded calls) shared by the numpy backend and,
-run on the executors, the Spark backend (:mod:`._sample_aggregate_spark`); the
+run on the executors, the Spark backend (:mod:`._spark`); the
 aggregators hold the privacy.
 
 **The canonical form of a block** (what the user function receives, on every
@@ -41,7 +41,7 @@ from dpalg.queries._query import clip_inside
 
 __all__ = [
     "BlockFunction", "ColumnFunction", "QueryStatistic", "block_labels", "block_outputs", "block_values", "blocks_of",
-    "call_block", "canonical_column", "canonical_order", "content_hashes", "content_labels", "discover_block_reads", "release_block_values",
+    "call_block", "canonical_column", "canonical_order", "content_hashes", "content_labels", "discover_block_reads", "labels_with_key",
     "unit_labels",
 ]  # fmt: skip
 
@@ -228,9 +228,10 @@ def _content(data: Dataset, column: str | None, reads: Sequence[str] | None) -> 
     return [canonical_column(data.column(name)) for name in names]
 
 
-def _labels(
+def labels_with_key(
     data: Dataset, m: int, unit: str | None, secret: bytes, column: str | None, reads: Sequence[str] | None
 ) -> npt.NDArray[np.int64]:
+    """Each row's block under the key ``secret``: users by :func:`unit_labels`, rows by :func:`content_labels`."""
     if unit is not None:
         return unit_labels(data.column(unit), secret, m)
     return content_labels(_content(data, column, reads), data.n_rows, secret, m)
@@ -250,7 +251,7 @@ def block_labels(
     release's first draw (:func:`~dpalg.noise.prf_secret`), so these are the
     labels a release with the same ``rng`` uses.
     """
-    return _labels(data, m, unit, prf_secret(rng), column, reads)
+    return labels_with_key(data, m, unit, prf_secret(rng), column, reads)
 
 
 def _cuts(labels: npt.NDArray[np.int64], m: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
@@ -316,34 +317,3 @@ def block_outputs(
     """
     out = block_values(fn, data, labels, m, lower / 2 + upper / 2, column=column, reads=reads)
     return np.clip(out, lower, upper)
-
-
-def release_block_values(
-    fn: BlockFunction | ColumnFunction, data: Dataset, m: int, unit: str | None, rng: AbstractRandomness, failure: float,
-    *, column: str | None, reads: Sequence[str], owner: str,
-) -> npt.NDArray[np.float64]:  # fmt: skip
-    """A release's m block outputs (unclipped; ``failure`` for an empty or failing block), on the data's backend.
-
-    Draws the key first (:func:`~dpalg.noise.prf_secret`), then computes the
-    labels and the outputs where the data is: on the executors for a Spark frame
-    (:func:`~dpalg.mechanisms._sample_aggregate_spark.spark_block_values`; only the
-    m outputs reach the driver), in numpy otherwise (a polars frame's columns are
-    converted). Both compute the same labels and blocks, so a seeded release is
-    the same bit for bit.
-    """
-    secret = prf_secret(rng)
-    if _is_spark(data):
-        from dpalg.mechanisms._sample_aggregate_spark import spark_block_values
-
-        got = spark_block_values(fn, data, m, unit, secret, failure, column=column, reads=reads, owner=owner)
-        if got is not None:
-            return got
-    labels = _labels(data, m, unit, secret, column, reads)
-    return block_values(fn, data, labels, m, failure, column=column, reads=reads)
-
-
-def _is_spark(data: Dataset) -> bool:
-    """Whether the dataset is a Spark frame itself (not rows of one taken into memory); imports no pyspark."""
-    from dpalg.data._spark import SparkSource
-
-    return isinstance(data.source, SparkSource)

@@ -19,11 +19,11 @@ that unit's own rows only (a row: its content and occurrence). Identical rows
 are interchangeable, and adding a row with c copies present adds exactly the
 pair (content, c); so adding or removing one unit changes exactly one block as a
 multiset, for every key. The function sees its block in a canonical form and
-order (:mod:`._sample_aggregate_blocks`), a function of that multiset, so the m
+order (:mod:`._blocks`), a function of that multiset, so the m
 block outputs change in at most one coordinate: a *substitution* neighbour (m
 public). Privacy never depends on the hash's quality (a collision only
 unbalances blocks). Nothing depends on row order or partitioning, so numpy and
-Spark (:mod:`._sample_aggregate_spark`) give the same seeded release bit for bit
+Spark (:mod:`._spark`) give the same seeded release bit for bit
 (brute force: ``tests/mechanisms/test_sample_aggregate_backends.py``).
 
 The block function (DESIGN §3, "Releases are total"; :mod:`._user_function`):
@@ -46,6 +46,32 @@ The block function (DESIGN §3, "Releases are total"; :mod:`._user_function`):
   keeps each block output a deterministic function of that block's data alone,
   which is all the aggregators' proofs use, so no failure is observable except
   through the noisy aggregate.
+
+**Accuracy** (each node's ``accuracy``). The mode: the PTR test on the votes
+(:mod:`dpalg.mechanisms._common.ptr_test`, *votes of m blocks*).
+
+**Sample-and-aggregate mean** (:class:`SampleAggregateMean`; NRS 2007). The
+output is ``(round(μ/2^k) + Z)·2^k`` with ``μ`` the mean of the ``m`` clipped
+block outputs (rounded once to a float) and ``Z`` discrete Laplace of scale
+``Δ'/(ε 2^k)``, ``Δ' = (u − l)/m + 2^k + max(|l|, |u|)/2^50``, drawn
+independently of the partition: the error to ``μ`` (lattice-rounded) is the
+exact (1 − α) quantile of ``|Z|`` times ``2^k``, tight, for every partition.
+It is not the error to the statistic on the full data: how well ``μ``
+estimates that depends on the block function and the data.
+
+**Sample-and-aggregate median** (:class:`SampleAggregateMedian`; NRS07 §4,
+Lemmas 2.6, 2.9). The output is ``clamp(2^k (a + N), l, u)`` with ``a =
+round(med/2^k)``, ``med`` the lower median of the ``m`` clipped block outputs,
+and ``N`` the exact law of ``round(b·Z)``, ``Z`` standard Laplace, ``b = (Ŝ +
+2^k)/(α_c 2^k)``, ``Ŝ`` the β-smooth bound of that median under substitution
+of one output and ``α_c = ε/2`` (:meth:`SampleAggregateMedian.constants`) —
+:func:`~dpalg.mechanisms._common.smooth_quantile.smooth_release`, the release of
+:class:`SmoothBound`. So ``P[|N| > m] = exp(−(m + ½)/b)``, increasing in ``b``
+(proof in :mod:`dpalg.mechanisms._common.accuracy`): a public upper bound ``s >=
+Ŝ`` gives the bound ``2^k m`` with :func:`~dpalg.mechanisms._common.accuracy.rounded_noise_quantile` at ``b = (s +
+2^k)/(α_c 2^k)``. Clamping moves the output towards ``med ∈ [l, u]``, so the
+error is also at most ``u − l`` always. ``Ŝ`` reads the realised block
+outputs: the statement is conditional on it.
 """
 
 from __future__ import annotations
@@ -62,17 +88,20 @@ from dpalg._bottom import BOTTOM
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import ColumnUse, Dataset, Neighbouring
-from dpalg.graph._accuracy import Accuracy
+from dpalg.graph._accuracy import Accuracy, alpha_param
+from dpalg.mechanisms._common.accuracy import rounded_noise_quantile, up_text
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP, PureDP
 from dpalg.mechanisms._common.params import floor_log2, granularity_param, positive_param
-from dpalg.mechanisms._common.ptr_test import ptr_cap, ptr_test_passes
-from dpalg.mechanisms._sample_aggregate_blocks import BlockFunction, ColumnFunction, QueryStatistic, discover_block_reads
-from dpalg.mechanisms._sample_aggregate_blocks import block_labels, block_outputs, block_values, blocks_of, release_block_values
+from dpalg.mechanisms._common.ptr_test import mode_accuracy, ptr_cap, ptr_test_passes
+from dpalg.mechanisms.sample_aggregate._blocks import BlockFunction, ColumnFunction, QueryStatistic, discover_block_reads
+from dpalg.mechanisms.sample_aggregate._blocks import block_labels, block_outputs, block_values, blocks_of
+from dpalg.mechanisms.sample_aggregate._backends import release_block_values
 from dpalg.mechanisms._common.smooth_quantile import auto_granularity, check_range, smooth_release
 from dpalg.mechanisms._common.user_function import describe, is_recorded_stub, quiet, refuse_result, trial_array
 from dpalg.noise import AbstractRandomness, lattice_noise
 from dpalg.noise._admissible import Admissibility, LaplaceNoise
+from dpalg.noise._tails import laplace_tail_quantile
 from dpalg.queries import Query
 from dpalg.sensitivity._catalog import mode_gap_distance
 
@@ -354,10 +383,8 @@ class SampleAggregateMean(AbstractPrimitive[PureDP]):
         The exact (1 − α) quantile of the discrete Laplace noise of scale
         ``((u − l)/m + 2^k + e)/ε`` (tight; NRS 2007, Dwork et al. 2006). It is the
         error to the aggregate of the block outputs, not to the statistic on the
-        full data. Proof in :mod:`dpalg.mechanisms._accuracy_more`.
+        full data. Proof in the module docstring.
         """
-        from dpalg.mechanisms._accuracy_more import sample_aggregate_mean_accuracy
-
         return sample_aggregate_mean_accuracy(self, alpha)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
@@ -475,10 +502,8 @@ class SampleAggregateMedian(AbstractPrimitive[ApproxDP]):
         exact quantile of the lattice Laplace noise of scale ``(s + 2^k)/α``
         (NRS07 Lemmas 2.6, 2.9), and never above ``upper − lower`` (clamped). It is
         the error to the aggregate of the block outputs, not to the statistic on
-        the full data. Proof in :mod:`dpalg.mechanisms._accuracy_more`.
+        the full data. Proof in the module docstring.
         """
-        from dpalg.mechanisms._accuracy_more import sample_aggregate_median_accuracy
-
         return sample_aggregate_median_accuracy(self, alpha, smooth_sensitivity)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
@@ -580,10 +605,8 @@ class SampleAggregateMode(AbstractPrimitive[ApproxDP]):
         exactly (seed 003 "PTR for the mode"); whatever the data it is at least its
         value at ``γ = ceil(m/2) − 1`` (all blocks agree). About the mode of the
         votes, not a statistic of the full data. Proof in
-        :mod:`dpalg.mechanisms._accuracy_more`.
+        :mod:`dpalg.mechanisms._common.ptr_test`.
         """
-        from dpalg.mechanisms._accuracy_more import sample_aggregate_mode_accuracy
-
         return sample_aggregate_mode_accuracy(self, alpha, distance, gap)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
@@ -595,3 +618,54 @@ class SampleAggregateMode(AbstractPrimitive[ApproxDP]):
             return BOTTOM
         uniq, counts = np.unique(votes, return_counts=True)
         return float(uniq[int(np.argmax(counts))])
+
+
+def sample_aggregate_mode_accuracy(node: SampleAggregateMode, alpha: ExactLike, distance: int | None, gap: int | None) -> Accuracy:
+    """:class:`SampleAggregateMode`: the exact vote mode when it releases; ``P(⊥)`` and its floor (proof: :mod:`dpalg.mechanisms._common.ptr_test`)."""
+    return mode_accuracy(
+        "SampleAggregateMode.accuracy", node.epsilon, node.delta, "substitution", alpha, distance, gap,
+        of="mode of the m block votes", blocks=node.blocks,
+    )  # fmt: skip
+
+
+def sample_aggregate_mean_accuracy(node: SampleAggregateMean, alpha: ExactLike) -> Accuracy:
+    """:class:`SampleAggregateMean`: the exact quantile of its lattice Laplace noise (module docstring)."""
+    a = alpha_param("SampleAggregateMean.accuracy", alpha)
+    k = node.lattice_k()
+    step = Fraction(2) ** k
+    sens = (node.upper - node.lower) / node.blocks + step + max(abs(node.lower), abs(node.upper)) / 2**50
+    scale = sens / node.epsilon
+    m, tight = laplace_tail_quantile(scale / step, a)
+    noise = f"discrete Laplace, scale {up_text(scale)} (lattice step 2**{k})"
+    notes = (
+        f"error to the mean of the {node.blocks} clipped block outputs of the random partition, "
+        "not to the statistic on the full data",
+    )
+    return Accuracy(a, m * step, "absolute", noise, tight, None, notes)
+
+
+def sample_aggregate_median_accuracy(node: SampleAggregateMedian, alpha: ExactLike, smooth_sensitivity: ExactLike | None) -> Accuracy:
+    """:class:`SampleAggregateMedian`: smooth-sensitivity Laplace noise given a bound on Ŝ (module docstring)."""
+    owner = "SampleAggregateMedian.accuracy"
+    a = alpha_param(owner, alpha)
+    c = node.constants()
+    k = node.lattice_k()
+    step = Fraction(2) ** k
+    width = node.upper - node.lower
+    noise = (f"Laplace, scale (S + 2**{k})/{up_text(c.alpha)}, S the beta-smooth bound (beta={up_text(c.beta)}) of the median "
+             f"of the {node.blocks} block outputs under substitution, lattice step 2**{k}")  # fmt: skip
+    notes: tuple[str, ...] = (
+        f"error to the median of the {node.blocks} clipped block outputs of the random partition, not to the statistic on the full data",
+        f"clamped to [{up_text(node.lower)}, {up_text(node.upper)}]: always within {up_text(width)}",
+    )
+    if smooth_sensitivity is None:
+        return Accuracy(a, None, "absolute", noise, False, "the smooth bound S of the block outputs' median is at most s",
+                        (f"error <= (s + 2**{k})/{up_text(c.alpha)} * ln(1/alpha) (rounded to the lattice)",
+                         "pass smooth_sensitivity=s (a public upper bound on S) for a number", *notes))  # fmt: skip
+    s = to_fraction(smooth_sensitivity, owner=owner, field="smooth_sensitivity")
+    if s < 0:
+        raise InvalidArgument(owner, "smooth_sensitivity", s, "must be >= 0")
+    b = (s + step) / (c.alpha * step)
+    m = rounded_noise_quantile(b, a, None)
+    return Accuracy(a, min(m * step, width), "absolute", noise, False,
+                    f"the smooth bound S of the block outputs' median is at most {up_text(s)}", notes)  # fmt: skip

@@ -1,7 +1,7 @@
 """Sample-and-aggregate on Spark: labels and block outputs on the executors, the same as numpy bit for bit.
 
 :func:`spark_block_values` is the Spark half of
-:func:`~dpalg.mechanisms._sample_aggregate_blocks.release_block_values`. The
+:func:`~dpalg.mechanisms.sample_aggregate._backends.release_block_values`. The
 driver holds the key (drawn from the noise layer before this runs); the executors
 run *the numpy backend's own code* on Arrow batches (``mapInArrow``,
 ``applyInArrow``; pyspark imported only here, only when a Spark frame is given):
@@ -10,20 +10,20 @@ run *the numpy backend's own code* on Arrow batches (``mapInArrow``,
    cast to ``double`` with missing values (null, NaN) dropped; the Dataset form's
    ``reads`` columns; the unit column for user level;
 2. **labels.** User level: ``PRF(key, id) mod m`` per row
-   (:func:`~dpalg.mechanisms._sample_aggregate_blocks.unit_labels`; a missing id
+   (:func:`~dpalg.mechanisms.sample_aggregate._blocks.unit_labels`; a missing id
    is in no block). Row level: the occurrence of each row among the rows
    identical to it is a window ``row_number() - 1`` partitioned by the content
    (floats with NaN as null and ``-0.0`` as ``0.0``: the key policy's equality);
    identical rows are interchangeable, so whatever rank Spark gives each, the
    multiset of (content, occurrence) pairs is the numpy backend's. Then
    ``PRF(key, content, occurrence) mod m``
-   (:func:`~dpalg.mechanisms._sample_aggregate_blocks.content_hashes`,
+   (:func:`~dpalg.mechanisms.sample_aggregate._blocks.content_hashes`,
    :func:`~dpalg.data._row_choice.keyed_labels`), a function of the row alone;
 3. **blocks.** ``groupBy(label).applyInArrow``: each block is read into numpy as
    :class:`~dpalg.data._spark.SparkSource` reads a column (the same values and
    dtypes as the numpy backend on the collected frame), put in its canonical form
    and order, and the user function is called exactly as on numpy
-   (:func:`~dpalg.mechanisms._sample_aggregate_blocks.call_block`: warnings
+   (:func:`~dpalg.mechanisms.sample_aggregate._blocks.call_block`: warnings
    silenced, an exception or a non-number is the public failure value). Only
    the m block outputs reach the driver; the aggregator and all noise stay there.
 
@@ -52,7 +52,7 @@ from dpalg._errors import Unsupported
 from dpalg.data import Dataset
 from dpalg.data._row_choice import keyed_labels
 from dpalg.data._spark import SparkSource, numpy_dtype, quoted, spark_kind
-from dpalg.mechanisms._sample_aggregate_blocks import (
+from dpalg.mechanisms.sample_aggregate._blocks import (
     BlockFunction,
     ColumnFunction,
     call_block,
