@@ -22,7 +22,7 @@ import numpy as np
 from dpalg import Query
 from dpalg.data import as_dataset, per_unit_sums
 from dpalg.mechanisms import ShiftedInverse, ShiftedInverseSearch, ShiftedInverseSearchZCDP
-from dpalg.mechanisms._shifted_inverse import _binary_search, _Noise, search_steps, user_loss
+from dpalg.mechanisms.shifted_inverse._shifted_inverse import _binary_search, _Noise, search_steps, user_loss
 from dpalg.noise import SeededRandomness, discrete_laplace, sample_exp_runs
 from dpalg.sensitivity import shifted_loss_runs
 

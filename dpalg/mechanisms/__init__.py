@@ -23,17 +23,16 @@ now holds its node classes, so every such certificate still decodes and audits.
 import importlib
 import sys
 
-from dpalg.mechanisms._auto_clip import AutoClipSum
-from dpalg.mechanisms._bounded_ls import BoundedLS, NoisyCount
+from dpalg.mechanisms.auto_clip import AutoClipSum
+from dpalg.mechanisms.bounded_ls import BoundedLS, BoundedLSRatio, KSWRatio, NaiveRatio, NoisyCount, PrivateRatio
 from dpalg.mechanisms._common.local_sensitivity import LocalSensAtDistance
 from dpalg.mechanisms._common.ptr_test import ptr_bottom_probability
 from dpalg.mechanisms.ptr import ProposeTest, PTRBoundSuggestion, PTRMode, StableHistogram, suggest_ptr_bound
+from dpalg.mechanisms.shifted_inverse import ShiftedInverse, ShiftedInverseSearch, ShiftedInverseSearchZCDP
 from dpalg.mechanisms.smooth import SmoothBound, SmoothBoundCauchy
 from dpalg.mechanisms.sample_aggregate import SampleAggregateMean, SampleAggregateMedian, SampleAggregateMode
 from dpalg.mechanisms.selection import ExponentialQuantile, NoisyMax
 from dpalg.mechanisms.global_noise import CalibratedGaussianSum, CalibratedLaplaceSum, Gaussian, Laplace
-from dpalg.mechanisms._ratio import BoundedLSRatio, KSWRatio, NaiveRatio, PrivateRatio
-from dpalg.mechanisms._shifted_inverse import ShiftedInverse, ShiftedInverseSearch, ShiftedInverseSearchZCDP
 
 __all__ = [
     "LocalSensAtDistance", "ProposeTest", "PTRMode", "PTRBoundSuggestion", "StableHistogram",
@@ -55,6 +54,10 @@ _CERTIFICATE_MODULES = {
     "_ls_at_distance": "dpalg.mechanisms.ptr",
     "_smooth_bound": "dpalg.mechanisms.smooth",
     "_sample_aggregate": "dpalg.mechanisms.sample_aggregate",
+    "_shifted_inverse": "dpalg.mechanisms.shifted_inverse",
+    "_bounded_ls": "dpalg.mechanisms.bounded_ls",
+    "_ratio": "dpalg.mechanisms.bounded_ls",
+    "_auto_clip": "dpalg.mechanisms.auto_clip",
 }
 for _old, _new in _CERTIFICATE_MODULES.items():
     sys.modules.setdefault(f"{__name__}.{_old}", importlib.import_module(_new))

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from dpalg import ApproxDP, Clip, Compose, InvalidArgument, PureDP, Query, ZCDPToApprox
 from dpalg.data import as_dataset
-from dpalg.mechanisms._shifted_inverse import (
+from dpalg.mechanisms.shifted_inverse._shifted_inverse import (
     ShiftedInverse,
     ShiftedInverseSearch,
     ShiftedInverseSearchZCDP,

@@ -30,6 +30,51 @@ The utility statements assume y_lo ≤ ⌊f(x)⌋ ≤ y_hi (f maps into Y) and, 
 f(x) ≥ y_lo (otherwise the shifted loss is clamped at y_lo and the release can
 land above f(x): one user holding 100, Y = [100, 200], ε = 1 releases above
 f(x) about 98% of the time); privacy holds for every dataset. The proof sketches are in docs/mechanisms/shifted_inverse.md.
+
+**Accuracy** (each node's ``accuracy``; seed 004 = Fang, Dong, Yi, CCS 2022; ``docs/mechanisms/shifted_inverse.md``).
+All three forms work with the floored monotone query ``⌊f⌋`` and its losses
+``ℓ(y) = min{k : ⌊h(k)⌋ <= y}`` and ``ℓ̄(y) = min{k : ⌊h(k)⌋ < y}``, where
+``h(k) = f(x) − DS^k_f(x)`` is ``f`` after removing the ``k`` most influential
+users. ``ℓ(M) <= K`` gives ``M >= ⌊h(K)⌋``; ``ℓ̄(M) >= 1`` gives ``M <= ⌊f(x)⌋``.
+The statement at ``α`` is::
+
+    ⌊f(x)⌋ >= M >= ⌊h(K)⌋ = ⌊f(x)⌋ − DS^K_{⌊f⌋}(x)        with probability >= 1 − α
+
+for a ``K`` computed below; with a public ``D >= DS^K_f(x)`` (keyword
+``down_sensitivity=``), ``h(K) >= f − D`` so ``f(x) − M <= f − ⌊f − D⌋ < D + 1``
+(``<= ⌈D⌉`` for the integer-valued counts), and ``M <= f(x)``: the error is
+one-sided. The node's ``τ`` is fixed by its ``beta``; only ``K`` depends on ``α``.
+
+* :class:`ShiftedInverse` samples ``y ∈ Y`` with probability ``∝ exp(−(ε/2)·ℓ*(y))``,
+  ``ℓ* = max(ℓ − τ, τ − ℓ̄)`` integer. If some ``ŷ ∈ Y`` has ``ℓ*(ŷ) <= 0``,
+  the exponential mechanism's bound (McSherry–Talwar 2007 Thm 8; as
+  :func:`~dpalg.mechanisms._common.accuracy.exp_mech_gap`) gives
+  ``P[ℓ*(M) >= g + 1] <= (|Y| − 1)·e^{−(ε/2)(g+1)}``; with ``g`` the smallest
+  integer making this ``<= α`` and ``g < τ``: ``ℓ(M) <= τ + g`` and
+  ``ℓ̄(M) >= τ − g >= 1``, so ``K = τ + g`` (at ``α = β``, ``K <= 2τ − 1``:
+  seed 004 Thm 4's ``DS^{2τ}``). If ``g >= τ`` nothing bounds ``P[M > f(x)]``
+  below ``(|Y| − 1)e^{−ετ/2}`` and there is no statement at that ``α``.
+  ``ŷ`` exists iff an integer of ``[⌊h(τ)⌋, ⌊h(τ − 1)⌋]`` lies in ``Y``: always
+  when ``⌊f(x)⌋ <= y_hi`` and ``y_lo <= f(∅)`` (``f(∅) = 0`` for sums and
+  counts, ``y_lo`` for maxima); for ``y_lo > f(∅)`` it also needs
+  ``h(τ − 1) >= y_lo`` (removing any ``τ − 1`` users leaves ``f >= y_lo``).
+  Without it the statement fails: one user holding 100 with ``Y = [100, 200]``,
+  ``ε = 1`` gives ``ℓ* = 9`` at 100 and ``τ`` above it, and ``M > f(x)`` with
+  probability 0.98 (a test shows it).
+* :class:`ShiftedInverseSearch` / :class:`ShiftedInverseSearchZCDP` (seed 004,
+  "binary search"; Theorem 5 with Gaussian noise) use at most
+  ``I = ⌈log2 |Y|⌉`` noises ``Z_i`` (the first ``I`` of the drawn pool). If
+  every used ``Z_i <= τ`` then each move ``i_min ← mid`` had ``ℓ(mid) > 0``;
+  if every used ``Z_i >= −c`` each move ``i_max ← mid`` had ``ℓ(mid) <= τ + c``.
+  With ``y_lo <= ⌊f(x)⌋ <= y_hi`` both invariants hold at the start (the
+  virtual ``i_min = y_lo − 1`` has ``ℓ > 0``, ``ℓ(y_hi) = 0``), and at the end
+  ``M = i_max = i_min + 1 <= ⌊f(x)⌋`` and ``ℓ(M) <= τ + c``: ``K = τ + c``.
+  By the union bound the failure probability is at most ``I·(p + P[Z < −c])``
+  with ``p >= P[Z > τ]``: ``p = q^{τ+1}/(1 + q)``, ``q = e^{−1/σ}`` (discrete
+  Laplace, exact); ``p = e^{−(τ+1)²/(2σ²)}`` (discrete Gaussian: sub-Gaussian
+  with variance proxy σ², Canonne–Kamath–Steinke 2020). ``P[Z < −c] =
+  P[|Z| > c]/2`` by symmetry, so ``c = Q_σ(2r/I)`` (``G_{σ²}(2r/I)``) with
+  ``r = α − I·p > 0`` (else no statement at ``α``).
 """
 
 from __future__ import annotations
@@ -42,13 +87,15 @@ import attrs
 import numpy as np
 
 from dpalg._errors import InvalidArgument
-from dpalg._numbers import ExactLike
+from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import Dataset, Neighbouring, as_reductions
-from dpalg.graph._accuracy import Accuracy
+from dpalg.graph._accuracy import Accuracy, alpha_param
+from dpalg.mechanisms._common.accuracy import DPS, exp_mech_gap, laplace_q, mpf_fraction_nearest53, up_text
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ZCDP, PureDP
 from dpalg.mechanisms._common.params import positive_param, unit_interval_param
 from dpalg.noise import AbstractRandomness, discrete_gaussian, discrete_laplace, sample_exp_runs
+from dpalg.noise._tails import _iv_dps, gaussian_tail_quantile
 from dpalg.queries import Query
 from dpalg.sensitivity import UserLoss, shift_tau, shifted_loss_runs
 
@@ -242,15 +289,13 @@ class ShiftedInverse(AbstractPrimitive[PureDP]):
         With probability ≥ 1 − α, ⌊f(x)⌋ ≥ M ≥ ⌊f(x)⌋ − DS^K_{⌊f⌋}(x), with
         K = τ + g, g the exponential mechanism's score gap
         at α (McSherry–Talwar 2007 Thm 8; K ≤ 2τ − 1 at α = β) (seed 004, Theorem 4 and footnote 4; proof in
-        :mod:`dpalg.mechanisms._accuracy_ratios`), if ⌊f(x)⌋ ≤ y_hi;
+        the module docstring), if ⌊f(x)⌋ ≤ y_hi;
         when y_lo > f(∅) also removing any τ − 1 users must leave f(x) ≥ y_lo.
         ``down_sensitivity``: a public upper bound D on the drop of f from
         removing any K users; the error is then D + 1 (⌈D⌉ for counts), and
         the release is never above f(x). Without it the statement is
         conditional (``error`` None; the notes give K).
         """
-        from dpalg.mechanisms._accuracy_ratios import shifted_inverse_accuracy
-
         return shifted_inverse_accuracy(self, alpha, down_sensitivity)
 
     def distribution(self, data: Dataset) -> tuple[list[int], list[int], list[float]]:
@@ -326,14 +371,12 @@ class _SearchAccuracy:
         :class:`ShiftedInverseSearch` (seed 004, binary search), discrete
         Gaussian with its sub-Gaussian tail for Z > τ for
         :class:`ShiftedInverseSearchZCDP` (seed 004, Theorem 5); proof in
-        :mod:`dpalg.mechanisms._accuracy_ratios`; if ⌊f(x)⌋ ≤ y_hi and f(x) ≥ y_lo.
+        the module docstring; if ⌊f(x)⌋ ≤ y_hi and f(x) ≥ y_lo.
         ``down_sensitivity``: a public upper bound D on the drop of f from
         removing any K users; the error is then D + 1 (⌈D⌉ for counts), and
         the release is never above f(x). Without it the statement is
         conditional (``error`` None; the notes give K).
         """
-        from dpalg.mechanisms._accuracy_ratios import shifted_inverse_accuracy
-
         return shifted_inverse_accuracy(self, alpha, down_sensitivity)  # type: ignore[arg-type]  # mixed into the two searches only
 
 
@@ -452,3 +495,117 @@ class ShiftedInverseSearchZCDP(_SearchAccuracy, AbstractPrimitive[ZCDP]):
         loss = user_loss(self.query, data, self.domain[0], self.domain[1])
         noise = _Noise("gaussian", self.sigma2(), rng, search_steps(self.domain) + 1)
         return _binary_search(loss, self.domain, self.tau(), noise)
+
+
+_ROUND_BITS = 64  # a failure budget is rounded down to a multiple of 2**-64
+
+
+def _floor_dyadic(x: Fraction) -> Fraction:
+    """``x`` rounded down to a multiple of ``2**-64`` (a smaller failure budget is always valid)."""
+    return Fraction(math.floor(x * 2**_ROUND_BITS), 2**_ROUND_BITS)
+
+
+def _upper_tail(node: ShiftedInverse | ShiftedInverseSearch | ShiftedInverseSearchZCDP) -> Fraction:
+    """An upper bound on the probability that the node releases above ⌊f(x)⌋ (module docstring, *Accuracy*)."""
+    from mpmath import iv
+
+    tau = node.tau()
+    with _iv_dps(DPS):
+        if isinstance(node, ShiftedInverse):
+            size = node.domain[1] - node.domain[0] + 1
+            eps = iv.mpf(node.epsilon.numerator) / node.epsilon.denominator
+            p = (size - 1) * iv.exp(-eps * tau / 2)
+        else:
+            steps = search_steps(node.domain)
+            if isinstance(node, ShiftedInverseSearch):
+                sigma = node.sigma()
+                q = iv.exp(-iv.mpf(sigma.denominator) / sigma.numerator)
+                p = steps * q ** (tau + 1) / (1 + q)
+            else:
+                s2 = node.sigma2()
+                p = steps * iv.exp(-iv.mpf((tau + 1) ** 2) * s2.denominator / (2 * s2.numerator))
+        return min(Fraction(1), mpf_fraction_nearest53(iv.mpf(p).b))
+
+
+def shifted_inverse_removals(node: ShiftedInverse | ShiftedInverseSearch | ShiftedInverseSearchZCDP, alpha: ExactLike) -> int | None:
+    """``K``: with probability ``>= 1 − α``, ``⌊f(x)⌋ >= M >= ⌊f(x)⌋ − DS^K_{⌊f⌋}(x)``; None: no statement at ``α``.
+
+    Under the condition of :func:`shifted_inverse_accuracy` (module docstring, *Accuracy*).
+
+    Examples:
+        >>> from dpalg import Query
+        >>> from dpalg.mechanisms import ShiftedInverse, ShiftedInverseSearch
+        >>> em = ShiftedInverse(Query.user_count(user="u"), domain=(0, 2**32 - 1), epsilon=1)
+        >>> em.tau(), shifted_inverse_removals(em, Fraction(1, 20))  # tau + g, g <= tau - 1
+        (51, 101)
+        >>> shifted_inverse_removals(em, Fraction(1, 10**6)) is None  # beyond what tau (beta = 1/20) allows
+        True
+    """
+    owner = f"{type(node).__name__}.accuracy"
+    a = alpha_param(owner, alpha)
+    tau = node.tau()
+    if isinstance(node, ShiftedInverse):
+        size = node.domain[1] - node.domain[0] + 1
+        g = exp_mech_gap(size, node.epsilon / 2, a)
+        return tau + g if g < tau else None
+    steps = search_steps(node.domain)
+    rest = _floor_dyadic(a - _upper_tail(node))
+    if rest <= 0:
+        return None
+    share = 2 * rest / steps  # P[|Z| > c] <= 2r/I, so I·P[Z < -c] <= r
+    if isinstance(node, ShiftedInverseSearch):
+        c = laplace_q(node.sigma(), share)
+    else:
+        c = 0 if share >= 1 else gaussian_tail_quantile(node.sigma2(), share)[0]
+    return tau + c
+
+
+def _si_floor(node: ShiftedInverse | ShiftedInverseSearch | ShiftedInverseSearchZCDP) -> int:
+    """``⌈f(∅)⌉``: ``y_lo`` for maxima (f = max(y_lo, ...)), 0 otherwise."""
+    return node.domain[0] if node.query.kind == "user_max" else 0
+
+
+def shifted_inverse_accuracy(
+    node: ShiftedInverse | ShiftedInverseSearch | ShiftedInverseSearchZCDP, alpha: ExactLike, down_sensitivity: ExactLike | None
+) -> Accuracy:
+    """The (1 − α) statement of a shifted-inverse node, one-sided (module docstring, *Accuracy*)."""
+    owner = f"{type(node).__name__}.accuracy"
+    a = alpha_param(owner, alpha)
+    lo, hi = node.domain
+    tau = node.tau()
+    if isinstance(node, ShiftedInverse):
+        noise = f"exponential mechanism on l* over {hi - lo + 1} candidates, exp(-eps*l*/2), tau={tau}"
+    elif isinstance(node, ShiftedInverseSearch):
+        noise = f"noisy binary search, {search_steps(node.domain)} steps, discrete Laplace scale {up_text(node.sigma())}, tau={tau}"
+    else:
+        noise = f"noisy binary search, {search_steps(node.domain)} steps, discrete Gaussian sigma2 {up_text(node.sigma2())}, tau={tau}"
+    parts = [f"f(x) < {hi + 1}"]
+    if lo > _si_floor(node):
+        if isinstance(node, ShiftedInverse):
+            parts.append(f"removing any {tau - 1} users leaves f(x) >= {lo}")
+        else:
+            parts.append(f"f(x) >= {lo}")
+    unit = "absolute, below f(x)"
+    k = shifted_inverse_removals(node, a)
+    if k is None:
+        p = _upper_tail(node)
+        return Accuracy(a, None, unit, noise, False, " and ".join(parts), (
+            f"no statement at alpha={up_text(a)}: the node's tau={tau} (beta={up_text(node.beta)}) bounds P[M > f(x)] only by "
+            f"{up_text(p)}; use a larger alpha or construct the node with a smaller beta",
+        ))  # fmt: skip
+    shape = (
+        f"floor(f(x)) >= M >= floor(f(x)) - DS^{k}(x): never above f(x), at most the drop from removing the {k} "
+        "most influential users below it (seed 004 Thm 4 / binary search)"
+    )
+    if down_sensitivity is None:
+        return Accuracy(a, None, unit, noise, False, " and ".join(parts), (
+            shape, f"pass down_sensitivity=D (a public bound on the drop of f from removing any {k} users) for a number",
+        ))  # fmt: skip
+    d = to_fraction(down_sensitivity, owner=owner, field="down_sensitivity")
+    if d < 0:
+        raise InvalidArgument(owner, "down_sensitivity", d, "must be >= 0")
+    integral = node.query.kind in ("user_count", "count")
+    error = Fraction(math.ceil(d)) if integral else d + 1  # f - floor(f - D) <= ceil(D) (integer f), < D + 1
+    error = min(error, Fraction(hi + 1 - lo))  # M >= y_lo and f < y_hi + 1
+    parts.append(f"removing any {k} users lowers f(x) by at most {up_text(d)}")
+    return Accuracy(a, error, unit, noise, False, " and ".join(parts), (shape,))

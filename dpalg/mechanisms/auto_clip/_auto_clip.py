@@ -9,6 +9,17 @@ Amin, Kulesza, Muñoz Medina, Vassilvitskii 2019, "Bounding user contributions",
 for the absolute error). ``AutoClipSum`` spends a share ε₁ of the budget to pick C
 on a public grid with the exponential mechanism and the rest, ε₂, on the clipped
 sum.
+
+**Accuracy** (:meth:`AutoClipSum.accuracy`). Given the released clip ``C`` (drawn before the
+sum's noise, which is independent of it), the sum is ``(S + Z)·2^{k₂}`` with
+``S`` the clipped lattice sum ``Σ_u min(T_u, ⌊C/2^k⌋)`` re-rounded half-even to
+``2^{k₂}`` (at most ``2^{k₂−1}`` off when ``k₂ > k``) and ``Z`` discrete
+Laplace of scale ``max(Δ, 1)/ε₂`` fixed by ``C``
+(:meth:`~dpalg.mechanisms.AutoClipSum.clipped_sum`): the error to the clipped
+sum is ``Q_{Δ/ε₂}(α)·2^{k₂}`` (+ the rounding), exact given ``C``. The
+largest over the ``J + 1`` public candidates holds whichever clip is drawn.
+The clipping bias ``Σ_u (T_u − C)₊`` comes on top (the clip aims to leave
+``r`` users above it).
 """
 
 from __future__ import annotations
@@ -23,12 +34,14 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import Dataset, Neighbouring, exact_int_total, per_unit_lattice_sums, unit_index
-from dpalg.graph._accuracy import Accuracy
+from dpalg.graph._accuracy import Accuracy, alpha_param
+from dpalg.mechanisms._common.accuracy import up_text
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import PureDP
 from dpalg.mechanisms._common.params import floor_log2, positive_param
 from dpalg.mechanisms._common.user_level import lattice_terms, row_values
 from dpalg.noise import AbstractRandomness, discrete_laplace, sample_exp_weights
+from dpalg.noise._tails import laplace_tail_quantile
 from dpalg.queries import Query
 
 __all__ = ["AutoClipSum", "MAX_GRID_STEPS"]
@@ -184,10 +197,8 @@ class AutoClipSum(AbstractPrimitive[PureDP]):
         (plus half a step when the sum is re-rounded). ``clip``: one of the
         candidates (e.g. the released one); without it, the largest over all
         candidates. The clipping bias comes on top. Proof in
-        :mod:`dpalg.mechanisms._accuracy_ratios`.
+        the module docstring.
         """
-        from dpalg.mechanisms._accuracy_ratios import auto_clip_accuracy
-
         return auto_clip_accuracy(self, alpha, clip)
 
     def totals(self, data: Dataset) -> npt.NDArray[np.int64]:
@@ -246,3 +257,35 @@ class AutoClipSum(AbstractPrimitive[PureDP]):
         scale = Fraction(max(sensitivity, 1)) / self.epsilon_sum
         noisy = value + int(discrete_laplace(scale, size=1, rng=rng)[0])
         return {"sum": float(Fraction(noisy) * Fraction(2) ** k2), "clip": float(clip)}
+
+
+def _clip_error(node: AutoClipSum, clip: Fraction, alpha: Fraction) -> tuple[Fraction, bool]:
+    """The exact (1 − α) error of the sum given ``clip`` and whether it is tight (no re-rounding)."""
+
+    _, sensitivity, k2 = node.clipped_sum(np.zeros(0, dtype=np.int64), clip)  # Δ and k₂ depend on the clip only
+    scale = Fraction(max(sensitivity, 1)) / node.epsilon_sum
+    m, tight = laplace_tail_quantile(scale, alpha)
+    step = Fraction(2) ** k2
+    rounded = k2 != node.lattice_k()
+    return m * step + (step / 2 if rounded else 0), tight and not rounded
+
+
+def auto_clip_accuracy(node: AutoClipSum, alpha: ExactLike, clip: ExactLike | None) -> Accuracy:
+    """The (1 − α) error of :class:`AutoClipSum`'s sum to the clipped sum at the released clip (module docstring)."""
+    owner = "AutoClipSum.accuracy"
+    a = alpha_param(owner, alpha)
+    candidates = node.candidates()
+    noise = f"discrete Laplace, scale clip/{up_text(node.epsilon_sum)} (lattice about 2**-20 of it), after an exponential-mechanism clip"
+    bias = "clipping bias sum_u (T_u - C)+ comes on top (the clip aims to leave r users above it)"
+    if clip is None:
+        errors = [_clip_error(node, c, a)[0] for c in candidates]
+        worst = max(errors)
+        return Accuracy(a, worst, "absolute, to the clipped sum", noise, False, None, (
+            f"whichever clip C is drawn; given C: ±{up_text(errors[-1])} at C={up_text(candidates[-1])} ... ±{up_text(errors[0])} "
+            f"at C={up_text(candidates[0])} (pass clip=C for its figure)", bias,
+        ))  # fmt: skip
+    c = to_fraction(clip, owner=owner, field="clip")
+    if c not in candidates:
+        raise InvalidArgument(owner, "clip", c, f"must be one of the node's candidates upper_limit*2**-j, j = 0..{node.grid_steps}")
+    error, tight = _clip_error(node, c, a)
+    return Accuracy(a, error, "absolute, to the clipped sum", noise, tight, f"the released clip is {up_text(c)}", (bias,))

@@ -38,19 +38,15 @@ import attrs
 import numpy as np
 
 from dpalg._errors import InvalidArgument, Unsupported
-from dpalg._numbers import ExactLike
+from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import ColumnUse, Dataset, Neighbouring, Relation
-from dpalg.graph._accuracy import Accuracy
+from dpalg.graph._accuracy import Accuracy, alpha_param
+from dpalg.mechanisms._common.accuracy import laplace_q, up_text
+from dpalg.mechanisms.bounded_ls._accuracy import lattice_release_error
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP
-from dpalg.mechanisms._bounded_ls_lattice import (
-    exp_neg_upper,
-    lattice_release,
-    lattice_terms,
-    round_up_bits,
-    tail_margin,
-)
-from dpalg.mechanisms._bounded_ls_monotone import (
+from dpalg.mechanisms.bounded_ls._lattice import exp_neg_upper, lattice_release, lattice_terms, round_up_bits, tail_margin
+from dpalg.mechanisms.bounded_ls._monotone import (
     _VALUE_SLACK,
     BoundFunction,
     MonotoneCheck,
@@ -438,12 +434,10 @@ class BoundedLS(AbstractPrimitive[ApproxDP]):
         ``global_sensitivity`` (which caps ĝ); the error is then at most
         (Ĝ/ε₂)(1 + 2^-20/ε₂)·ln((1 + 2^-20)/α) + Ĝ/(ε₂·2^21), Ĝ = G rounded up
         to 8 bits: the discrete Laplace lattice release of seed 000 Thm 1.
-        Proof in :mod:`dpalg.mechanisms._accuracy_ratios`. Without either the
+        Proof in :mod:`dpalg.mechanisms.bounded_ls._accuracy`. Without either the
         statement is conditional (``error`` None); without a global
         sensitivity it holds when the node releases (no ⊥).
         """
-        from dpalg.mechanisms._accuracy_ratios import bounded_ls_accuracy
-
         return bounded_ls_accuracy(self, alpha, ls_bound)
 
     def bound_from_noisy(self, noisy: Mapping[str, int]) -> Fraction | None:
@@ -537,3 +531,36 @@ class BoundedLS(AbstractPrimitive[ApproxDP]):
             return BOTTOM
         (out,) = lattice_release([self._f(data, true)], [g + self.value_slack()], self.epsilon_release, rng)
         return _float(out)
+
+
+def bounded_ls_accuracy(node: BoundedLS, alpha: ExactLike, ls_bound: ExactLike | None) -> Accuracy:
+    """The (1 − α) error of :class:`BoundedLS` given its private bound ĝ <= ``ls_bound`` (proof: :mod:`dpalg.mechanisms.bounded_ls._accuracy`)."""
+    owner = "BoundedLS.accuracy"
+    a = alpha_param(owner, alpha)
+    eps2 = node.epsilon_release
+    noise = f"discrete Laplace scaled to the private bound g^ / {up_text(eps2)} (lattice 2**-20 of it)"
+    gs = node.global_sensitivity
+    given: Fraction | None = None
+    if ls_bound is not None:
+        given = to_fraction(ls_bound, owner=owner, field="ls_bound")
+        if given < 0:
+            raise InvalidArgument(owner, "ls_bound", given, "must be >= 0")
+    cap = given if gs is None else (gs if given is None else min(given, gs))
+    count = len(node.counts)
+    e = laplace_q(node.noise_scale(), a / (2 * count))
+    how = (f"each noisy count is within {e} of its count w.p. >= 1 - alpha/2, so g^ <= bound at count_lo - {e + node.margin()}, "
+           f"count_hi + {e + node.margin()} (monotone); use accuracy(alpha/2, ls_bound=that) for 1 - alpha in all")
+    conditions: list[str] = []
+    notes: list[str] = ["error <= (G/eps2)*ln(1/alpha) (+2**-20 relative) for g^ <= G, on top of rounding to 2**-21 G/eps2"]
+    if gs is None:
+        conditions.append("it releases (no ⊥)")
+        notes.append("⊥ when a count's lower end misses its domain limit or the bound is undefined")
+    if cap is None:
+        return Accuracy(a, None, "absolute", noise, False, " and ".join(["the private bound g^ is at most G", *conditions]),
+                        (*notes, "pass ls_bound=G for a number", how))
+    if given is not None and (gs is None or given < gs):
+        conditions.insert(0, f"the private bound g^ is at most {up_text(given)}")
+        notes.append(how)
+    slack = node.value_slack()
+    error = lattice_release_error(cap + slack, eps2, a) + (_VALUE_SLACK if slack else 0)
+    return Accuracy(a, error, "absolute", noise, False, " and ".join(conditions) or None, tuple(notes))

@@ -30,12 +30,15 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
 from dpalg.data import ColumnUse, Dataset, Neighbouring, Relation
-from dpalg.graph._accuracy import Accuracy
+from dpalg.graph._accuracy import Accuracy, alpha_param
+from dpalg.mechanisms._common.accuracy import int_param, up_text
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP, PureDP
-from dpalg.mechanisms._bounded_ls import lattice_release, tail_margin
+from dpalg.mechanisms.bounded_ls._accuracy import lattice_release_error
+from dpalg.mechanisms.bounded_ls._bounded_ls import lattice_release, tail_margin
 from dpalg.mechanisms._common.params import positive_param, relation_param, unit_interval_param
 from dpalg.noise import AbstractRandomness, discrete_laplace
+from dpalg.noise._tails import laplace_tail_quantile
 
 __all__ = [
     "BoundedLSRatio",
@@ -254,11 +257,9 @@ class NaiveRatio(AbstractPrimitive[PureDP]):
 
         With |Z_a|, |Z_b| ≤ e = the exact (1 − α/2) quantile of the discrete
         Laplace noise (a union bound), |â/b̂ − a/b| = |b Z_a − a Z_b|/(b(b + Z_b))
-        ≤ 2e/(n − e) for b ≥ n > e (proof in :mod:`dpalg.mechanisms._accuracy_ratios`).
+        ≤ 2e/(n − e) for b ≥ n > e (proof in :mod:`dpalg.mechanisms.bounded_ls._accuracy`).
         Without ``denominator`` the statement is conditional (``error`` None).
         """
-        from dpalg.mechanisms._accuracy_ratios import ratio_accuracy
-
         return ratio_accuracy(self, alpha, denominator)
 
     def simulate(self, a: int, b: int, trials: int, rng: AbstractRandomness) -> FloatArray:
@@ -351,11 +352,9 @@ class KSWRatio(AbstractPrimitive[PureDP]):
         With both noises at most e = the exact (1 − α/2) quantile in magnitude,
         â/(â + ĉ) − a/b = (u c − a v)/(T b), |u|, |v| ≤ e, T ≥ b − 2e, so the error
         is at most e/(n − 2e) for b ≥ n > 2e (Kulesza–Suresh–Wang 2024; proof in
-        :mod:`dpalg.mechanisms._accuracy_ratios`). Without ``denominator``
+        :mod:`dpalg.mechanisms.bounded_ls._accuracy`). Without ``denominator``
         the statement is conditional (``error`` None).
         """
-        from dpalg.mechanisms._accuracy_ratios import ratio_accuracy
-
         return ratio_accuracy(self, alpha, denominator)
 
     def simulate(self, a: int, b: int, trials: int, rng: AbstractRandomness) -> FloatArray:
@@ -486,12 +485,10 @@ class BoundedLSRatio(AbstractPrimitive[ApproxDP]):
 
         α/2 bounds b̂'s noise, so ĝ ≤ (n + e₁ + w)/((n − e₁ − w)(n − e₁ − w − 1));
         α/2 bounds the release noise scaled to it (and the naive bail-out's
-        when it can run). Proof in :mod:`dpalg.mechanisms._accuracy_ratios`
+        when it can run). Proof in :mod:`dpalg.mechanisms.bounded_ls._accuracy`
         (seed 000 Thm 1 and 2). Without ``denominator`` the statement is
         conditional (``error`` None).
         """
-        from dpalg.mechanisms._accuracy_ratios import bounded_ls_ratio_accuracy
-
         return bounded_ls_ratio_accuracy(self, alpha, denominator)
 
     def bounds(self, a_noisy: int, b_noisy: int) -> tuple[int, int, int, int]:
@@ -554,3 +551,52 @@ def _margin(scale: Fraction, delta: Fraction) -> int:
     if key not in _MARGINS:
         _MARGINS[key] = tail_margin(scale, delta)
     return _MARGINS[key]
+
+
+def _denominator(owner: str, value: object, above: int) -> int:
+    return int_param(owner, "denominator", value, above + 1, f"a public lower bound on the denominator b, above {above}")
+
+
+def ratio_accuracy(node: NaiveRatio | KSWRatio, alpha: ExactLike, denominator: int | None) -> Accuracy:
+    """The (1 − α) error of :class:`NaiveRatio` / :class:`KSWRatio` given ``b >= denominator`` (proof: :mod:`dpalg.mechanisms.bounded_ls._accuracy`)."""
+    owner = f"{type(node).__name__}.accuracy"
+    a = alpha_param(owner, alpha)
+    scale, _ = node.noise_scales()
+    e = laplace_tail_quantile(scale, a / 2)[0]
+    naive = isinstance(node, NaiveRatio)
+    need = e if naive else 2 * e  # b must exceed this for the noisy denominator to stay positive
+    pair = "a and b" if naive else "a and b - a"
+    noise = f"discrete Laplace, scale {up_text(scale)}, on {pair} each"
+    formula = f"error <= 2*{e}/(n - {e})" if naive else f"error <= {e}/(n - {2 * e})"
+    if denominator is None:
+        return Accuracy(a, None, "absolute", noise, False, f"the true denominator b > {need}",
+                        (formula, "pass denominator=n (a public lower bound on b) for a number"))
+    n = _denominator(owner, denominator, need)
+    error = Fraction(2 * e, n - e) if naive else Fraction(e, n - 2 * e)
+    return Accuracy(a, min(error, Fraction(1)), "absolute", noise, False, f"the true denominator b is at least {n}", (formula,))
+
+
+def bounded_ls_ratio_accuracy(node: BoundedLSRatio, alpha: ExactLike, denominator: int | None) -> Accuracy:
+    """The (1 − α) error of :class:`BoundedLSRatio` given ``b >= denominator`` (proof: :mod:`dpalg.mechanisms.bounded_ls._accuracy`)."""
+    owner = "BoundedLSRatio.accuracy"
+    a = alpha_param(owner, alpha)
+    w = node.margin()
+    e1 = laplace_tail_quantile(node.noise_scale(), a / 2)[0]
+    e2 = laplace_tail_quantile(2 / node.epsilon_release, a / 4)[0]
+    reach = e1 + w
+    noise = (f"bounds: discrete Laplace, scale {up_text(node.noise_scale())}, margin {w}; release: discrete Laplace scaled to "
+             f"the bound / {up_text(node.epsilon_release)} (lattice 2**-20 of it), or naive with scale {up_text(2 / node.epsilon_release)}")
+    formula = f"g^ <= (n + {reach})/((n - {reach})(n - {reach + 1})); error <= (g^/eps2)*ln(2/alpha) (+2**-20 relative)"
+    if denominator is None:
+        return Accuracy(a, None, "absolute", noise, False, f"the true denominator b >= {reach + 2}",
+                        (formula, "pass denominator=n (a public lower bound on b) for a number"))
+    n = int_param(owner, "denominator", denominator, reach + 2, f"a public lower bound on b, at least {reach + 2}")
+    low = n - reach
+    bound = Fraction(n + reach, low * (low - 1))
+    error = lattice_release_error(bound, node.epsilon_release, a / 2)
+    notes = [formula]
+    if node.adaptive and low <= 2 * w + 2:  # the naive branch may run (proof: bounded_ls/_accuracy.py)
+        naive = Fraction(2 * e2, n - e2) if n > e2 else Fraction(1)
+        error = max(error, naive)
+        notes.append(f"the naive bail-out may run (b - {reach} <= {2 * w + 2}): its bound 2*{e2}/(n - {e2}) is included")
+    return Accuracy(a, min(error, Fraction(1)), "absolute", noise, False, f"the true denominator b is at least {n}", tuple(notes))
