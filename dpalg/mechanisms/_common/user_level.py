@@ -1,4 +1,4 @@
-"""User-level queries read through their contribution bound (issue 15).
+"""User-level queries read through their contribution bound.
 
 A user-level query (``user=`` names the id column) is released under
 "add or remove one user with all their rows". This module turns the data into

@@ -1,4 +1,4 @@
-"""AutoClipSum: a user-level sum with no contribution bound known in advance (issue 15).
+"""AutoClipSum: a user-level sum with no contribution bound known in advance.
 
 A clipped user-level sum ``Σ_u min(T_u, C) + Lap(C/ε)`` needs a clip C. Too low and
 the largest users are cut (bias ``Σ_u (T_u − C)₊``); too high and the noise (mean

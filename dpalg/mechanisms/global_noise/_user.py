@@ -1,4 +1,4 @@
-"""The integer statistics of user-level Laplace and Gaussian releases (issue 15).
+"""The integer statistics of user-level Laplace and Gaussian releases.
 
 Each user-level query is released exactly like its row-level counterpart, with
 "one row" replaced by "one user", whose contribution is bounded by the query's

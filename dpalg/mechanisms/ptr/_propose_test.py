@@ -3,7 +3,7 @@
 Neighbouring relation: one row, add/remove (row substitution is refused for
 queries over a column: it can turn a value into a missing one, changing n).
 
-Fail closed (issue 14): a user LS_k formula must satisfy the PTR neighbour
+Fail closed: a user LS_k formula must satisfy the PTR neighbour
 condition F(k, n) ≤ F(k+1, n′) (:mod:`dpalg.sensitivity._ptr_condition`); the
 distance is min(γ_F, γ_exact), so a formula below the true LS_k neither raises nor
 leaks; the work done does not depend on γ; clips up to the float range never

@@ -1,4 +1,4 @@
-"""PTR on a mean from a summary of the data: the exact lattice total and the extreme values (issue 16).
+"""PTR on a mean from a summary of the data: the exact lattice total and the extreme values.
 
 The add/remove local-sensitivity profile of a clipped mean up to the public cap
 reads only the number of values, their sum, and the ``cap + 1`` smallest and

@@ -1,4 +1,4 @@
-"""Smooth sensitivity from a user's LS formula: a user-defined statistic through SmoothBound (issue 18).
+"""Smooth sensitivity from a user's LS formula: a user-defined statistic through SmoothBound.
 
 For ``Query.function(fn, column=...) | Clip(l, u)`` dpalg knows no sensitivity; the
 user states ``F(k, n) ≥ LS_k(x)`` for every dataset x of n values

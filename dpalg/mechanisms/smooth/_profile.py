@@ -1,4 +1,4 @@
-"""Truncated smooth bounds from an exact ``LS_k`` profile, rounded up (issue 18 item 1).
+"""Truncated smooth bounds from an exact ``LS_k`` profile, rounded up.
 
 For a query ``f`` and a **public** truncation level ``K`` (NRS07 Def. 2.1, Prop. 3.1;
 the truncation of :mod:`dpalg.sensitivity._smooth_window`)::

@@ -27,8 +27,8 @@ here: they have no exact sampler in dpalg (they need an exact lazy continuous
 Gaussian), and a fixed-precision inversion would only give approximate zCDP.
 
 Queries: ``median``, ``quantile``, ``max`` and ``min`` of a clipped column (their
-value and smooth sensitivity are exact order statistics), and the clipped ``mean``
-(issue 18): its value is the exact mean of the lattice terms of
+value and smooth sensitivity are exact order statistics), and the clipped ``mean``:
+its value is the exact mean of the lattice terms of
 :func:`~dpalg.noise.exact_clipped_sum`, and ``S`` the truncated bound
 ``max(max_{k≤K} e^{−kβ₀}(LS_k + E), e^{−(K+1)β₀}(GS + E))`` over its exact add/remove
 ``LS_k`` profile, K public, rounded up (:mod:`dpalg.mechanisms.smooth._profile`).
