@@ -38,7 +38,7 @@ from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.mechanisms._common.accuracy import up_text
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import PureDP
-from dpalg.mechanisms._common.params import floor_log2, positive_param
+from dpalg.mechanisms._common.params import floor_log2, positive_param, unit_interval_param
 from dpalg.mechanisms._common.user_level import lattice_terms, row_values
 from dpalg.noise import AbstractRandomness, discrete_laplace, sample_exp_weights
 from dpalg.noise._tails import laplace_tail_quantile
@@ -71,10 +71,7 @@ def _upper(value: ExactLike) -> Fraction:
 
 
 def _share(value: ExactLike) -> Fraction:
-    share = to_fraction(value, owner="AutoClipSum", field="clip_share")
-    if not 0 < share < 1:
-        raise InvalidArgument("AutoClipSum", "clip_share", value, "must be in (0, 1)")
-    return share
+    return unit_interval_param("AutoClipSum", "clip_share", value)
 
 
 def _steps(value: int) -> int:

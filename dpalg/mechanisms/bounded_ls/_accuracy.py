@@ -26,7 +26,7 @@ the discrete Gaussian.
 * :class:`BoundedLSRatio`: with ``|Z_b| <= e₁ = Q_{2/ε₁}(α/2)`` the intervals
   give ``b_lo >= b − e₁ − w =: L`` and ``b_hi <= b + e₁ + w`` (``w`` the
   node's margin), and since ``a_lo >= 0``, ``a_hi <= b_hi`` every term of
-  :func:`~dpalg.mechanisms.bounded_ls._ratio.ratio_ls_bound` is at most
+  :func:`~dpalg.mechanisms.bounded_ls._ratio_sensitivity.ratio_ls_bound` is at most
   ``b_hi/(b_lo(b_lo − 1))`` (``(b' − a_lo)/(b'² − b') <= 1/(b' − 1) <= 1/(b_lo − 1)``;
   also ``>= 1/b_lo``, the substitution term), so ``ĝ <= G = (n + e₁ + w)/(L(L − 1))``,
   ``L = n − e₁ − w >= 2`` (decreasing in ``n``: with ``y = b − e₁ − w`` the

@@ -246,9 +246,42 @@ def _gauss_query(value: Query) -> Query:
     return _check_query("Gaussian", value)
 
 
+class _GlobalNoise:
+    """What :class:`Laplace` and :class:`Gaussian` share (a mixin, not a node): they differ only in the noise."""
+
+    query: Query
+    relation: Relation
+    granularity: int | None
+
+    def __attrs_post_init__(self) -> None:
+        assert isinstance(self, (Laplace, Gaussian))
+        check_user_level(type(self).__name__, self.query, self.relation, USER_LEVEL_GLOBAL)
+        _check_noise_range(self)
+
+    @property
+    def neighbouring(self) -> Neighbouring:
+        """The query's unit under ``relation``."""
+        return self.query.neighbouring(self.relation)
+
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, n: int | None = None) -> Accuracy:
+        """The (1 − ``alpha``) error of the release, from the parameters only (no data touched).
+
+        Counts, sums and histogram cells: the exact (1 − α) quantile of the
+        noise (``tight``). Means: conditional on the true count, pass ``n`` (a
+        public lower bound on it) for a number. See ``docs/accuracy.md``.
+        """
+        assert isinstance(self, (Laplace, Gaussian))
+        return global_accuracy(self, alpha, n)
+
+    def release(self, data: Dataset, rng: AbstractRandomness) -> object:
+        """The noisy value (int, float, or dict for histograms)."""
+        assert isinstance(self, (Laplace, Gaussian))
+        return _release(self, data, rng)
+
+
 @final
 @attrs.frozen
-class Laplace(AbstractPrimitive[PureDP]):
+class Laplace(_GlobalNoise, AbstractPrimitive[PureDP]):
     """The Laplace mechanism with exact discrete Laplace noise on a lattice.
 
     Supports counts, ``count_distinct``, ``user_count``, histograms over public
@@ -287,15 +320,6 @@ class Laplace(AbstractPrimitive[PureDP]):
     relation: Relation = attrs.field(default="add_remove", converter=_lap_relation)
     granularity: int | None = attrs.field(default=None, converter=_lap_k)
 
-    def __attrs_post_init__(self) -> None:
-        check_user_level(type(self).__name__, self.query, self.relation, USER_LEVEL_GLOBAL)
-        _check_noise_range(self)
-
-    @property
-    def neighbouring(self) -> Neighbouring:
-        """The query's unit under ``relation``."""
-        return self.query.neighbouring(self.relation)
-
     def privacy(self) -> PrivacyClaim[PureDP]:
         """ε, from the parameters only."""
         return PrivacyClaim(
@@ -304,23 +328,10 @@ class Laplace(AbstractPrimitive[PureDP]):
             (("epsilon", str(self.epsilon)), ("relation", self.relation)),
         )
 
-    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, n: int | None = None) -> Accuracy:
-        """The (1 − ``alpha``) error of the release, from the parameters only (no data touched).
-
-        Counts, sums and histogram cells: the exact (1 − α) quantile of the
-        noise (``tight``). Means: conditional on the true count, pass ``n`` (a
-        public lower bound on it) for a number. See ``docs/accuracy.md``.
-        """
-        return global_accuracy(self, alpha, n)
-
-    def release(self, data: Dataset, rng: AbstractRandomness) -> object:
-        """The noisy value (int, float, or dict for histograms)."""
-        return _release(self, data, rng)
-
 
 @final
 @attrs.frozen
-class Gaussian(AbstractPrimitive[ZCDP]):
+class Gaussian(_GlobalNoise, AbstractPrimitive[ZCDP]):
     """The Gaussian mechanism with exact discrete Gaussian noise, ρ-zCDP.
 
     Same queries as :class:`Laplace`. For (ε, δ)-DP wrap it:
@@ -345,15 +356,6 @@ class Gaussian(AbstractPrimitive[ZCDP]):
     relation: Relation = attrs.field(default="add_remove", converter=_gauss_relation)
     granularity: int | None = attrs.field(default=None, converter=_gauss_k)
 
-    def __attrs_post_init__(self) -> None:
-        check_user_level(type(self).__name__, self.query, self.relation, USER_LEVEL_GLOBAL)
-        _check_noise_range(self)
-
-    @property
-    def neighbouring(self) -> Neighbouring:
-        """The query's unit under ``relation``."""
-        return self.query.neighbouring(self.relation)
-
     def privacy(self) -> PrivacyClaim[ZCDP]:
         """ρ, from the parameters only."""
         return PrivacyClaim(
@@ -361,19 +363,6 @@ class Gaussian(AbstractPrimitive[ZCDP]):
             "discrete Gaussian mechanism, sigma^2 = sensitivity^2/(2 rho) (Canonne-Kamath-Steinke 2020 Thm 14)",
             (("rho", str(self.rho)), ("relation", self.relation)),
         )
-
-    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, n: int | None = None) -> Accuracy:
-        """The (1 − ``alpha``) error of the release, from the parameters only (no data touched).
-
-        Counts, sums and histogram cells: the exact (1 − α) quantile of the
-        noise (``tight``). Means: conditional on the true count, pass ``n`` (a
-        public lower bound on it) for a number. See ``docs/accuracy.md``.
-        """
-        return global_accuracy(self, alpha, n)
-
-    def release(self, data: Dataset, rng: AbstractRandomness) -> object:
-        """The noisy value."""
-        return _release(self, data, rng)
 
 
 def public_noise_terms(node: Laplace | Gaussian) -> list[NoiseTerm]:

@@ -77,7 +77,6 @@ outputs: the statement is conditional on it.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from fractions import Fraction
 from typing import final
 
@@ -92,17 +91,42 @@ from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.mechanisms._common.accuracy import rounded_noise_quantile, up_text
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP, PureDP
-from dpalg.mechanisms._common.params import floor_log2, granularity_param, positive_param
+from dpalg.mechanisms._common.params import floor_log2, granularity_param
 from dpalg.mechanisms._common.ptr_test import mode_accuracy, ptr_cap, ptr_test_passes
 from dpalg.mechanisms.sample_aggregate._blocks import BlockFunction, ColumnFunction, QueryStatistic, discover_block_reads
 from dpalg.mechanisms.sample_aggregate._blocks import block_labels, block_outputs, block_values, blocks_of
 from dpalg.mechanisms.sample_aggregate._backends import release_block_values
+from dpalg.mechanisms.sample_aggregate._fields import (
+    mean_blocks,
+    mean_column,
+    mean_eps,
+    mean_fn,
+    mean_lower,
+    mean_reads,
+    mean_unit,
+    mean_upper,
+    median_blocks,
+    median_column,
+    median_delta,
+    median_eps,
+    median_fn,
+    median_lower,
+    median_reads,
+    median_unit,
+    median_upper,
+    mode_blocks,
+    mode_column,
+    mode_delta,
+    mode_eps,
+    mode_fn,
+    mode_reads,
+    mode_unit,
+)
 from dpalg.mechanisms._common.smooth_quantile import auto_granularity, check_range, smooth_release
 from dpalg.mechanisms._common.user_function import describe, is_recorded_stub, quiet, refuse_result, trial_array
 from dpalg.noise import AbstractRandomness, lattice_noise
 from dpalg.noise._admissible import Admissibility, LaplaceNoise
 from dpalg.noise._tails import laplace_tail_quantile
-from dpalg.queries import Query
 from dpalg.sensitivity._catalog import mode_gap_distance
 
 __all__ = [
@@ -112,146 +136,6 @@ __all__ = [
 
 #: the vote of a block whose function fails (or that is empty) in :class:`SampleAggregateMode`
 FAILURE_VOTE = math.inf
-
-
-# --- shared parameter checks (one set for the three aggregators) ------------------------
-
-
-def _check_fn(owner: str, value: object) -> BlockFunction | ColumnFunction:
-    if isinstance(value, Query):  # a user-defined statistic: f̃ of the block's clipped, sorted values
-        if value.kind != "function":
-            raise InvalidArgument(owner, "block_fn", value, "a Query here must be a Query.function(fn, column=...) | Clip(l, u)")
-        value.require_bounds(owner)
-        return QueryStatistic(value)
-    if not callable(value):
-        raise InvalidArgument(owner, "block_fn", type(value).__name__, "must be callable: Dataset -> number, or 1-D array -> number with column=")
-    return value
-
-
-def _check_blocks(owner: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgument(owner, "blocks", value, "must be an int >= 1")
-    return value
-
-
-def _check_delta(owner: str, value: ExactLike) -> Fraction:
-    d = to_fraction(value, owner=owner, field="delta")
-    if not 0 < d < 1:
-        raise InvalidArgument(owner, "delta", value, "must be in (0, 1)")
-    return d
-
-
-def _check_name(owner: str, field: str, value: str | None, constraint: str) -> str | None:
-    if value is not None and (not isinstance(value, str) or not value):
-        raise InvalidArgument(owner, field, value, constraint)
-    return value
-
-
-def _check_reads(owner: str, value: Sequence[str]) -> tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, (tuple, list)) or not all(isinstance(c, str) and c for c in value):
-        raise InvalidArgument(owner, "reads", value, "must be a tuple of column names (the columns the block function reads)")
-    return tuple(dict.fromkeys(value))
-
-
-# named converters (attrs' mypy plugin needs named functions); one line each over the checks above
-_COLUMN = "must be None (the function gets the block as a Dataset) or a column name"
-_UNIT = "must be None (one row) or the id column of users"
-
-
-def _mean_fn(value: object) -> BlockFunction | ColumnFunction:
-    return _check_fn("SampleAggregateMean", value)
-
-
-def _mean_blocks(value: int) -> int:
-    return _check_blocks("SampleAggregateMean", value)
-
-
-def _mean_eps(value: ExactLike) -> Fraction:
-    return positive_param("SampleAggregateMean", "epsilon", value)
-
-
-def _mean_unit(value: str | None) -> str | None:
-    return _check_name("SampleAggregateMean", "unit", value, _UNIT)
-
-
-def _mean_column(value: str | None) -> str | None:
-    return _check_name("SampleAggregateMean", "column", value, _COLUMN)
-
-
-def _mean_reads(value: Sequence[str]) -> tuple[str, ...]:
-    return _check_reads("SampleAggregateMean", value)
-
-
-def _mean_lower(value: ExactLike) -> Fraction:
-    return to_fraction(value, owner="SampleAggregateMean", field="lower")
-
-
-def _mean_upper(value: ExactLike) -> Fraction:
-    return to_fraction(value, owner="SampleAggregateMean", field="upper")
-
-
-def _median_fn(value: object) -> BlockFunction | ColumnFunction:
-    return _check_fn("SampleAggregateMedian", value)
-
-
-def _median_blocks(value: int) -> int:
-    return _check_blocks("SampleAggregateMedian", value)
-
-
-def _median_eps(value: ExactLike) -> Fraction:
-    return positive_param("SampleAggregateMedian", "epsilon", value)
-
-
-def _median_unit(value: str | None) -> str | None:
-    return _check_name("SampleAggregateMedian", "unit", value, _UNIT)
-
-
-def _median_column(value: str | None) -> str | None:
-    return _check_name("SampleAggregateMedian", "column", value, _COLUMN)
-
-
-def _median_reads(value: Sequence[str]) -> tuple[str, ...]:
-    return _check_reads("SampleAggregateMedian", value)
-
-
-def _median_lower(value: ExactLike) -> Fraction:
-    return to_fraction(value, owner="SampleAggregateMedian", field="lower")
-
-
-def _median_upper(value: ExactLike) -> Fraction:
-    return to_fraction(value, owner="SampleAggregateMedian", field="upper")
-
-
-def _median_delta(value: ExactLike) -> Fraction:
-    return _check_delta("SampleAggregateMedian", value)
-
-
-def _mode_fn(value: object) -> BlockFunction | ColumnFunction:
-    return _check_fn("SampleAggregateMode", value)
-
-
-def _mode_blocks(value: int) -> int:
-    return _check_blocks("SampleAggregateMode", value)
-
-
-def _mode_eps(value: ExactLike) -> Fraction:
-    return positive_param("SampleAggregateMode", "epsilon", value)
-
-
-def _mode_unit(value: str | None) -> str | None:
-    return _check_name("SampleAggregateMode", "unit", value, _UNIT)
-
-
-def _mode_column(value: str | None) -> str | None:
-    return _check_name("SampleAggregateMode", "column", value, _COLUMN)
-
-
-def _mode_reads(value: Sequence[str]) -> tuple[str, ...]:
-    return _check_reads("SampleAggregateMode", value)
-
-
-def _mode_delta(value: ExactLike) -> Fraction:
-    return _check_delta("SampleAggregateMode", value)
 
 
 def _try_block_fn(node: SampleAggregateMean | SampleAggregateMedian | SampleAggregateMode, owner: str) -> None:
@@ -340,14 +224,14 @@ class SampleAggregateMean(AbstractPrimitive[PureDP]):
         dpalg._errors.InvalidArgument: SampleAggregateMean: block_fn='median' raised TypeError on the public trial block (columns [], 8 rows of small numbers): it must return a finite number there; to receive one column as a 1-D array, pass column=
     """
 
-    block_fn: BlockFunction | ColumnFunction = attrs.field(converter=_mean_fn, eq=False)
-    blocks: int = attrs.field(converter=_mean_blocks)
-    lower: Fraction = attrs.field(converter=_mean_lower)
-    upper: Fraction = attrs.field(converter=_mean_upper)
-    epsilon: Fraction = attrs.field(converter=_mean_eps)
-    unit: str | None = attrs.field(default=None, converter=_mean_unit)
-    column: str | None = attrs.field(default=None, converter=_mean_column)
-    reads: tuple[str, ...] = attrs.field(default=(), converter=_mean_reads)
+    block_fn: BlockFunction | ColumnFunction = attrs.field(converter=mean_fn, eq=False)
+    blocks: int = attrs.field(converter=mean_blocks)
+    lower: Fraction = attrs.field(converter=mean_lower)
+    upper: Fraction = attrs.field(converter=mean_upper)
+    epsilon: Fraction = attrs.field(converter=mean_eps)
+    unit: str | None = attrs.field(default=None, converter=mean_unit)
+    column: str | None = attrs.field(default=None, converter=mean_column)
+    reads: tuple[str, ...] = attrs.field(default=(), converter=mean_reads)
 
     def __attrs_post_init__(self) -> None:
         if self.lower >= self.upper:
@@ -444,16 +328,16 @@ class SampleAggregateMedian(AbstractPrimitive[ApproxDP]):
         for every key; averaging over the key keeps the inequality.
     """
 
-    block_fn: BlockFunction | ColumnFunction = attrs.field(converter=_median_fn, eq=False)
-    blocks: int = attrs.field(converter=_median_blocks)
-    lower: Fraction = attrs.field(converter=_median_lower)
-    upper: Fraction = attrs.field(converter=_median_upper)
-    epsilon: Fraction = attrs.field(converter=_median_eps)
-    delta: Fraction = attrs.field(converter=_median_delta)
-    unit: str | None = attrs.field(default=None, converter=_median_unit)
+    block_fn: BlockFunction | ColumnFunction = attrs.field(converter=median_fn, eq=False)
+    blocks: int = attrs.field(converter=median_blocks)
+    lower: Fraction = attrs.field(converter=median_lower)
+    upper: Fraction = attrs.field(converter=median_upper)
+    epsilon: Fraction = attrs.field(converter=median_eps)
+    delta: Fraction = attrs.field(converter=median_delta)
+    unit: str | None = attrs.field(default=None, converter=median_unit)
     granularity: int | None = attrs.field(default=None, converter=_median_k)
-    column: str | None = attrs.field(default=None, converter=_median_column)
-    reads: tuple[str, ...] = attrs.field(default=(), converter=_median_reads)
+    column: str | None = attrs.field(default=None, converter=median_column)
+    reads: tuple[str, ...] = attrs.field(default=(), converter=median_reads)
 
     def __attrs_post_init__(self) -> None:
         if self.lower >= self.upper:
@@ -566,13 +450,13 @@ class SampleAggregateMode(AbstractPrimitive[ApproxDP]):
         :data:`dpalg.BOTTOM` when the test fails.
     """
 
-    block_fn: BlockFunction | ColumnFunction = attrs.field(converter=_mode_fn, eq=False)
-    blocks: int = attrs.field(converter=_mode_blocks)
-    epsilon: Fraction = attrs.field(converter=_mode_eps)
-    delta: Fraction = attrs.field(converter=_mode_delta)
-    unit: str | None = attrs.field(default=None, converter=_mode_unit)
-    column: str | None = attrs.field(default=None, converter=_mode_column)
-    reads: tuple[str, ...] = attrs.field(default=(), converter=_mode_reads)
+    block_fn: BlockFunction | ColumnFunction = attrs.field(converter=mode_fn, eq=False)
+    blocks: int = attrs.field(converter=mode_blocks)
+    epsilon: Fraction = attrs.field(converter=mode_eps)
+    delta: Fraction = attrs.field(converter=mode_delta)
+    unit: str | None = attrs.field(default=None, converter=mode_unit)
+    column: str | None = attrs.field(default=None, converter=mode_column)
+    reads: tuple[str, ...] = attrs.field(default=(), converter=mode_reads)
 
     def __attrs_post_init__(self) -> None:
         _try_block_fn(self, _MODE)

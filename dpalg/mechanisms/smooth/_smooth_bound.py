@@ -65,7 +65,7 @@ from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.mechanisms._common.accuracy import rounded_noise_quantile, up_text
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP, PureDP
-from dpalg.mechanisms._common.params import float_floor, granularity_param, positive_param, relation_param, require_fixed_n
+from dpalg.mechanisms._common.params import float_floor, granularity_param, positive_param, relation_param, require_fixed_n, unit_interval_param
 from dpalg.mechanisms._common.user_level import row_view, unit_values
 from dpalg.noise import AbstractRandomness, round_to_lattice
 from dpalg.noise._fixed_point import lattice_bounds
@@ -265,10 +265,7 @@ def _sb_eps(value: ExactLike) -> Fraction:
 
 
 def _sb_delta(value: ExactLike) -> Fraction:
-    d = to_fraction(value, owner="SmoothBound", field="delta")
-    if not 0 < d < 1:
-        raise InvalidArgument("SmoothBound", "delta", value, "must be in (0, 1)")
-    return d
+    return unit_interval_param("SmoothBound", "delta", value)
 
 
 def _sb_relation(value: str) -> Relation:
@@ -277,16 +274,6 @@ def _sb_relation(value: str) -> Relation:
 
 def _sb_k(value: int | None) -> int | None:
     return granularity_param("SmoothBound", value)
-
-
-def _check_k(owner: str, node: SmoothBound | SmoothBoundCauchy) -> None:
-    lower, upper = node.scale_range()
-    alpha = node.constants().alpha
-    check_range(owner, lower, upper, alpha)
-    if isinstance(node, SmoothBound) and node.granularity is not None:
-        k_min = auto_granularity(lower, upper, alpha)
-        if node.granularity < k_min:
-            raise InvalidArgument(owner, "granularity", node.granularity, f"must be >= {k_min} (range of the exact Laplace sampler)")
 
 
 class _SmoothCommon:
@@ -299,6 +286,21 @@ class _SmoothCommon:
 
     def constants(self) -> Admissibility:  # pragma: no cover - every node overrides it
         raise NotImplementedError
+
+    def __attrs_post_init__(self) -> None:
+        """Refuse, at construction, ranges and budgets the lattice release cannot serve exactly, and
+        a relation other than add/remove for a user-level query (one user's rows are added or removed)."""
+        owner = type(self).__name__
+        lower, upper = self.scale_range()
+        alpha = self.constants().alpha
+        check_range(owner, lower, upper, alpha)
+        if isinstance(self, SmoothBound) and self.granularity is not None:
+            k_min = auto_granularity(lower, upper, alpha)
+            if self.granularity < k_min:
+                raise InvalidArgument(owner, "granularity", self.granularity, f"must be >= {k_min} (range of the exact Laplace sampler)")
+        require_fixed_n(owner, self.stat_query, self.relation)
+        if self.base_query.user is not None and self.relation != "add_remove":
+            raise InvalidArgument(owner, "relation", self.relation, "must be 'add_remove' for a user-level query")
 
     @property
     def base_query(self) -> Query:
@@ -424,12 +426,6 @@ class SmoothBound(_SmoothCommon, AbstractPrimitive[ApproxDP]):
     granularity: int | None = attrs.field(default=None, converter=_sb_k)
     clamp: bool = True
 
-    def __attrs_post_init__(self) -> None:
-        _check_k("SmoothBound", self)
-        require_fixed_n("SmoothBound", self.stat_query, self.relation)
-        if self.base_query.user is not None and self.relation != "add_remove":
-            raise InvalidArgument("SmoothBound", "relation", self.relation, "must be 'add_remove' for a user-level query")
-
     def noise(self) -> AbstractAdmissibleNoise:
         """The standard Laplace."""
         return LaplaceNoise()
@@ -516,12 +512,6 @@ class SmoothBoundCauchy(_SmoothCommon, AbstractPrimitive[PureDP]):
     relation: Relation = attrs.field(default="add_remove", converter=_sc_relation)
     granularity: int | None = attrs.field(default=None, converter=_sc_k)
     clamp: bool = True
-
-    def __attrs_post_init__(self) -> None:
-        _check_k("SmoothBoundCauchy", self)
-        require_fixed_n("SmoothBoundCauchy", self.stat_query, self.relation)
-        if self.base_query.user is not None and self.relation != "add_remove":
-            raise InvalidArgument("SmoothBoundCauchy", "relation", self.relation, "must be 'add_remove' for a user-level query")
 
     def noise(self) -> AbstractAdmissibleNoise:
         """The generalised Cauchy with this γ."""
