@@ -19,7 +19,7 @@ import numpy as np
 
 from dpalg.data import as_dataset
 from dpalg.mechanisms import LocalSensAtDistance, ProposeTest
-from dpalg.mechanisms._ptr import ptr_cap
+from dpalg.mechanisms._common.ptr_test import ptr_cap
 from dpalg.noise import SeededRandomness
 from dpalg.queries import Clip, Query
 

@@ -22,7 +22,7 @@ import numpy as np
 from dpalg import Query
 from dpalg.data import as_dataset, per_unit_sums
 from dpalg.mechanisms import ShiftedInverse, ShiftedInverseSearch, ShiftedInverseSearchZCDP
-from dpalg.mechanisms._shifted_inverse import _binary_search, _Noise, search_steps, user_loss
+from dpalg.mechanisms.shifted_inverse._search import binary_search, SearchNoise, search_steps, user_loss
 from dpalg.noise import SeededRandomness, discrete_laplace, sample_exp_runs
 from dpalg.sensitivity import shifted_loss_runs
 
@@ -67,7 +67,7 @@ def main() -> None:
         node.release(data, rng)
         t = time.perf_counter() - t0
         param = node.sigma() if isinstance(node, ShiftedInverseSearch) else node.sigma2()
-        outs = [_binary_search(loss, DOMAIN, node.tau(), _Noise(kind, param, rng, search_steps(DOMAIN) + 1)) for _ in range(args.releases)]
+        outs = [binary_search(loss, DOMAIN, node.tau(), SearchNoise(kind, param, rng, search_steps(DOMAIN) + 1)) for _ in range(args.releases)]
         label = "binary search, discrete Laplace (pure)" if kind == "laplace" else "binary search, discrete Gaussian (rho=1/2)"
         report(label, t, outs, truth)
 

@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from dpalg import Clip, Query  # noqa: E402
-from dpalg.mechanisms._per_coordinate import CalibratedGaussianSum, CalibratedLaplaceSum, derived_error_ratio  # noqa: E402
+from dpalg.mechanisms.global_noise._per_coordinate import CalibratedGaussianSum, CalibratedLaplaceSum, derived_error_ratio  # noqa: E402
 from dpalg.noise import SeededRandomness  # noqa: E402
 
 D = 10

@@ -25,8 +25,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
 
-from dpalg.mechanisms._bounded_ls import lattice_release  # noqa: E402
-from dpalg.mechanisms._ratio import PrivateRatio, ratio_local_sensitivity  # noqa: E402
+from dpalg.mechanisms.bounded_ls._bounded_ls import lattice_release  # noqa: E402
+from dpalg.mechanisms.bounded_ls._ratio import PrivateRatio  # noqa: E402
+from dpalg.mechanisms.bounded_ls._ratio_sensitivity import ratio_local_sensitivity
 from dpalg.noise import SeededRandomness  # noqa: E402
 
 FRACTION_IN_A = Fraction(3, 10)

@@ -15,7 +15,7 @@ The data are synthetic (the seed uses the Adult census ages, which are not
 shipped): 32,561 integer ages from 17 + Gamma(2.5, 8.6), clipped to 90, which
 matches Adult's size, mean (≈ 38.6) and spread. Unlike the seed's contiguous
 chunks, dpalg assigns each row an independent random block (see
-:mod:`dpalg.mechanisms._sample_aggregate`), which is what makes the guarantee hold
+:mod:`dpalg.mechanisms.sample_aggregate._aggregate`), which is what makes the guarantee hold
 under add/remove. Every release uses exact discrete noise and the seeded generator
 (reproducible, NOT secure).
 """

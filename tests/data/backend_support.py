@@ -33,7 +33,7 @@ from dpalg import ZCDP, ApproxDP, Clip, Compose, InvalidArgument, PureDP, PureTo
 from dpalg.data import LatticeSum, OrderWindow, Reductions
 from dpalg.data import _numpy_reductions as nr
 from dpalg.mechanisms import Laplace, SmoothBound
-from dpalg.mechanisms._shifted_inverse import ShiftedInverse, ShiftedInverseSearch, ShiftedInverseSearchZCDP
+from dpalg.mechanisms.shifted_inverse._shifted_inverse import ShiftedInverse, ShiftedInverseSearch, ShiftedInverseSearchZCDP
 
 NAN, INF = math.nan, math.inf
 Question = tuple[str, Callable[[Reductions], object]]

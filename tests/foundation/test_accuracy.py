@@ -16,7 +16,7 @@ from dpalg.data import as_dataset
 from dpalg.graph._accuracy import Accuracy
 from dpalg.mechanisms import CalibratedGaussianSum, CalibratedLaplaceSum, Gaussian, Laplace
 from dpalg.noise import SeededRandomness, discrete_gaussian, discrete_laplace
-from dpalg.mechanisms._global_accuracy import _terms
+from dpalg.mechanisms.global_noise._laplace_gaussian import public_noise_terms
 from dpalg.noise._tails import gaussian_tail_quantile, laplace_tail_quantile
 
 
@@ -135,7 +135,7 @@ def test_mean_accuracy_is_conditional_and_holds_where_a_naive_bound_fails(trials
     errors = _errors(node, {"x": np.full(n, 90.0)}, 90.0, trials)
     assert np.mean(errors > float(acc.error)) <= _exceed_limit(float(alpha), trials)
     # the broken statement: the sum's noise alone over n (forgetting the noisy count) is exceeded far too often
-    centred = _terms(node)[0]
+    centred = public_noise_terms(node)[0]
     m_s, _ = laplace_tail_quantile(centred.param, alpha)
     naive = float(m_s * Fraction(2) ** centred.k / n)
     assert np.mean(errors > naive) > _exceed_limit(float(alpha), trials)  # expected about 0.18 (simulated)
@@ -155,7 +155,7 @@ def test_histogram_accuracy_is_per_key_with_a_union_bound_note() -> None:
 
 def test_sum_accuracy_is_the_lattice_quantile_times_the_step() -> None:
     node = Laplace(Query.sum("x") | Clip(-3, 3), epsilon="0.3")
-    term = _terms(node)[0]
+    term = public_noise_terms(node)[0]
     assert term.param * Fraction(2) ** term.k == 10  # scale sensitivity/eps = 3/0.3 in value units
     m, _ = laplace_tail_quantile(term.param, Fraction(1, 20))
     assert node.accuracy().error == m * Fraction(2) ** term.k

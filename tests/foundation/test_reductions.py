@@ -157,8 +157,8 @@ _moderate = st.lists(
 def test_ptr_mean_summary_equals_the_full_array_profile(
     x: npt.NDArray[np.float64], bounds: tuple[object, object], relation: str, cap: int, beta: float
 ) -> None:
-    from dpalg.mechanisms._ptr import exact_value
-    from dpalg.mechanisms._ptr_summary import mean_distance_and_value
+    from dpalg.mechanisms.ptr._propose_test import exact_value
+    from dpalg.mechanisms.ptr._summary import mean_distance_and_value
     from dpalg.sensitivity import distance_to_instability, ls_profile
     from dpalg.sensitivity._ls_mean import mean_ls_profile_from_extremes
 
@@ -185,7 +185,7 @@ def test_ptr_mean_summary_equals_the_full_array_profile(
 @settings(max_examples=200, deadline=None)
 @given(idx=st.lists(st.integers(0, 16), max_size=30), q=st.sampled_from(["1/2", "1/4", "9/10", "0", "1"]))
 def test_quantile_runs_from_counts_equal_the_sorted_runs(idx: list[int], q: str) -> None:
-    from dpalg.mechanisms._exponential import quantile_runs, quantile_runs_from_counts
+    from dpalg.mechanisms.selection._exponential import quantile_runs, quantile_runs_from_counts
 
     arr = np.array(idx, dtype=np.int64)
     counts = np.bincount(arr, minlength=17)
@@ -211,8 +211,8 @@ def test_order_window_with_huge_bounds_and_infinities() -> None:
 def test_ptr_order_window_equals_the_full_array_profile(
     x: npt.NDArray[np.float64], kind: str, bounds: tuple[object, object], relation: str, cap: int, beta: float
 ) -> None:
-    from dpalg.mechanisms._ptr import exact_value
-    from dpalg.mechanisms._ptr_summary import order_distance_and_value
+    from dpalg.mechanisms.ptr._propose_test import exact_value
+    from dpalg.mechanisms.ptr._summary import order_distance_and_value
     from dpalg.sensitivity import distance_to_instability
 
     base = {"median": Query.median("x"), "quantile": Query.quantile("x", "3/10"), "max": Query.max("x"), "min": Query.min("x")}[kind]
@@ -228,8 +228,8 @@ def test_ptr_order_window_equals_the_full_array_profile(
 @pytest.mark.parametrize("kind", ["median", "max", "min"])
 @pytest.mark.parametrize("relation", ["add_remove", "substitution"])
 def test_ptr_order_window_on_a_long_column_with_ties(kind: str, relation: Relation) -> None:
-    from dpalg.mechanisms._ptr import exact_value
-    from dpalg.mechanisms._ptr_summary import order_distance_and_value
+    from dpalg.mechanisms.ptr._propose_test import exact_value
+    from dpalg.mechanisms.ptr._summary import order_distance_and_value
     from dpalg.sensitivity import distance_to_instability
 
     gen = np.random.default_rng(7)

@@ -18,12 +18,14 @@ from scipy import stats
 
 from dpalg import BOTTOM, Clip, InvalidArgument, Query
 from dpalg.data import as_dataset
-from dpalg.mechanisms._ddp_accuracy import exp_mech_gap, ptr_bottom_probability, rounded_noise_quantile
-from dpalg.mechanisms._exponential import ExponentialQuantile, NoisyMax
-from dpalg.mechanisms._ptr import ProposeTest, ptr_cap
-from dpalg.mechanisms._ptr_guidance import mean_ls_upper, suggest_ptr_bound
-from dpalg.mechanisms._smooth_bound import SmoothBound, SmoothBoundCauchy, _windowed_center_and_scale
-from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
+from dpalg.mechanisms._common.accuracy import exp_mech_gap, rounded_noise_quantile
+from dpalg.mechanisms._common.ptr_test import ptr_bottom_probability
+from dpalg.mechanisms.selection._exponential import ExponentialQuantile, NoisyMax
+from dpalg.mechanisms.ptr._propose_test import ProposeTest
+from dpalg.mechanisms._common.ptr_test import ptr_cap
+from dpalg.mechanisms.ptr._guidance import mean_ls_upper, suggest_ptr_bound
+from dpalg.mechanisms.smooth._smooth_bound import SmoothBound, SmoothBoundCauchy, _windowed_center_and_scale
+from dpalg.mechanisms._common.ptr_test import ceil_log_inv_delta_over_eps
 from dpalg.noise import SeededRandomness
 from dpalg.sensitivity._catalog import ls_profile
 

@@ -21,19 +21,17 @@ from scipy import stats
 
 from dpalg import BOTTOM, InvalidArgument, Query
 from dpalg.data import as_dataset
-from dpalg.mechanisms._accuracy_more import (
-    distance_from_gap,
-    laplace_at_least,
-    ptr_bottom_enclosure,
-    stable_release_count,
-)
-from dpalg.mechanisms._ddp_accuracy import ptr_bottom_probability
-from dpalg.mechanisms._ptr import PTRMode, ptr_cap
-from dpalg.mechanisms._sample_aggregate import SampleAggregateMean, SampleAggregateMedian, SampleAggregateMode
-from dpalg.mechanisms._sample_aggregate_blocks import block_labels, block_outputs
-from dpalg.mechanisms._smooth_bound import center_and_scale
-from dpalg.mechanisms._stable_histogram import StableHistogram
-from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
+from dpalg.mechanisms._common.ptr_test import distance_from_gap, ptr_bottom_enclosure
+from dpalg.mechanisms._common.accuracy import laplace_at_least
+from dpalg.mechanisms.ptr._stable_histogram import stable_release_count
+from dpalg.mechanisms._common.ptr_test import ptr_bottom_probability
+from dpalg.mechanisms.ptr._propose_test import PTRMode
+from dpalg.mechanisms._common.ptr_test import ptr_cap
+from dpalg.mechanisms.sample_aggregate._aggregate import SampleAggregateMean, SampleAggregateMedian, SampleAggregateMode
+from dpalg.mechanisms.sample_aggregate._blocks import block_labels, block_outputs
+from dpalg.mechanisms._common.smooth_quantile import center_and_scale
+from dpalg.mechanisms.ptr._stable_histogram import StableHistogram
+from dpalg.mechanisms._common.ptr_test import ceil_log_inv_delta_over_eps
 from dpalg.measures._display import decimal_text
 from dpalg.noise import SeededRandomness, round_to_lattice
 from dpalg.sensitivity._catalog import mode_gap_distance

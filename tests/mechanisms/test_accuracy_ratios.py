@@ -4,7 +4,7 @@ Each statement is checked empirically: the mechanism's ``release`` runs many
 times with seeded randomness, and the number of releases outside the stated
 error must be at most the exact one-sided binomial bound at 1e-6 for
 Binomial(trials, alpha). A deliberately understated variant must fail the
-same check (so the check can fail). Proofs: dpalg/mechanisms/_accuracy_ratios.py.
+same check (so the check can fail). Proofs: dpalg/mechanisms/bounded_ls/_accuracy.py.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import pytest
 from dpalg import InvalidArgument, Query
 from dpalg.data import as_dataset
 from dpalg.graph._accuracy import Accuracy
-from dpalg.mechanisms._accuracy_ratios import shifted_inverse_removals
-from dpalg.mechanisms._auto_clip import AutoClipSum
-from dpalg.mechanisms._bounded_ls import BoundedLS, NoisyCount
-from dpalg.mechanisms._ratio import BoundedLSRatio, KSWRatio, NaiveRatio, PrivateRatio
-from dpalg.mechanisms._shifted_inverse import ShiftedInverse, ShiftedInverseSearch, ShiftedInverseSearchZCDP
+from dpalg.mechanisms.shifted_inverse._shifted_inverse import shifted_inverse_removals
+from dpalg.mechanisms.auto_clip._auto_clip import AutoClipSum
+from dpalg.mechanisms.bounded_ls._bounded_ls import BoundedLS, NoisyCount
+from dpalg.mechanisms.bounded_ls._ratio import BoundedLSRatio, KSWRatio, NaiveRatio, PrivateRatio
+from dpalg.mechanisms.shifted_inverse._shifted_inverse import ShiftedInverse, ShiftedInverseSearch, ShiftedInverseSearchZCDP
 from dpalg.noise import SeededRandomness
 
 ALPHA = Fraction(1, 10)

@@ -15,7 +15,7 @@ import sympy
 from dpalg import ApproxDP, Compose, InvalidArgument
 from dpalg.data import Dataset, as_dataset
 from dpalg.graph import PureToApprox
-from dpalg.mechanisms._bounded_ls import (
+from dpalg.mechanisms.bounded_ls._bounded_ls import (
     BoundedLS,
     NoisyCount,
     check_monotone,
@@ -25,7 +25,8 @@ from dpalg.mechanisms._bounded_ls import (
     round_up_bits,
     tail_margin,
 )
-from dpalg.mechanisms._ratio import PrivateRatio, ratio_local_sensitivity
+from dpalg.mechanisms.bounded_ls._ratio import PrivateRatio
+from dpalg.mechanisms.bounded_ls._ratio_sensitivity import ratio_local_sensitivity
 from dpalg.noise import SeededRandomness, discrete_laplace
 from dpalg.release import BOTTOM
 from dpalg.release._serialize import CallableStub, decode, encode

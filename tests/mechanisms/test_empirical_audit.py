@@ -24,7 +24,7 @@ from dpalg.cli import main
 from dpalg.data import Dataset, Neighbouring
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.mechanisms import Laplace, ProposeTest
-from dpalg.mechanisms._ptr import exact_value
+from dpalg.mechanisms.ptr._propose_test import exact_value
 from dpalg.noise import AbstractRandomness, SeededRandomness, discrete_laplace, lattice_noise
 from dpalg.release import empirical_epsilon_lower_bound
 from dpalg.release._adversary import NeighbourPair, neighbour_candidates

@@ -21,8 +21,8 @@ from scipy import stats
 from dpalg import Clip, ClipPerUser, Compose, InvalidArgument, MaxRowsPerUser, PureDP, Query, Session
 from dpalg.data import as_dataset
 from dpalg.mechanisms import ExponentialQuantile
-from dpalg.mechanisms._exponential import MAX_CANDIDATES, candidate_scores
-from dpalg.mechanisms._testing import multiset_neighbours
+from dpalg.mechanisms.selection._exponential import MAX_CANDIDATES, candidate_scores
+from dpalg.mechanisms._common.testing import multiset_neighbours
 from dpalg.noise import SeededRandomness
 from dpalg.noise._permute_flip import permute_flip_probabilities, sample_permute_flip
 from dpalg.release import audit_certificate, decode, encode

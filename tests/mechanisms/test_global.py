@@ -15,9 +15,10 @@ from scipy import stats
 from dpalg import ZCDP, Clip, Compose, InvalidArgument, PureDP, Query, ZCDPToApprox
 from dpalg.data import Dataset, as_dataset
 from dpalg.mechanisms import ExponentialQuantile, Gaussian, Laplace, NoisyMax
-from dpalg.mechanisms import _global
-from dpalg.mechanisms._exponential import quantile_runs
-from dpalg.mechanisms._testing import multiset_neighbours
+from dpalg.mechanisms.global_noise import _laplace_gaussian
+from dpalg.mechanisms.global_noise._laplace_gaussian import noise_terms
+from dpalg.mechanisms.selection._exponential import quantile_runs
+from dpalg.mechanisms._common.testing import multiset_neighbours
 from dpalg.noise import SeededRandomness
 
 DOMAIN = (0.0, 0.5, 1.0, 2.0)
@@ -36,7 +37,7 @@ def _privacy_loss_bound(node: Laplace | Gaussian, x: Dataset, y: Dataset) -> Fra
     Gaussian: the Renyi divergence of discrete Gaussians with shift d is at most
     alpha d^2/(2 sigma^2) (CKS 2020 Prop. 5): rho-equivalent sum d_i^2/(2 sigma_i^2).
     """
-    tx, ty = _global.noise_terms(node, x), _global.noise_terms(node, y)
+    tx, ty = noise_terms(node, x), noise_terms(node, y)
     assert [(t.label, t.param, t.k) for t in tx] == [(t.label, t.param, t.k) for t in ty], "noise must not depend on data"
     total = Fraction(0)
     for a, b in zip(tx, ty):
@@ -81,7 +82,7 @@ def test_broken_lattice_units_are_caught(monkeypatch: pytest.MonkeyPatch) -> Non
         lower, upper = query.require_bounds("test")
         return clipped_sum_sensitivity(lower, upper, k, relation)  # real units: the bug
 
-    monkeypatch.setattr(_global, "_sum_sensitivity", bad)
+    monkeypatch.setattr(_laplace_gaussian, "_sum_sensitivity", bad)
     worst = max(_privacy_loss_bound(node, _ds(x), _ds(y)) for x, y in multiset_neighbours(DOMAIN, 2, "add_remove"))
     assert worst > node.epsilon
 
@@ -90,7 +91,7 @@ def test_exact_pmf_ratio_of_count_mechanism() -> None:
     """Direct check on the pmf: P[out = o | n] / P[out = o | n+1] <= e^eps for all o."""
     eps = Fraction(1, 2)
     node = Laplace(Query.count(), epsilon=eps)
-    t = _global.noise_terms(node, _ds((0.0,)))[0].param
+    t = noise_terms(node, _ds((0.0,)))[0].param
     q = math.exp(-1 / float(t))
 
     def pmf(z: int) -> float:
@@ -113,7 +114,7 @@ def test_released_noise_has_the_claimed_scale() -> None:
     node = Laplace(Query.sum("x") | Clip(0, 10), epsilon=1)
     plan = Compose(node)
     plan.check(PureDP(1))
-    truth = float(_global.noise_terms(node, data)[0].value * Fraction(2) ** _global.noise_terms(node, data)[0].k)
+    truth = float(noise_terms(node, data)[0].value * Fraction(2) ** noise_terms(node, data)[0].k)
     draws = np.array([node.release(data, rng) for _ in range(4000)], dtype=np.float64) - truth
     expected = 2 * 10.0**2  # Laplace(b = 10) variance; the lattice step is 2^-20 of b
     assert abs(draws.var() / expected - 1) < 0.1
@@ -247,7 +248,7 @@ def test_centred_mean_sensitivity_is_tight_under_add_remove() -> None:
     node = Laplace(Query.mean("x") | Clip(0, 2), epsilon="0.7")
     worst = max(_privacy_loss_bound(node, _ds(x), _ds(y)) for x, y in multiset_neighbours(DOMAIN, 3, "add_remove"))
     assert worst == Fraction(7, 10)
-    terms = _global.noise_terms(node, _ds((0.0, 2.0)))
+    terms = noise_terms(node, _ds((0.0, 2.0)))
     assert terms[0].label == "centred_sum" and terms[0].sensitivity * 2 ** terms[0].k == 1  # (u - l)/2, not max(|l|, |u|) = 2
 
 

@@ -16,7 +16,7 @@ import sympy
 from dpalg import Clip, Compose, InvalidArgument, Query, ZCDP, ApproxDP, PureDP
 from dpalg.data import as_dataset
 from dpalg.graph import ZCDPToApprox
-from dpalg.mechanisms._per_coordinate import (
+from dpalg.mechanisms.global_noise._per_coordinate import (
     CalibratedGaussianSum,
     CalibratedLaplaceSum,
     box_sensitivities,

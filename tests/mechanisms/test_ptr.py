@@ -12,10 +12,13 @@ import sympy
 
 from dpalg import BOTTOM, ApproxDP, Clip, Compose, InvalidArgument, Query, Session
 from dpalg.data import as_dataset
-from dpalg.mechanisms._ptr import LocalSensAtDistance, ProposeTest, PTRMode, ptr_cap
-from dpalg.mechanisms._stable_histogram import StableHistogram, stable_threshold
-from dpalg.mechanisms._testing import bottom_probability, multiset_neighbours, worst_ptr_delta
-from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
+from dpalg.mechanisms._common.local_sensitivity import LocalSensAtDistance
+from dpalg.mechanisms.ptr._propose_test import ProposeTest, PTRMode
+from dpalg.mechanisms._common.ptr_test import ptr_cap
+from dpalg.mechanisms.ptr._stable_histogram import StableHistogram, stable_threshold
+from dpalg.mechanisms.ptr._testing import bottom_probability, worst_ptr_delta
+from dpalg.mechanisms._common.testing import multiset_neighbours
+from dpalg.mechanisms._common.ptr_test import ceil_log_inv_delta_over_eps
 from dpalg.noise import SeededRandomness
 from dpalg.release import audit_certificate
 

@@ -24,8 +24,9 @@ import sympy
 
 from dpalg import BOTTOM, Clip, InvalidArgument, Query
 from dpalg.data import Relation, as_dataset
-from dpalg.mechanisms import _ptr
-from dpalg.mechanisms._ptr import LocalSensAtDistance, ProposeTest, exact_value, ptr_cap
+from dpalg.mechanisms._common.local_sensitivity import LocalSensAtDistance
+from dpalg.mechanisms.ptr._propose_test import ProposeTest, exact_value
+from dpalg.mechanisms._common.ptr_test import ptr_cap
 from dpalg.noise import SeededRandomness
 from dpalg.release._certificate import classify_note
 from dpalg.sensitivity import _catalog, _ptr_condition

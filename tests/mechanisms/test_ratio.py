@@ -15,15 +15,9 @@ import pytest
 from dpalg import ApproxDP, Compose, InvalidArgument, PureDP
 from dpalg.data import Relation, as_dataset
 from dpalg.graph import PureToApprox
-from dpalg.mechanisms._bounded_ls import lattice_terms
-from dpalg.mechanisms._ratio import (
-    BoundedLSRatio,
-    KSWRatio,
-    NaiveRatio,
-    PrivateRatio,
-    ratio_local_sensitivity,
-    ratio_ls_bound,
-)
+from dpalg.mechanisms.bounded_ls._bounded_ls import lattice_terms
+from dpalg.mechanisms.bounded_ls._ratio import BoundedLSRatio, KSWRatio, NaiveRatio, PrivateRatio
+from dpalg.mechanisms.bounded_ls._ratio_sensitivity import ratio_local_sensitivity, ratio_ls_bound
 from dpalg.noise import SeededRandomness, discrete_laplace
 
 RATIO = PrivateRatio("in_a")

@@ -14,10 +14,17 @@ import pytest
 from dpalg import BOTTOM, ApproxDP, InvalidArgument, PureDP
 from dpalg.data import Dataset, as_dataset
 from dpalg.mechanisms import SampleAggregateMedian, SampleAggregateMode
-from dpalg.mechanisms._ptr import ptr_cap
-from dpalg.mechanisms._sample_aggregate import FAILURE_VOTE, SampleAggregateMean, block_labels, block_outputs, block_values, blocks_of
-from dpalg.mechanisms._smooth_bound import center_and_scale
-from dpalg.mechanisms._thresholds import ceil_log_inv_delta_over_eps
+from dpalg.mechanisms._common.ptr_test import ptr_cap
+from dpalg.mechanisms.sample_aggregate._aggregate import (
+    FAILURE_VOTE,
+    SampleAggregateMean,
+    block_labels,
+    block_outputs,
+    block_values,
+    blocks_of,
+)
+from dpalg.mechanisms._common.smooth_quantile import center_and_scale
+from dpalg.mechanisms._common.ptr_test import ceil_log_inv_delta_over_eps
 from dpalg.sensitivity import mode_gap_distance
 from dpalg.noise import SeededRandomness
 from dpalg.release import empirical_epsilon_lower_bound

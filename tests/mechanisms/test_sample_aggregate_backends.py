@@ -35,13 +35,7 @@ from dpalg.data import Dataset, as_dataset, key_index
 from dpalg.data._row_choice import exact_occurrences, keyed_labels
 from dpalg.data._spark import SparkSource
 from dpalg.mechanisms import BoundedLS, NoisyCount, SampleAggregateMean, SampleAggregateMedian, SampleAggregateMode
-from dpalg.mechanisms._sample_aggregate_blocks import (
-    block_labels,
-    block_values,
-    blocks_of,
-    canonical_column,
-    content_hashes,
-)
+from dpalg.mechanisms.sample_aggregate._blocks import block_labels, block_values, blocks_of, canonical_column, content_hashes
 from dpalg.noise import SeededRandomness, prf_secret
 
 Labeller = Callable[[Dataset, int], npt.NDArray[np.int64]]

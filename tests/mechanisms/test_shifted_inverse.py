@@ -16,13 +16,8 @@ from hypothesis import strategies as st
 
 from dpalg import ApproxDP, Clip, Compose, InvalidArgument, PureDP, Query, ZCDPToApprox
 from dpalg.data import as_dataset
-from dpalg.mechanisms._shifted_inverse import (
-    ShiftedInverse,
-    ShiftedInverseSearch,
-    ShiftedInverseSearchZCDP,
-    search_steps,
-    user_loss,
-)
+from dpalg.mechanisms.shifted_inverse._shifted_inverse import ShiftedInverse, ShiftedInverseSearch, ShiftedInverseSearchZCDP
+from dpalg.mechanisms.shifted_inverse._search import search_steps, user_loss
 from dpalg.noise import SeededRandomness
 from dpalg.sensitivity import UserLoss, shifted_loss_runs
 

@@ -17,7 +17,7 @@ from scipy import stats
 from dpalg import ApproxDP, Clip, InvalidArgument, PureDP, Query
 from dpalg.data import Relation, as_dataset
 from dpalg.mechanisms import ExponentialQuantile, SmoothBound, SmoothBoundCauchy
-from dpalg.mechanisms._smooth_bound import auto_granularity, center_and_scale
+from dpalg.mechanisms._common.smooth_quantile import auto_granularity, center_and_scale
 from dpalg.noise import SeededRandomness
 from dpalg.noise._admissible import Admissibility, CauchyNoise, LaplaceNoise
 

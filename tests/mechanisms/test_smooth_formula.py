@@ -22,11 +22,11 @@ import sympy
 from dpalg import ApproxDP, Clip, InvalidArgument, PureDP, Query, Session
 from dpalg.data import as_dataset
 from dpalg.mechanisms import LocalSensAtDistance, SmoothBound, SmoothBoundCauchy
-from dpalg.mechanisms._ls_formula import _parsed
-from dpalg.mechanisms._smooth_formula import FormulaEnvelope, envelope_of, formula_smooth_bound
-from dpalg.mechanisms._smooth_kinds import constant_center_and_scale, function_center_and_scale
-from dpalg.mechanisms._smooth_profile import truncated_smooth_bound
-from dpalg.mechanisms._user_function import statistic_value
+from dpalg.mechanisms._common.ls_formula import _parsed
+from dpalg.mechanisms.smooth._formula import FormulaEnvelope, envelope_of, formula_smooth_bound
+from dpalg.mechanisms.smooth._kinds import constant_center_and_scale, function_center_and_scale
+from dpalg.mechanisms.smooth._profile import truncated_smooth_bound
+from dpalg.mechanisms._common.user_function import statistic_value
 from dpalg.noise import SeededRandomness
 from dpalg.noise._admissible import Admissibility, LaplaceNoise
 from dpalg.release import audit_certificate

@@ -17,11 +17,11 @@ import pytest
 
 from dpalg import ApproxDP, Clip, InvalidArgument, PureDP, Query
 from dpalg.mechanisms import SmoothBound, SmoothBoundCauchy
-from dpalg.mechanisms._smooth_bound import mean_center_and_scale
+from dpalg.mechanisms.smooth._smooth_bound import mean_center_and_scale
 from dpalg.noise import SeededRandomness
 from dpalg.noise._admissible import Admissibility, LaplaceNoise
 from dpalg.sensitivity import smooth_sensitivity
-from dpalg.mechanisms._smooth_profile import (
+from dpalg.mechanisms.smooth._profile import (
     MEAN_ERR_REL,
     mean_lattice_exponent,
     mean_lattice_profile,

@@ -1,4 +1,4 @@
-"""SmoothBound over the clipped trimmed mean, add/remove (``dpalg.mechanisms._smooth_trimmed``).
+"""SmoothBound over the clipped trimmed mean, add/remove (``dpalg.mechanisms.smooth._trimmed``).
 
 Brute force on a small integer domain (every dataset within distance k), an exact
 rational enumeration of every configuration, the old O(K³) profile, β-smoothness on
@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from dpalg import Clip, InvalidArgument, Query
 from dpalg.data import as_dataset
-from dpalg.mechanisms._smooth_profile import _SLACK, truncated_smooth_bound
-from dpalg.mechanisms._smooth_trimmed import (
+from dpalg.mechanisms.smooth._profile import _SLACK, truncated_smooth_bound
+from dpalg.mechanisms.smooth._trimmed import (
     MAX_LEVELS,
     TRIM_ERR_REL,
     TrimmedSummary,

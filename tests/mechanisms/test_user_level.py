@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from dpalg import Clip, ClipPerUser, InvalidArgument, MaxKeysPerUser, MaxRowsPerUser, PureDP, Query
 from dpalg.data import Dataset, as_dataset
 from dpalg.mechanisms import ExponentialQuantile, Gaussian, Laplace, NoisyMax, StableHistogram
-from dpalg.mechanisms import _global
-from dpalg.mechanisms._user_level import histogram_sensitivity, kept_rows
+from dpalg.mechanisms.global_noise._laplace_gaussian import noise_terms
+from dpalg.mechanisms._common.user_level import histogram_sensitivity, kept_rows
 from dpalg.noise import SeededRandomness
 
 SECRET = bytes(range(32))
@@ -65,8 +65,8 @@ QUERIES = [
 
 
 def _moves(node: Laplace | Gaussian, small: Dataset, big: Dataset) -> list[tuple[int, int, Fraction]]:
-    a = _global.noise_terms(node, small, SECRET)
-    b = _global.noise_terms(node, big, SECRET)
+    a = noise_terms(node, small, SECRET)
+    b = noise_terms(node, big, SECRET)
     assert [t.param for t in a] == [t.param for t in b]  # parameters never depend on data
     return [(ta.value, tb.value, ta.sensitivity) for ta, tb in zip(a, b)]
 
@@ -111,8 +111,8 @@ def test_row_order_never_changes_a_user_level_statistic(rows: UserRows, perm_see
     shuffled = [rows[i] for i in order]
     for query in QUERIES:
         node = Laplace(query, epsilon=1)
-        a = [t.value for t in _global.noise_terms(node, _dataset(rows), SECRET)]
-        b = [t.value for t in _global.noise_terms(node, _dataset(shuffled), SECRET)]
+        a = [t.value for t in noise_terms(node, _dataset(rows), SECRET)]
+        b = [t.value for t in noise_terms(node, _dataset(shuffled), SECRET)]
         assert a == b, query
 
 
@@ -124,14 +124,14 @@ def test_a_broken_row_cap_is_caught() -> None:
     honest = _moves(Laplace(query, epsilon=1), _dataset(rows), _dataset(rows + extra))
     assert all(abs(b - a) <= s for a, b, s in honest)
     uncapped = Query.count(user="uid") | ClipPerUser(0, 10**6)  # the cap "forgotten": totals up to 10**6
-    a = _global.noise_terms(Laplace(uncapped, epsilon=1), _dataset(rows), SECRET)[0].value
-    b = _global.noise_terms(Laplace(uncapped, epsilon=1), _dataset(rows + extra), SECRET)[0].value
+    a = noise_terms(Laplace(uncapped, epsilon=1), _dataset(rows), SECRET)[0].value
+    b = noise_terms(Laplace(uncapped, epsilon=1), _dataset(rows + extra), SECRET)[0].value
     assert abs(b - a) > honest[0][2]  # 10 rows moved the count by 10 > 3
 
 
 def test_missing_ids_are_nobodys_rows() -> None:
     rows: UserRows = [("u1", 2.0, "a"), (None, 5.0, "a"), (float("nan"), 7.0, "b")]
-    terms = _global.noise_terms(Laplace(Query.count(user="uid") | MaxRowsPerUser(5), epsilon=1), _dataset(rows), SECRET)
+    terms = noise_terms(Laplace(Query.count(user="uid") | MaxRowsPerUser(5), epsilon=1), _dataset(rows), SECRET)
     assert terms[0].value == 1
 
 
@@ -200,7 +200,7 @@ def test_user_level_release_runs_end_to_end() -> None:
 # --- local-sensitivity mechanisms over users' clipped totals ---------------------------------
 
 from dpalg.mechanisms import ProposeTest, SmoothBound, SmoothBoundCauchy  # noqa: E402
-from dpalg.mechanisms._user_level import unit_values  # noqa: E402
+from dpalg.mechanisms._common.user_level import unit_values  # noqa: E402
 
 
 @settings(max_examples=60, deadline=None)
@@ -306,9 +306,9 @@ def _check_every_world_and_newcomer(query: Query, worlds: list[UserRows]) -> Non
     lap = Laplace(query, epsilon=1)
     newcomers = _newcomers()
     for rows in worlds:
-        small = _global.noise_terms(lap, _dataset(rows), SECRET)  # once per world, not once per newcomer
+        small = noise_terms(lap, _dataset(rows), SECRET)  # once per world, not once per newcomer
         for extra in newcomers:
-            big = _global.noise_terms(lap, _dataset(rows + extra), SECRET)
+            big = noise_terms(lap, _dataset(rows + extra), SECRET)
             assert [t.param for t in small] == [t.param for t in big]  # parameters never depend on data
             moves = [(ta.value, tb.value, ta.sensitivity) for ta, tb in zip(small, big)]
             if query.kind == "histogram":

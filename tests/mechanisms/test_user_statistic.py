@@ -28,10 +28,11 @@ import pytest
 from dpalg import ApproxDP, Clip, InvalidArgument, Query, Session
 from dpalg.data import as_dataset
 from dpalg.mechanisms import ExponentialQuantile, Gaussian, Laplace, SmoothBound, SmoothBoundCauchy
-from dpalg.mechanisms._ls_at_distance import BRUTE_MAX_K, BRUTE_MAX_N, LocalSensAtDistance, brute_force_datasets
-from dpalg.mechanisms._ptr import ProposeTest
-from dpalg.mechanisms._testing import multiset_neighbours, worst_ptr_delta
-from dpalg.mechanisms._user_function import statistic_value
+from dpalg.mechanisms._common.local_sensitivity import BRUTE_MAX_K, BRUTE_MAX_N, LocalSensAtDistance, brute_force_datasets
+from dpalg.mechanisms.ptr._propose_test import ProposeTest
+from dpalg.mechanisms._common.testing import multiset_neighbours
+from dpalg.mechanisms.ptr._testing import worst_ptr_delta
+from dpalg.mechanisms._common.user_function import statistic_value
 from dpalg.noise import SeededRandomness
 from dpalg.release import audit_certificate
 from dpalg.release._certificate import classify_note
@@ -89,7 +90,7 @@ def test_failures_become_the_fallback_silently(fn: object) -> None:
 
 
 def test_the_function_sees_sorted_values_and_runs_only_in_its_mechanism() -> None:
-    from dpalg.mechanisms._ptr import exact_value
+    from dpalg.mechanisms.ptr._propose_test import exact_value
 
     first = Query.function(lambda x: float(x[0]), column="v") | Clip(0, 10)
     assert exact_value(first, first.values(as_dataset({"v": [5.0, np.nan, 2.0, 40.0]}))) == 2.0

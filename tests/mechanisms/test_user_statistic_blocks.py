@@ -14,8 +14,8 @@ import pytest
 from dpalg import BOTTOM, Clip, InvalidArgument, PureDP, Query, Session
 from dpalg.data import as_dataset
 from dpalg.mechanisms import SampleAggregateMean, SampleAggregateMedian, SampleAggregateMode
-from dpalg.mechanisms._sample_aggregate_blocks import QueryStatistic, block_labels, block_values
-from dpalg.mechanisms._user_function import statistic_value
+from dpalg.mechanisms.sample_aggregate._blocks import QueryStatistic, block_labels, block_values
+from dpalg.mechanisms._common.user_function import statistic_value
 from dpalg.noise import SeededRandomness
 from dpalg.release import audit_certificate
 from dpalg.release._serialize import decode, encode

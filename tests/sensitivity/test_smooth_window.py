@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 from dpalg.data import as_dataset
 from dpalg.data._numpy_reductions import order_window
 from dpalg.mechanisms import SmoothBound
-from dpalg.mechanisms._smooth_bound import _windowed_center_and_scale, center_and_scale
+from dpalg.mechanisms.smooth._smooth_bound import _windowed_center_and_scale
+from dpalg.mechanisms._common.smooth_quantile import center_and_scale
 from dpalg.queries import Clip, Query
 from dpalg.sensitivity._smooth import Relation, quantile_ls_k
 from dpalg.sensitivity._testing import value_neighbours as neighbours

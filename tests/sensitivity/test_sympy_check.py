@@ -103,7 +103,7 @@ def test_reciprocal_of_a_possibly_zero_denominator_is_not_proven() -> None:
 def test_formulas_cannot_run_python(text: str) -> None:
     """Every identifier is a Symbol or an allowed sympy function: builtins are unreachable."""
     from dpalg.mechanisms import BoundedLS  # noqa: F401  (its parser is the same safe_parse)
-    from dpalg.mechanisms._bounded_ls import parse_expression
+    from dpalg.mechanisms.bounded_ls._bounded_ls import parse_expression
     from dpalg.sensitivity._sympy_check import safe_parse
 
     with pytest.raises(InvalidArgument):

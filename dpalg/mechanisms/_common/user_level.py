@@ -1,0 +1,308 @@
+"""User-level queries read through their contribution bound.
+
+A user-level query (``user=`` names the id column) is released under
+"add or remove one user with all their rows". This module turns the data into
+what the statistic is computed on, and states how much one user can change it:
+
+* :func:`kept_rows` applies the row policy and the caps: a row counts only
+  when its id is present (a missing id is nobody's row), its value is present
+  (for a histogram: its key is present, and listed when keys are public), and
+  it is among the rows its user keeps under :class:`~dpalg.MaxRowsPerUser` /
+  :class:`~dpalg.MaxKeysPerUser` (chosen by :func:`dpalg.data.select_rows` with a
+  fresh key from :func:`dpalg.noise.prf_secret`). Every step is a function of one
+  user's own rows, so adding a user adds that user's kept rows and changes no
+  other row's fate.
+* :func:`user_lattice_totals` gives each user's total on the lattice ``2**k``
+  (exact integers, order independent), clamped to the :class:`~dpalg.ClipPerUser`
+  range rounded outward.
+* :func:`values_per_user` and :func:`histogram_sensitivity` are static: they
+  read the query only.
+
+The mechanisms (Laplace, Gaussian, the exponential quantile, noisy max and the
+histograms) then reuse their row-level proofs with "one row" replaced by "one
+user", who adds at most ``values_per_user`` values of the bounded range.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from dpalg._errors import InvalidArgument
+from dpalg.data import Dataset, Relation, keyed_hashes, per_unit_lattice_sums, select_keys, select_rows, unit_index
+from dpalg.mechanisms._common.params import floor_log2
+from dpalg.noise import AbstractRandomness, prf_secret, round_to_lattice
+from dpalg.noise._fixed_point import lattice_bounds
+from dpalg.queries import Query, clip_inside
+
+__all__ = [
+    "check_user_level",
+    "histogram_sensitivity",
+    "kept_rows",
+    "lattice_terms",
+    "row_view",
+    "unit_values",
+    "user_lattice_totals",
+    "values_per_user",
+]
+
+#: rows are clamped to this many lattice steps before a per-user total (public; see :func:`lattice_terms`)
+ROW_LATTICE_LIMIT: Final = 1 << 61
+
+_BOUND_HINT = (
+    "bound each user's contribution: | ClipPerUser(lower, upper) (clips each user's total), "
+    "| MaxRowsPerUser(k) (keeps k rows per user) or, for histograms, | MaxKeysPerUser(m)"
+)
+
+
+def check_user_level(owner: str, query: Query, relation: Relation, kinds: tuple[str, ...]) -> None:
+    """Refuse a user-level query this mechanism cannot bound (at construction; ``user_count`` excluded).
+
+    Args:
+        owner: the node's name, for the message.
+        query: the query (row-level queries pass).
+        relation: the node's relation; user-level releases are add/remove only.
+        kinds: the query kinds the node releases at user level.
+
+    Raises:
+        InvalidArgument: an unbounded user-level query, a kind the node does not
+            support at user level, or ``relation="substitution"``.
+    """
+    if query.user is None or query.kind == "user_count":
+        return
+    if query.kind not in kinds:
+        raise InvalidArgument(owner, "query", query, f"user-level {query.kind!r} is not supported here; supported: {kinds}")
+    if not query.user_bounded:
+        raise InvalidArgument(owner, "query", query, f"has no contribution bound per user: {_BOUND_HINT}")
+    if relation != "add_remove":
+        raise InvalidArgument(owner, "relation", relation, "must be 'add_remove' for a user-level query (one user added or removed)")
+    if query.kind == "histogram" and query.max_rows is None and query.max_keys is None:
+        raise InvalidArgument(owner, "query", query, "a user-level histogram needs | MaxKeysPerUser(m) or | MaxRowsPerUser(k)")
+
+
+def values_per_user(query: Query) -> int:
+    """How many of the statistic's values one user adds (static).
+
+    Row-level queries: 1 (one row). ``| ClipPerUser``: 1 (the user's total).
+    ``| MaxRowsPerUser(k)`` alone: ``k`` rows.
+    """
+    if query.user is None or query.per_user_totals or query.max_rows is None:
+        return 1
+    return query.max_rows
+
+
+def histogram_sensitivity(query: Query) -> tuple[int, int, int]:
+    """(L1, L2², L∞) of a user-level histogram under add/remove of one user (static).
+
+    With at most ``T`` kept rows per user (``T = min(k, m·c)`` for
+    ``MaxRowsPerUser(k)`` and ``MaxKeysPerUser(m, rows_per_key=c)``), each count
+    raised by at most ``c' = min(k, c)``: L1 = T and L∞ = c'. L2² is the largest
+    ``Σ x_i²`` with ``Σ x_i ≤ T`` and ``0 ≤ x_i ≤ c'`` (a convex maximisation:
+    ``⌊T/c'⌋`` full counts and the remainder), which uses at most m keys.
+
+    Examples:
+        >>> from dpalg import Query, MaxKeysPerUser, MaxRowsPerUser
+        >>> histogram_sensitivity(Query.histogram("c", keys=[1, 2], user="u") | MaxKeysPerUser(3, rows_per_key=2))
+        (6, 12, 2)
+        >>> histogram_sensitivity(Query.histogram("c", keys=[1, 2], user="u") | MaxRowsPerUser(5))
+        (5, 25, 5)
+    """
+    if query.user is None:
+        return 1, 1, 1
+    caps_total: list[int] = []
+    caps_each: list[int] = []
+    if query.max_rows is not None:
+        caps_total.append(query.max_rows)
+        caps_each.append(query.max_rows)
+    if query.max_keys is not None and query.rows_per_key is not None:
+        caps_total.append(query.max_keys * query.rows_per_key)
+        caps_each.append(query.rows_per_key)
+    if not caps_total:
+        raise InvalidArgument("histogram_sensitivity", "query", query, f"is unbounded: {_BOUND_HINT}")
+    total, each = min(caps_total), min(caps_each)
+    full, rest = divmod(total, each)
+    return total, full * each * each + rest * rest, each
+
+
+def _present(query: Query, data: Dataset) -> npt.NDArray[np.bool_]:
+    """Rows whose value the statistic reads (the data policy): numeric non-NaN, or a present (listed) key."""
+    if query.column is None:
+        return np.ones(data.n_rows, dtype=np.bool_)
+    if query.kind == "histogram":
+        if query.keys is not None:
+            codes = data.key_codes(query.column, query.keys)
+        else:
+            codes = data.key_index(query.column)[1]
+        mask: npt.NDArray[np.bool_] = codes >= 0
+        return mask
+    present: npt.NDArray[np.bool_] = ~np.isnan(data.numeric(query.column))
+    return present
+
+
+def kept_rows(query: Query, data: Dataset, secret: bytes) -> tuple[int, npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
+    """The rows a user-level statistic reads, after the caps.
+
+    Args:
+        query: a user-level query (``user`` set).
+        data: the dataset.
+        secret: the key of the row choice (:func:`dpalg.noise.prf_secret`).
+
+    Returns:
+        ``(n_units, unit_codes, keep)``: the number of users, every row's user
+        (−1 when its id is missing) and the mask of rows kept. A row is kept only
+        when its id and value are present and it survives the caps.
+    """
+    assert query.user is not None
+    ids = data.column(query.user)
+    n_units, codes = unit_index(ids, owner="user-level query")
+    keep = _present(query, data) & (codes >= 0)
+    if query.max_rows is None and query.max_keys is None:
+        return n_units, codes, keep
+    rows = np.flatnonzero(keep)
+    sub_codes = codes[rows]
+    unit_hash = keyed_hashes(ids[rows], secret)
+    if query.column is None:
+        content = np.zeros(rows.size, dtype=np.uint64)
+    else:
+        content = keyed_hashes(data.column(query.column)[rows], secret)
+    chosen = np.ones(rows.size, dtype=np.bool_)
+    if query.max_keys is not None and query.rows_per_key is not None:
+        assert query.column is not None
+        if query.keys is not None:
+            key_codes = data.key_codes(query.column, query.keys)[rows]
+        else:
+            key_codes = data.key_index(query.column)[1][rows]
+        chosen &= select_keys(sub_codes, n_units, unit_hash, key_codes, content, query.max_keys, query.rows_per_key, secret)
+    if query.max_rows is not None:
+        # the row cap acts on the rows that survived the key cap (a function of the user's rows again)
+        capped = np.zeros(rows.size, dtype=np.bool_)
+        idx = np.flatnonzero(chosen)
+        capped[idx] = select_rows(sub_codes[idx], n_units, unit_hash[idx], content[idx], query.max_rows, secret)
+        chosen = capped
+    out = np.zeros(data.n_rows, dtype=np.bool_)
+    out[rows[chosen]] = True
+    return n_units, codes, out
+
+
+def lattice_terms(values: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.int64]:
+    """Each value rounded (half-even) to the lattice ``2**k``, after clamping to ±2**61 steps.
+
+    The clamp is public and per row, so it keeps every per-user total a
+    function of that user's rows; at the automatic lattice it lies about 2**41
+    noise scales out, far beyond any clip a user would set.
+    """
+    limit = float(ROW_LATTICE_LIMIT) * 2.0**k if k > -1000 else 0.0
+    clipped = np.clip(values, -limit, limit) if limit > 0 else np.zeros_like(values)
+    terms = round_to_lattice(clipped, k)
+    return np.clip(terms.astype(np.int64), -ROW_LATTICE_LIMIT, ROW_LATTICE_LIMIT)
+
+
+def row_values(query: Query, data: Dataset, keep: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
+    """The kept rows' values, clipped to the query's row clip when it has one (NaN rows are never kept)."""
+    if query.column is None:
+        return np.zeros(int(np.count_nonzero(keep)), dtype=np.float64)
+    vals = data.numeric(query.column)[keep]
+    if query.lower is not None and query.upper is not None:
+        vals = clip_inside(np.clip(vals, float(query.lower), float(query.upper)), query.lower, query.upper)
+    return vals
+
+
+def total_bounds(query: Query, k: int) -> tuple[int, int]:
+    """The ClipPerUser range in lattice units of ``2**k``, rounded outward (static)."""
+    assert query.user_lower is not None and query.user_upper is not None
+    return lattice_bounds(query.user_lower, query.user_upper, k, "ClipPerUser")
+
+
+def user_lattice_totals(query: Query, data: Dataset, k: int, secret: bytes) -> npt.NDArray[np.int64]:
+    """Each user's total on the lattice ``2**k``, clamped to the per-user clip (one entry per user).
+
+    A count totals the user's kept rows (``k = 0``); a sum totals their kept,
+    row-clipped values rounded to the lattice. The total is exact and clamped to
+    :func:`total_bounds`; a user with no kept row has total 0, clamped too.
+    """
+    n_units, codes, keep = kept_rows(query, data, secret)
+    lo, hi = total_bounds(query, k)
+    if query.kind == "count":
+        terms = np.ones(int(np.count_nonzero(keep)), dtype=np.int64)
+    else:
+        terms = lattice_terms(row_values(query, data, keep), k)
+    return per_unit_lattice_sums(codes[keep], n_units, terms, lo, hi)
+
+
+def total_sensitivity(query: Query, k: int) -> int:
+    """Largest |clamped total| one user can add, in lattice units of ``2**k`` (static).
+
+    The total lies in the outward-rounded ClipPerUser range ``[L, U]``; when the
+    rows are also capped (``MaxRowsPerUser(r)``) and clipped to ``[l, u]`` (a
+    count: each row is 1), the raw total lies in ``[r·min(l, 0), r·max(u, 0)]``
+    and the clamp maps that interval into ``[clamp(r·min(l,0)), clamp(r·max(u,0))]``.
+    """
+    lo, hi = total_bounds(query, k)
+    cands = [abs(lo), abs(hi)]
+    if query.max_rows is not None and (query.kind == "count" or query.lower is not None):
+        if query.kind == "count":
+            row_lo, row_hi = 0, 1
+        else:
+            assert query.lower is not None and query.upper is not None
+            row_lo, row_hi = lattice_bounds(query.lower, query.upper, k, "Clip")
+        r = query.max_rows
+        raw_lo, raw_hi = r * min(row_lo, 0), r * max(row_hi, 0)
+        cands = [abs(min(max(raw_lo, lo), hi)), abs(min(max(raw_hi, lo), hi))]
+    return max(cands)
+
+
+def real_total_sensitivity(query: Query) -> Fraction:
+    """:func:`total_sensitivity` in real units, without the lattice (for choosing the lattice)."""
+    assert query.user_lower is not None and query.user_upper is not None
+    return max(abs(query.user_lower), abs(query.user_upper))
+
+
+#: statistics over users' clipped totals that the local-sensitivity mechanisms release (one value per user)
+PER_USER_STATS: Final = ("mean", "median", "quantile", "trimmed_mean", "max", "min")
+
+
+def row_view(owner: str, query: Query) -> Query:
+    """The row-level query whose rows are the users' clipped totals (static).
+
+    Under "add or remove one user", a query over ``| ClipPerUser(L, U)`` totals
+    sees one value in ``[L, U]`` added or removed: exactly the row-level
+    add/remove relation over the totals. So every exact LS_k profile, smooth
+    sensitivity and distance to instability of the row-level query with
+    ``Clip(L, U)`` applies unchanged to the totals. Row-level queries are
+    returned as they are.
+
+    Raises:
+        InvalidArgument: a user-level query without ``ClipPerUser`` (with
+            ``MaxRowsPerUser`` alone one user moves k values, which these
+            profiles do not cover) or of another kind.
+    """
+    if query.user is None:
+        return query
+    if not query.per_user_totals or query.kind not in PER_USER_STATS:
+        raise InvalidArgument(
+            owner, "query", query,
+            f"a user-level query needs | ClipPerUser(lower, upper) and a kind in {PER_USER_STATS}: "
+            "the local-sensitivity profiles are exact over one value (the clipped total) per user",
+        )
+    return query.totals_view()
+
+
+def unit_values(query: Query, data: Dataset, rng: AbstractRandomness) -> npt.NDArray[np.float64]:
+    """The values a statistic is computed on: the clipped rows, or the users' clipped totals.
+
+    Totals are exact on the lattice ``2**k`` with ``k = floor(log2(U − L)) − 40``
+    (public), converted to float and clamped into ``[L, U]`` (both per-user
+    maps), so each user contributes one value in ``[L, U]``.
+    """
+    if query.user is None:
+        return query.values(data)
+    view = row_view("unit_values", query)
+    lower, upper = view.require_bounds("unit_values")
+    secret = prf_secret(rng) if query.max_rows is not None else bytes(32)
+    width = upper - lower if upper > lower else Fraction(1)
+    k = floor_log2(width) - 40
+    totals = user_lattice_totals(query, data, k, secret)
+    return clip_inside(np.ldexp(totals.astype(np.float64), k), lower, upper)

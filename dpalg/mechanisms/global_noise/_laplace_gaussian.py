@@ -1,0 +1,405 @@
+"""Global-sensitivity mechanisms: Laplace (pure DP) and Gaussian (zCDP) nodes.
+
+Both release integers or lattice points with *exact* discrete noise
+(Canonne–Kamath–Steinke 2020); real statistics are computed in fixed point on a
+lattice of multiples of ``2**k`` so that the declared sensitivity holds exactly
+(Casacuberta et al. 2022), and then released as lattice points (Mironov 2012).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Literal, final
+
+import attrs
+import numpy as np
+
+from dpalg._errors import InvalidArgument
+from dpalg._numbers import ExactLike
+from dpalg.data import Dataset, LatticeSum, Neighbouring, Reductions, Relation, SumSpec, as_dataset, as_reductions
+from dpalg.graph._accuracy import Accuracy, alpha_param
+from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
+from dpalg.measures import ZCDP, PureDP
+from dpalg.mechanisms._common.accuracy import up_text
+from dpalg.mechanisms._common.params import floor_log2, granularity_param, positive_param, relation_param
+from dpalg.mechanisms._common.user_level import check_user_level
+from dpalg.mechanisms.global_noise._accuracy import noise_quantile, noise_text
+from dpalg.mechanisms.global_noise._user import NoiseTerm, auto_k as _auto_k, lattice_centre, mean_bounds, user_noise_terms
+from dpalg.noise._gaussian import MAX_GAUSSIAN_SIGMA2
+from dpalg.noise._laplace import MAX_LAPLACE_SCALE
+from dpalg.noise import (
+    AbstractRandomness,
+    clipped_sum_sensitivity,
+    prf_secret,
+    discrete_gaussian,
+    discrete_laplace,
+)
+from dpalg.queries import Query
+from dpalg.queries._query import refuse_user_function
+
+__all__ = ["Gaussian", "Laplace", "NoiseTerm", "SUPPORTED_GLOBAL", "noise_terms"]
+
+SUPPORTED_GLOBAL = ("count", "sum", "mean", "histogram", "count_distinct", "user_count")
+#: kinds released at user level (with a contribution bound per user)
+USER_LEVEL_GLOBAL = ("count", "sum", "mean", "histogram")
+
+
+def _check_query(owner: str, query: Query) -> Query:
+    if not isinstance(query, Query):
+        raise InvalidArgument(owner, "query", type(query).__name__, "must be a dpalg Query")
+    refuse_user_function(owner, query)
+    if query.kind not in SUPPORTED_GLOBAL:
+        raise InvalidArgument(
+            owner, "query", query, f"kind {query.kind!r} has no useful global sensitivity; supported: {SUPPORTED_GLOBAL} "
+            "(use ProposeTest, SmoothBound, ExponentialQuantile or ShiftedInverse)",
+        )
+    if query.kind in ("sum", "mean") and not query.per_user_totals:
+        query.require_bounds(owner)
+    if query.kind == "histogram" and query.keys is None:
+        raise InvalidArgument(owner, "query", query, "needs public keys; for an unknown key set use StableHistogram")
+    if query.kind in ("sum", "mean") and query.user is not None and query.user_bounded and not query.per_user_totals:
+        query.require_bounds(owner)  # k rows per user, each clipped: the row clip is what bounds them
+    return query
+
+
+def _integer_sensitivity(query: Query, relation: Relation) -> tuple[Fraction, Fraction]:
+    """(L1, L2²) sensitivity of the integer-valued queries (counts, histograms)."""
+    if query.kind == "histogram" and relation == "substitution":
+        return Fraction(2), Fraction(2)  # one row moves between two keys
+    return Fraction(1), Fraction(1)
+
+
+def _integer_value(query: Query, data: Reductions) -> int | dict[str | int, int]:
+    match query.kind:
+        case "count":
+            return data.count(query.column) if query.column is not None else data.n_rows
+        case "count_distinct":
+            assert query.column is not None
+            return data.count_distinct(query.column)
+        case "user_count":
+            assert query.user is not None
+            return data.unit_count(query.user)  # missing ids are no user (the data policy)
+        case "histogram":
+            assert query.column is not None and query.keys is not None
+            counts = data.key_counts(query.column, query.keys).tolist()  # missing or unlisted keys count nowhere
+            return {k: int(c) for k, c in zip(query.keys, counts)}
+        case _:
+            raise AssertionError(query.kind)
+
+
+def _lattice_sum(query: Query, data: Reductions, k: int) -> LatticeSum:
+    lower, upper = query.require_bounds("sum")
+    assert query.column is not None
+    return data.clipped_sums([SumSpec(query.column, lower, upper, k)])[0]
+
+
+def _sum_sensitivity(query: Query, relation: Relation, k: int) -> Fraction:
+    """Sensitivity of the fixed-point sum in lattice units (an exact integer).
+
+    ``clipped_sum_sensitivity`` is in real units (a multiple of ``2**k``).
+    """
+    lower, upper = query.require_bounds("sum")
+    lattice = clipped_sum_sensitivity(lower, upper, k, relation) / Fraction(2) ** k
+    assert lattice.denominator == 1
+    return lattice
+
+
+def _real_sensitivity(query: Query, relation: Relation) -> Fraction:
+    lower, upper = query.require_bounds("sum")
+    # substitution can also swap a value for a missing one (a 0 term): max(u, 0) - min(l, 0)
+    zero = Fraction(0)
+    return max(upper, zero) - min(lower, zero) if relation == "substitution" else max(abs(lower), abs(upper))
+
+
+def _noise(kind: Literal["laplace", "gaussian"], param: Fraction, size: int, rng: AbstractRandomness) -> list[int]:
+    if param == 0:
+        return [0] * size
+    draw = discrete_laplace(param, size=size, rng=rng) if kind == "laplace" else discrete_gaussian(param, size=size, rng=rng)
+    return [int(v) for v in draw.tolist()]
+
+
+def noise_terms(node: Laplace | Gaussian, data: Dataset, secret: bytes = bytes(32)) -> list[NoiseTerm]:
+    """The integer statistics of ``node`` on ``data`` and their noise parameters.
+
+    ``secret`` keys the choice of rows under ``MaxRowsPerUser``/``MaxKeysPerUser``
+    (a fresh one per release; the parameters never depend on it).
+    """
+    query, relation = node.query, node.relation
+    if query.user is not None and query.kind != "user_count":
+        laplace_node = isinstance(node, Laplace)
+        return user_noise_terms(query, laplace_node, node.epsilon if isinstance(node, Laplace) else node.rho, node.granularity, data, secret)
+    reductions = as_reductions(data)  # row level: one exact pass through the reductions seam
+    laplace = isinstance(node, Laplace)
+    budget = node.epsilon if isinstance(node, Laplace) else node.rho
+
+    def param_for(l1: Fraction, l2sq: Fraction, share: Fraction) -> Fraction:
+        # Laplace: scale t = Δ1/ε (the discrete Laplace mechanism is Δ1/t-DP).
+        # Gaussian: σ² = Δ2²/(2ρ) (CKS 2020 Thm 14).
+        if laplace:
+            return l1 / (budget * share)
+        return l2sq / (2 * budget * share)
+
+    if query.kind in ("count", "count_distinct", "user_count", "histogram"):
+        l1, l2sq = _integer_sensitivity(query, relation)
+        value = _integer_value(query, reductions)
+        p = param_for(l1, l2sq, Fraction(1))
+        sens = l1 if laplace else l2sq
+        if isinstance(value, dict):
+            return [NoiseTerm(str(key), v, p, 0, sens) for key, v in value.items()]
+        return [NoiseTerm(query.kind, value, p, 0, sens)]
+
+    share = Fraction(1) if query.kind == "sum" else Fraction(1, 2)
+    real = _real_sensitivity(query, relation)
+    k = node.granularity if node.granularity is not None else _auto_k(max(real, Fraction(1, 2**60)) / (budget * share))
+    if query.kind == "sum":
+        lat = _sum_sensitivity(query, relation, k)
+        return [NoiseTerm("sum", _lattice_sum(query, reductions, k).total, param_for(lat, lat * lat, share), k, lat if laplace else lat * lat)]
+    # mean: the sum of the terms centred on the lattice midpoint c of [L, U]. Each
+    # centred term lies in [L - c, U - c]: adding or removing a row (or a value
+    # becoming missing) moves the sum by at most max(c - L, U - c) ≈ (U - L)/2,
+    # a value-to-value substitution by at most U - L. The count is private too
+    # (an added row or a NaN changes it), each half of the budget.
+    lo_u, hi_u, centre = lattice_centre(*query.require_bounds("mean"), k)
+    total = _lattice_sum(query, reductions, k)  # the sum and the count in one pass
+    n = total.count
+    lat = Fraction(hi_u - lo_u) if relation == "substitution" else Fraction(max(centre - lo_u, hi_u - centre))
+    centred = total.total - n * centre
+    return [
+        NoiseTerm("centred_sum", centred, param_for(lat, lat * lat, share), k, lat if laplace else lat * lat),
+        NoiseTerm("count", n, param_for(Fraction(1), Fraction(1), share), 0, Fraction(1)),
+    ]
+
+
+def _release(node: Laplace | Gaussian, data: Dataset, rng: AbstractRandomness) -> object:
+    kind: Literal["laplace", "gaussian"] = "laplace" if isinstance(node, Laplace) else "gaussian"
+    secret = prf_secret(rng) if node.query.max_rows is not None or node.query.max_keys is not None else bytes(32)
+    terms = noise_terms(node, data, secret)
+    if all(t.param == terms[0].param for t in terms):  # histograms: one vectorised draw
+        noise = _noise(kind, terms[0].param, len(terms), rng)
+    else:
+        noise = [_noise(kind, t.param, 1, rng)[0] for t in terms]
+    noisy = [t.value + z for t, z in zip(terms, noise)]
+    query = node.query
+    if query.kind == "histogram":
+        assert query.keys is not None
+        return dict(zip(query.keys, noisy))
+    if query.kind in ("count", "count_distinct", "user_count"):
+        return noisy[0]
+    step = Fraction(2) ** terms[0].k
+    if query.kind == "sum":
+        return float(noisy[0] * step)
+    lower, upper = mean_bounds(query)
+    if noisy[1] <= 0:
+        return float((lower + upper) / 2)
+    centre = lattice_centre(lower, upper, terms[0].k)[2]
+    return float(min(max((Fraction(noisy[0]) / noisy[1] + centre) * step, lower), upper))
+
+
+def _check_noise_range(node: Laplace | Gaussian) -> None:
+    """Fail at construction when a noise parameter is beyond the exact samplers' range.
+
+    The parameters depend only on the node (never on data), so they are computed
+    on an empty dataset with the query's columns.
+    """
+    owner, limit, what = (
+        ("Laplace", MAX_LAPLACE_SCALE, "scale") if isinstance(node, Laplace) else ("Gaussian", MAX_GAUSSIAN_SIGMA2, "sigma^2")
+    )
+    for term in public_noise_terms(node):
+        if term.param > limit:
+            raise InvalidArgument(
+                owner, "epsilon" if isinstance(node, Laplace) else "rho", node.epsilon if isinstance(node, Laplace) else node.rho,
+                f"gives a noise {what} of about 2**{floor_log2(term.param)} lattice units for {term.label!r} "
+                f"(at most 2**{floor_log2(limit)}); "
+                "raise the budget, narrow the clip or coarsen the granularity",
+            )
+
+
+def _eps(value: ExactLike) -> Fraction:
+    return positive_param("Laplace", "epsilon", value)
+
+
+def _rho(value: ExactLike) -> Fraction:
+    return positive_param("Gaussian", "rho", value)
+
+
+def _lap_relation(value: str) -> Relation:
+    return relation_param("Laplace", value)
+
+
+def _gauss_relation(value: str) -> Relation:
+    return relation_param("Gaussian", value)
+
+
+def _lap_k(value: int | None) -> int | None:
+    return granularity_param("Laplace", value)
+
+
+def _gauss_k(value: int | None) -> int | None:
+    return granularity_param("Gaussian", value)
+
+
+def _lap_query(value: Query) -> Query:
+    return _check_query("Laplace", value)
+
+
+def _gauss_query(value: Query) -> Query:
+    return _check_query("Gaussian", value)
+
+
+class _GlobalNoise:
+    """What :class:`Laplace` and :class:`Gaussian` share (a mixin, not a node): they differ only in the noise."""
+
+    query: Query
+    relation: Relation
+    granularity: int | None
+
+    def __attrs_post_init__(self) -> None:
+        assert isinstance(self, (Laplace, Gaussian))
+        check_user_level(type(self).__name__, self.query, self.relation, USER_LEVEL_GLOBAL)
+        _check_noise_range(self)
+
+    @property
+    def neighbouring(self) -> Neighbouring:
+        """The query's unit under ``relation``."""
+        return self.query.neighbouring(self.relation)
+
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20), *, n: int | None = None) -> Accuracy:
+        """The (1 − ``alpha``) error of the release, from the parameters only (no data touched).
+
+        Counts, sums and histogram cells: the exact (1 − α) quantile of the
+        noise (``tight``). Means: conditional on the true count, pass ``n`` (a
+        public lower bound on it) for a number. See ``docs/accuracy.md``.
+        """
+        assert isinstance(self, (Laplace, Gaussian))
+        return global_accuracy(self, alpha, n)
+
+    def release(self, data: Dataset, rng: AbstractRandomness) -> object:
+        """The noisy value (int, float, or dict for histograms)."""
+        assert isinstance(self, (Laplace, Gaussian))
+        return _release(self, data, rng)
+
+
+@final
+@attrs.frozen
+class Laplace(_GlobalNoise, AbstractPrimitive[PureDP]):
+    """The Laplace mechanism with exact discrete Laplace noise on a lattice.
+
+    Supports counts, ``count_distinct``, ``user_count``, histograms over public
+    keys (vector, L1 sensitivity), clipped sums and clipped means (the mean is
+    the midpoint plus a noisy *centred* sum / noisy count, ε split in halves, so the
+    count is private too; centring on the clip midpoint halves the sum's
+    add/remove sensitivity to about (u − l)/2).
+
+    Args:
+        query: a :class:`~dpalg.Query` (sums and means need ``| Clip(l, u)``).
+        epsilon: ε > 0.
+        relation: ``"add_remove"`` (default) or ``"substitution"``.
+        granularity: release multiples of ``2**granularity`` for real-valued
+            queries; ``None`` picks ``2**(floor(log2(scale)) - 20)``.
+
+    Privacy guarantee:
+        ε-DP under the stated relation for one row (one user for
+        ``user_count``). For an integer-valued query with L1 sensitivity Δ, adding
+        discrete Laplace noise of scale Δ/ε is ε-DP (Canonne–Kamath–Steinke 2020,
+        the discrete analogue of Dwork et al. 2006; the pmf ratio of shifts by
+        at most Δ is bounded by e^{Δ/t}). Sums are computed exactly in fixed point
+        after clipping and rounding each value to the lattice (bounds rounded
+        outward), so Δ holds exactly in lattice units (Casacuberta et al. 2022).
+        Sensitivities: count 1; histogram 1 (add/remove) or 2 (substitution);
+        clipped sum max(|l|, |u|) (add/remove) or u − l (substitution).
+
+    Examples:
+        >>> from dpalg import Query, Clip, PureDP
+        >>> node = Laplace(Query.sum("x") | Clip(0, 10), epsilon="0.5")
+        >>> node.cost()
+        PureDP('1/2')
+    """
+
+    query: Query = attrs.field(converter=_lap_query)
+    epsilon: Fraction = attrs.field(converter=_eps)
+    relation: Relation = attrs.field(default="add_remove", converter=_lap_relation)
+    granularity: int | None = attrs.field(default=None, converter=_lap_k)
+
+    def privacy(self) -> PrivacyClaim[PureDP]:
+        """ε, from the parameters only."""
+        return PrivacyClaim(
+            PureDP(self.epsilon),
+            "discrete Laplace mechanism, scale = sensitivity/eps (Canonne-Kamath-Steinke 2020; Dwork et al. 2006)",
+            (("epsilon", str(self.epsilon)), ("relation", self.relation)),
+        )
+
+
+@final
+@attrs.frozen
+class Gaussian(_GlobalNoise, AbstractPrimitive[ZCDP]):
+    """The Gaussian mechanism with exact discrete Gaussian noise, ρ-zCDP.
+
+    Same queries as :class:`Laplace`. For (ε, δ)-DP wrap it:
+    ``ZCDPToApprox(Gaussian(...), delta=...)``.
+
+    Args:
+        query: the query (sums and means need a clip).
+        rho: ρ > 0.
+        relation: ``"add_remove"`` (default) or ``"substitution"``.
+        granularity: lattice exponent for real-valued queries (``None``: automatic).
+
+    Privacy guarantee:
+        ρ-zCDP under the stated relation: adding discrete Gaussian noise of
+        variance parameter σ² = Δ₂²/(2ρ) to an integer-valued query of L2
+        sensitivity Δ₂ is (Δ₂²/(2σ²))-zCDP (Canonne–Kamath–Steinke 2020,
+        Theorem 14). Histograms: Δ₂² = 1 (add/remove) or 2 (substitution); sums
+        on the lattice as for :class:`Laplace`.
+    """
+
+    query: Query = attrs.field(converter=_gauss_query)
+    rho: Fraction = attrs.field(converter=_rho)
+    relation: Relation = attrs.field(default="add_remove", converter=_gauss_relation)
+    granularity: int | None = attrs.field(default=None, converter=_gauss_k)
+
+    def privacy(self) -> PrivacyClaim[ZCDP]:
+        """ρ, from the parameters only."""
+        return PrivacyClaim(
+            ZCDP(self.rho),
+            "discrete Gaussian mechanism, sigma^2 = sensitivity^2/(2 rho) (Canonne-Kamath-Steinke 2020 Thm 14)",
+            (("rho", str(self.rho)), ("relation", self.relation)),
+        )
+
+
+def public_noise_terms(node: Laplace | Gaussian) -> list[NoiseTerm]:
+    """The node's noise terms on an empty dataset with the query's columns: their parameters never depend on data."""
+    columns = {c: np.zeros(0, dtype=np.float64) for c in (node.query.column, node.query.user) if c is not None}
+    return noise_terms(node, as_dataset(columns if columns else {"_": np.zeros(0)}))
+
+
+def global_accuracy(node: Laplace | Gaussian, alpha: ExactLike, n: int | None = None) -> Accuracy:
+    """The (1 − α) accuracy of a :class:`Laplace` or :class:`Gaussian` node (proof: :mod:`dpalg.mechanisms.global_noise._accuracy`)."""
+    owner = type(node).__name__
+    a = alpha_param(f"{owner}.accuracy", alpha)
+    laplace = isinstance(node, Laplace)
+    terms = public_noise_terms(node)
+    kind = node.query.kind
+    if kind != "mean":
+        if n is not None:
+            raise InvalidArgument(f"{owner}.accuracy", "n", n, f"applies to means only (this is a {kind})")
+        term = terms[0]
+        m, tight = noise_quantile(laplace, term.param, a)
+        unit = "absolute, per key" if kind == "histogram" else "absolute"
+        notes: tuple[str, ...] = ()
+        if kind == "histogram" and len(terms) > 1:
+            m_all, _ = noise_quantile(laplace, term.param, a / len(terms))
+            notes = (f"all {len(terms)} keys at once: ±{up_text(m_all * Fraction(2) ** term.k)} (union bound)",)
+        return Accuracy(a, m * Fraction(2) ** term.k, unit, noise_text(laplace, term.param, term.k), tight, None, notes)
+    centred, count = terms
+    step = Fraction(2) ** centred.k
+    m_s, _ = noise_quantile(laplace, centred.param, a / 2)
+    m_c, _ = noise_quantile(laplace, count.param, a / 2)
+    lo, hi, c = lattice_centre(*mean_bounds(node.query), centred.k)
+    h = Fraction(max(c - lo, hi - c)) * step
+    e_s, e_c = m_s * step, Fraction(m_c)
+    noise = f"sum: {noise_text(laplace, centred.param, centred.k)}; count: {noise_text(laplace, count.param, 0)}"
+    formula = f"error <= ({up_text(e_s)} + {m_c}*{up_text(h)})/(n - {m_c})"
+    if n is None:
+        return Accuracy(a, None, "absolute", noise, False, f"the true count n > {m_c}", (formula, "pass n= (a public lower bound on n) for a number"))
+    if isinstance(n, bool) or not isinstance(n, int) or n <= m_c:
+        raise InvalidArgument(f"{owner}.accuracy", "n", n, f"must be an int > {m_c} (the count's noise bound at alpha/2)")
+    return Accuracy(a, (e_s + e_c * h) / (n - e_c), "absolute", noise, False, f"the true count is at least {n}", (formula,))

@@ -1,0 +1,540 @@
+"""Exponential-mechanism nodes: a private quantile over a grid, and noisy max.
+
+Both sample candidate ``c`` with probability ``∝ exp(−γ·s_c)`` for integer scores
+``s_c ≥ 0`` (or flip its coin with probability ``exp(−γ(s_c − s*))``, permute-and-flip,
+McKenna–Sheldon 2020). **Accuracy** (proof of the score gap
+:func:`~dpalg.mechanisms._common.accuracy.exp_mech_gap`: McSherry–Talwar 2007 Thm 8,
+in :mod:`dpalg.mechanisms._common.accuracy`): with ``N`` candidates and rate ``γ``,
+the output's score is at most ``t − 1`` above the best with probability ``≥ 1 − α``.
+
+* :class:`ExponentialQuantile`: ``N = 2**grid_bits + 1`` grid points, score
+  ``den(q)·|(1 − q)·#{x < c} − q·#{x > c}|``, ``γ = ε/(2Δ·den(q))``. The
+  "rank" error is the gap of ``|(1 − q)·#{x < c} − q·#{x > c}|`` between the
+  output and the best grid point: ``(t − 1)/den(q) ≈ (2Δ/ε)·ln((N − 1)/α)``.
+  For an output ``c`` holding ``E`` values with ``L`` below, that quantity is
+  ``|L + qE − qn|``, at least the distance from ``qn`` to ``c``'s ranks
+  ``[L, L + E]``. The best grid point is within ``max(q, 1 − q)·E*`` of 0
+  (``E*`` the ties at the grid point holding the true quantile; below 1 for
+  distinct values); snapping the data to the grid comes on top.
+* :class:`NoisyMax`: ``N`` keys, score ``max count − count``, ``γ = ε/L∞``
+  (add/remove) or ``ε/(2L∞)`` (substitution): the released key's count is
+  within ``t − 1`` of the largest count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Final, Literal, final
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from dpalg._errors import InvalidArgument
+from dpalg._numbers import ExactLike, to_fraction
+from dpalg.data import Dataset, Neighbouring, Relation, as_reductions
+from dpalg.data._numpy_reductions import MAX_COUNTED_GRID_BITS
+from dpalg.graph._accuracy import Accuracy, alpha_param
+from dpalg.mechanisms._common.accuracy import exp_mech_gap, up_text
+from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
+from dpalg.measures import PureDP
+from dpalg.mechanisms._common.params import floor_log2, positive_param, relation_param
+from dpalg.mechanisms._common.user_level import (
+    check_user_level,
+    histogram_sensitivity,
+    kept_rows,
+    row_values,
+    user_lattice_totals,
+    values_per_user,
+)
+from dpalg.noise import AbstractRandomness, prf_secret, sample_exp_runs, sample_exp_weights
+from dpalg.noise._permute_flip import MAX_PF_CANDIDATES, sample_permute_flip
+from dpalg.queries import Query
+from dpalg.queries._query import refuse_user_function
+
+__all__ = ["MAX_CANDIDATES", "ExponentialQuantile", "NoisyMax", "candidate_scores", "quantile_runs", "quantile_runs_from_counts"]
+
+#: the most public candidates an :class:`ExponentialQuantile` accepts
+MAX_CANDIDATES: Final = 1 << 16  # a certificate records every candidate (plan, plan_repr, derivation): 2**16 keeps it far below the auditor's 16 MiB
+
+Selection = Literal["exponential", "permute_and_flip"]
+
+
+def _quantile_query(value: Query) -> Query:
+    refuse_user_function("ExponentialQuantile", value)
+    if not isinstance(value, Query) or value.kind not in ("median", "quantile"):
+        raise InvalidArgument("ExponentialQuantile", "query", value, "must be Query.median(...) or Query.quantile(...)")
+    lower, upper = grid_bounds(value)
+    if lower == upper:
+        raise InvalidArgument("ExponentialQuantile", "query", value, "needs a clip range with lower < upper")
+    return value
+
+
+def grid_bounds(query: Query) -> tuple[Fraction, Fraction]:
+    """The candidates' range: the per-user clip for a quantile of users' totals, else the row clip."""
+    if query.per_user_totals:
+        assert query.user_lower is not None and query.user_upper is not None
+        return query.user_lower, query.user_upper
+    return query.require_bounds("ExponentialQuantile")
+
+
+def _quantile_values(query: Query, data: Dataset, rng: AbstractRandomness) -> npt.NDArray[np.float64]:
+    """The values ranked: rows (row-level), kept rows (MaxRowsPerUser) or users' clipped totals."""
+    if query.user is None:
+        return query.values(data)
+    secret = prf_secret(rng) if query.max_rows is not None else bytes(32)
+    if query.per_user_totals:
+        lower, upper = grid_bounds(query)
+        k = floor_log2(upper - lower) - 40  # public: totals are exact multiples of 2**k
+        totals = user_lattice_totals(query, data, k, secret)
+        return np.ldexp(totals.astype(np.float64), k)  # a per-user map; the grid snap follows
+    _, _, keep = kept_rows(query, data, secret)
+    return row_values(query, data, keep)
+
+
+def _eq_eps(value: ExactLike) -> Fraction:
+    return positive_param("ExponentialQuantile", "epsilon", value)
+
+
+def _eq_relation(value: str) -> Relation:
+    return relation_param("ExponentialQuantile", value)
+
+
+def _grid_bits(value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 62:
+        raise InvalidArgument("ExponentialQuantile", "grid_bits", value, "must be an int in [1, 62]")
+    return value
+
+
+def _candidates(value: Sequence[ExactLike] | npt.NDArray[np.generic] | None) -> tuple[Fraction, ...] | None:
+    """``None``, or the public candidates as a tuple of exact Fractions, strictly increasing."""
+    owner = "ExponentialQuantile"
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
+        raise InvalidArgument(owner, "candidates", type(value).__name__, "must be None or a sequence of numbers (list, tuple, range, 1-D array)")
+    if isinstance(value, np.ndarray) and value.ndim != 1:
+        raise InvalidArgument(owner, "candidates", f"<array of shape {value.shape}>", "must be one-dimensional")
+    if not 1 <= len(value) <= MAX_CANDIDATES:
+        raise InvalidArgument(owner, "candidates", f"<{len(value)} values>", f"must hold 1 to 2**16 = {MAX_CANDIDATES} values")
+    out = tuple(to_fraction(v, owner=owner, field=f"candidates[{i}]") for i, v in enumerate(value))
+    for i in range(1, len(out)):
+        if out[i] <= out[i - 1]:
+            raise InvalidArgument(owner, f"candidates[{i}]", _plain(out[i]), f"must be > candidates[{i - 1}]={out[i - 1]} (strictly increasing)")
+    return out
+
+
+def _selection(value: str) -> Selection:
+    if value == "exponential":
+        return "exponential"
+    if value == "permute_and_flip":
+        return "permute_and_flip"
+    raise InvalidArgument("ExponentialQuantile", "selection", value, "must be 'exponential' or 'permute_and_flip'")
+
+
+def _plain(c: Fraction) -> int | Fraction:
+    """A candidate as an error message shows it: an int when whole."""
+    return c.numerator if c.denominator == 1 else c
+
+
+def _candidate_text(c: Fraction) -> str:
+    return str(c.numerator) if c.denominator == 1 else repr(c)
+
+
+def candidate_scores(x: npt.NDArray[np.float64], candidates: tuple[Fraction, ...], q: Fraction) -> npt.NDArray[np.int64]:
+    """The integer scores ``den(q)·|(1 − q)·#{x < c} − q·#{x > c}|`` of every candidate, exactly.
+
+    ``x`` holds the (clipped) values; each record enters every count through a
+    comparison of its own value with the public candidate, so one record moves
+    ``#{x < c}`` or ``#{x > c}`` by at most one. The comparisons are exact:
+    with ``f`` the nearest float to ``c``, no float lies strictly between ``f``
+    and ``c``, so ``x < c`` is ``x <= f`` when ``f < c`` and ``x < f`` otherwise.
+    """
+    xs = np.sort(x)
+    n = int(xs.size)
+    cf = np.array([float(c) for c in candidates], dtype=np.float64)
+    below = np.searchsorted(xs, cf, side="left").astype(np.int64)  # #{x < f}
+    at_or_below = np.searchsorted(xs, cf, side="right").astype(np.int64)  # #{x <= f}
+    exact = all(c.denominator & (c.denominator - 1) == 0 and abs(c.numerator) < 1 << 53 for c in candidates)
+    if exact:  # dyadic with a 53-bit numerator: f == c
+        less, greater = below, n - at_or_below
+    else:
+        f_below_c = np.array([f < c for f, c in zip(cf.tolist(), candidates)], dtype=np.bool_)  # exact float/Fraction comparisons
+        f_above_c = np.array([f > c for f, c in zip(cf.tolist(), candidates)], dtype=np.bool_)
+        less = np.where(f_below_c, at_or_below, below)
+        greater = n - np.where(f_above_c, below, at_or_below)
+    a = q.denominator - q.numerator
+    b = q.numerator
+    scores: npt.NDArray[np.int64] = np.abs(a * less - b * greater).astype(np.int64)
+    return scores
+
+
+def _score_runs(scores: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Maximal runs of consecutive equal scores: ``(starts, lengths, scores)``."""
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(scores) != 0) + 1)).astype(np.int64)
+    lengths = np.diff(np.append(starts, scores.size)).astype(np.int64)
+    return starts, lengths, scores[starts]
+
+
+def quantile_runs(
+    grid_index: npt.NDArray[np.int64], grid_size: int, q: Fraction
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Runs of candidates with equal quantile score (vectorised, O(n log n)).
+
+    Candidates are ``j = 0..grid_size``; each record sits on the grid index in
+    ``grid_index``. The score of candidate j is
+    ``|(1 − q)·#{i < j} − q·#{i > j}|`` times the denominator of q (an integer).
+    For every distinct data index d there is the run ``{d}`` and the run of
+    candidates strictly between the previous data index and d (when non-empty),
+    plus the final run after the last data index.
+
+    Returns:
+        ``(starts, lengths, scores)`` as int64 arrays.
+    """
+    if grid_index.size == 0:  # every candidate scores 0
+        return quantile_runs_from_counts(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), grid_size, q)
+    uniq, counts = np.unique(grid_index, return_counts=True)
+    return quantile_runs_from_counts(uniq.astype(np.int64), counts.astype(np.int64), grid_size, q)
+
+
+def quantile_runs_from_counts(
+    uniq: npt.NDArray[np.int64], counts: npt.NDArray[np.int64], grid_size: int, q: Fraction
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """:func:`quantile_runs` from the occupied grid indices (ascending) and their counts.
+
+    This is all the data the quantile's utility reads: a backend answers it with
+    grid counts (:meth:`~dpalg.data.Reductions.grid_counts`) instead of a sort.
+    """
+    a = q.denominator - q.numerator  # (1 - q) * den
+    b = q.numerator  # q * den
+    n = int(counts.sum())
+    if n == 0:  # every candidate scores 0
+        return np.array([0], dtype=np.int64), np.array([grid_size + 1], dtype=np.int64), np.array([0], dtype=np.int64)
+    below = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)  # records strictly below each index
+    prev_end = np.concatenate(([0], uniq[:-1] + 1)).astype(np.int64)
+    gap_len = uniq - prev_end
+    gap_score = np.abs(a * below - b * (n - below))
+    at_score = np.abs(a * below - b * (n - below - counts))
+    # interleave: gap run (if non-empty) then the run at the data index
+    starts = np.stack([prev_end, uniq], axis=1).reshape(-1)
+    lengths = np.stack([gap_len, np.ones_like(uniq)], axis=1).reshape(-1)
+    scores = np.stack([gap_score, at_score], axis=1).reshape(-1)
+    last = int(uniq[-1]) + 1
+    if last <= grid_size:
+        starts = np.append(starts, last)
+        lengths = np.append(lengths, grid_size + 1 - last)
+        scores = np.append(scores, abs(a * n - b * 0))
+    keep = lengths > 0
+    return starts[keep].astype(np.int64), lengths[keep].astype(np.int64), scores[keep].astype(np.int64)
+
+
+@final
+@attrs.frozen
+class ExponentialQuantile(AbstractPrimitive[PureDP]):
+    """A private quantile by the exponential mechanism (or permute-and-flip) over public candidates.
+
+    By default the candidates are the ``2**grid_bits + 1`` points
+    ``l + j (u − l)/2**grid_bits``. Each record is first snapped to its nearest
+    candidate (a per-record map, so neighbouring datasets stay neighbours). The
+    utility of candidate c is ``−|(1 − q)·#{x < c} − q·#{x > c}|``; candidates
+    with equal utility form O(n) runs, each weighted in one step by the exact
+    sampler, then a uniform point is drawn inside the chosen run — the grid is
+    never enumerated.
+
+    With ``candidates=(c_1 < … < c_N)`` (public, finite, inside the clip range,
+    N ≤ 2**20) the output is one of them; records are compared with each
+    candidate exactly, without snapping (on integer data with integer
+    candidates the median itself can be released). The utility, Δ and the
+    sampler are the same.
+
+    Args:
+        query: ``Query.median(col) | Clip(l, u)`` or ``Query.quantile(col, q) | Clip(l, u)``
+            (or a user-level form, see below).
+        epsilon: ε > 0.
+        relation: ``"add_remove"`` (default) or ``"substitution"``.
+        grid_bits: log2 of the number of grid intervals (default 20); must stay
+            20 when ``candidates`` is given.
+        candidates: ``None`` (the grid) or a public, strictly increasing
+            sequence of finite numbers inside the clip range, stored as exact
+            Fractions.
+        selection: ``"exponential"`` (default) or ``"permute_and_flip"``
+            (needs at most 2**20 + 1 candidates: ``grid_bits <= 20`` or ``candidates``).
+
+    Raises:
+        InvalidArgument: at construction, for any parameter outside the above.
+
+    Privacy guarantee:
+        ε-DP (McSherry–Talwar 2007, Theorem 6; Dwork–Roth Theorem 3.10): the
+        utility has sensitivity Δ = max(q, 1 − q) under add/remove (one record
+        moves #{x < c} by 1 − q or #{x > c} by q) and Δ = 1 under substitution;
+        sampling ∝ exp(ε·u/(2Δ)) exactly (:func:`dpalg.noise.sample_exp_weights`).
+        ``selection="permute_and_flip"``: ε-DP by McKenna–Sheldon 2020,
+        Theorem 1, coins Bernoulli(exp(ε(u − u*)/(2Δ))) with the same Δ, sampled
+        exactly (:func:`dpalg.noise._permute_flip.sample_permute_flip`); its
+        expected utility is never below the exponential mechanism's (their Theorem 2).
+        User level (add/remove one user): with ``| ClipPerUser(L, U)`` the
+        records are the users' clipped totals, one per user, and the candidates
+        lie in [L, U], so Δ is unchanged; with ``| MaxRowsPerUser(k)`` one user adds at
+        most k records and Δ = k·max(q, 1 − q). Public candidates do not touch
+        the argument: every count is a sum of per-record indicators.
+
+    Examples:
+        >>> from dpalg import Clip, PureDP, Query
+        >>> node = ExponentialQuantile(Query.median("price") | Clip(0, 10), epsilon=2, candidates=range(11))
+        >>> node
+        ExponentialQuantile(query=Query.median('price') | Clip(0, 10), epsilon=Fraction(2, 1), relation='add_remove', grid_bits=20, candidates=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10))
+        >>> node.check(PureDP(2)).cost
+        PureDP(2)
+        >>> node.run({"price": [3, 4, 4, 4, 4, 4, 5] * 20}, rng=0).value  # seeded: reproducible, NOT secure
+        4.0
+    """
+
+    query: Query = attrs.field(converter=_quantile_query)
+    epsilon: Fraction = attrs.field(converter=_eq_eps)
+    relation: Relation = attrs.field(default="add_remove", converter=_eq_relation)
+    grid_bits: int = attrs.field(default=20, converter=_grid_bits)
+    candidates: tuple[Fraction, ...] | None = attrs.field(default=None, converter=_candidates)
+    selection: Selection = attrs.field(default="exponential", converter=_selection)
+
+    def __repr__(self) -> str:
+        # the attrs repr of the fields every node has; the optional ones only when set, so
+        # existing plans (and their certificates' plan_repr) read exactly as before
+        text = (
+            f"ExponentialQuantile(query={self.query!r}, epsilon={self.epsilon!r}, "
+            f"relation={self.relation!r}, grid_bits={self.grid_bits!r}"
+        )
+        if self.candidates is not None:
+            text += f", candidates=({', '.join(_candidate_text(c) for c in self.candidates)}{',' if len(self.candidates) == 1 else ''})"
+        if self.selection != "exponential":
+            text += f", selection={self.selection!r}"
+        return text + ")"
+
+    @property
+    def neighbouring(self) -> Neighbouring:
+        """Row-level under ``relation``."""
+        return self.query.neighbouring(self.relation)
+
+    @property
+    def q(self) -> Fraction:
+        """The quantile level."""
+        return self.query.q if self.query.q is not None else Fraction(1, 2)
+
+    @property
+    def n_candidates(self) -> int:
+        """N, the number of candidates (public)."""
+        return (1 << self.grid_bits) + 1 if self.candidates is None else len(self.candidates)
+
+    def __attrs_post_init__(self) -> None:
+        check_user_level("ExponentialQuantile", self.query, self.relation, ("median", "quantile"))
+        if self.candidates is not None:
+            if self.grid_bits != 20:
+                raise InvalidArgument("ExponentialQuantile", "grid_bits", self.grid_bits, "is unused with candidates: leave it at 20")
+            lower, upper = grid_bounds(self.query)
+            for i in (0, len(self.candidates) - 1):  # sorted: the ends decide
+                if not lower <= self.candidates[i] <= upper:
+                    raise InvalidArgument("ExponentialQuantile", f"candidates[{i}]", _plain(self.candidates[i]), f"must lie inside the clip range [{lower}, {upper}]")
+        if self.selection == "permute_and_flip" and self.n_candidates > MAX_PF_CANDIDATES:
+            raise InvalidArgument(
+                "ExponentialQuantile", "selection", self.selection,
+                f"flips one coin per candidate: needs grid_bits <= 20 or candidates (here {self.n_candidates} > 2**20 + 1)",
+            )
+
+    def sensitivity(self) -> Fraction:
+        """Δ of the utility under the relation (times the values one user adds, at user level)."""
+        per_value = Fraction(1) if self.relation == "substitution" else max(self.q, 1 - self.q)
+        return per_value * values_per_user(self.query)
+
+    def privacy(self) -> PrivacyClaim[PureDP]:
+        """ε from the parameters."""
+        where = ("grid", f"2**{self.grid_bits}") if self.candidates is None else ("candidates", str(len(self.candidates)))
+        params = (("epsilon", str(self.epsilon)), ("Delta", str(self.sensitivity())), where)
+        if self.selection == "permute_and_flip":
+            return PrivacyClaim(
+                PureDP(self.epsilon),
+                "permute-and-flip, coins exp(eps*(u-u*)/(2*Delta)) (McKenna-Sheldon 2020 Thm 1)",
+                params,
+            )
+        return PrivacyClaim(PureDP(self.epsilon), "exponential mechanism, exp(eps*u/(2*Delta)) (McSherry-Talwar 2007 Thm 6)", params)
+
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20)) -> Accuracy:
+        """The (1 − ``alpha``) rank error, from the parameters only (no data touched).
+
+        With probability ≥ 1 − α, ``|(1 − q)·#{x < c} − q·#{x > c}|`` at the
+        output ``c`` is within ``(2Δ/ε)·ln((N − 1)/α)`` (rounded to whole
+        scores) of the best candidate's, N = 2**grid_bits + 1 or the number of
+        ``candidates`` (McSherry–Talwar 2007 Thm 8; Dwork–Roth Thm 3.11; for
+        permute-and-flip by a union bound over its coins). Proof in
+        the module docstring; see ``docs/accuracy.md``.
+        """
+        return exponential_quantile_accuracy(self, alpha)
+
+    def release(self, data: Dataset, rng: AbstractRandomness) -> object:
+        """A candidate (a grid point, or one of ``candidates``) as a float."""
+        if self.candidates is not None:
+            return self._release_candidates(data, rng, self.candidates)
+        lower, upper = grid_bounds(self.query)
+        size = 1 << self.grid_bits
+        if self.query.user is None and self.grid_bits <= MAX_COUNTED_GRID_BITS:
+            # row level: the utility reads only how many values fall on each grid point
+            assert self.query.column is not None
+            occupied, counts = as_reductions(data).grid_counts(self.query.column, lower, upper, self.grid_bits)
+            starts, lengths, scores = quantile_runs_from_counts(occupied, counts, size, self.q)
+        else:
+            x = _quantile_values(self.query, data, rng)
+            # halves keep x - lower finite for clips near the float maximum; the grid index is a
+            # per-row function of the value either way, so the sensitivity argument is unchanged
+            with np.errstate(all="ignore"):
+                pos = (x * 0.5 - float(lower) * 0.5) * float(Fraction(2 * size) / (upper - lower))
+            idx = np.clip(np.rint(pos), 0, size).astype(np.int64)
+            starts, lengths, scores = quantile_runs(idx, size, self.q)
+        # scores are integers = den(q)·|…|; exp(-ε·score/(den·2Δ))
+        gamma = self.epsilon / (2 * self.sensitivity() * self.q.denominator)
+        if self.selection == "permute_and_flip":  # N <= 2**20 + 1 (checked at construction)
+            j = sample_permute_flip(np.repeat(scores, lengths), gamma, rng=rng)
+            return float(lower + (upper - lower) * Fraction(j, size))
+        run = sample_exp_runs(scores, gamma, lengths, rng=rng)
+        length = int(lengths[run])
+        j = int(starts[run]) + (rng.big_below(length) if length > 1 else 0)
+        return float(lower + (upper - lower) * Fraction(j, size))
+
+    def _release_candidates(self, data: Dataset, rng: AbstractRandomness, candidates: tuple[Fraction, ...]) -> float:
+        x = _quantile_values(self.query, data, rng)
+        scores = candidate_scores(x, candidates, self.q)
+        gamma = self.epsilon / (2 * self.sensitivity() * self.q.denominator)
+        if self.selection == "permute_and_flip":
+            return float(candidates[sample_permute_flip(scores, gamma, rng=rng)])
+        starts, lengths, run_scores = _score_runs(scores)
+        run = sample_exp_runs(run_scores, gamma, lengths, rng=rng)
+        length = int(lengths[run])
+        j = int(starts[run]) + (rng.big_below(length) if length > 1 else 0)
+        return float(candidates[j])
+
+
+def _nm_query(value: Query) -> Query:
+    if not isinstance(value, Query) or value.kind != "histogram" or value.keys is None:
+        raise InvalidArgument("NoisyMax", "query", value, "must be Query.histogram(col, keys=...) with public keys")
+    return value
+
+
+def _nm_eps(value: ExactLike) -> Fraction:
+    return positive_param("NoisyMax", "epsilon", value)
+
+
+def _nm_relation(value: str) -> Relation:
+    return relation_param("NoisyMax", value)
+
+
+@final
+@attrs.frozen
+class NoisyMax(AbstractPrimitive[PureDP]):
+    """Report the (approximately) most frequent public key: exponential mechanism on counts.
+
+    Privacy guarantee:
+        ε-DP. One row changes one count by 1 (L∞ = 1); one user of a bounded
+        user-level histogram (``| MaxKeysPerUser(m, rows_per_key=c)`` or
+        ``| MaxRowsPerUser(k)``) changes each count by at most L∞ = min(c, k).
+        Under add/remove all counts move in the same direction, so the utility
+        is monotone and sampling ∝ exp(ε·count/L∞) is ε-DP (McSherry–Talwar 2007,
+        monotone case; Dwork–Roth Thm 3.10 remark); under substitution (row
+        level only) we sample ∝ exp(ε·count/2).
+    """
+
+    query: Query = attrs.field(converter=_nm_query)
+    epsilon: Fraction = attrs.field(converter=_nm_eps)
+    relation: Relation = attrs.field(default="add_remove", converter=_nm_relation)
+
+    def __attrs_post_init__(self) -> None:
+        check_user_level("NoisyMax", self.query, self.relation, ("histogram",))
+
+    @property
+    def neighbouring(self) -> Neighbouring:
+        """One row (or one user, for a user-level histogram) under ``relation``."""
+        return self.query.neighbouring(self.relation)
+
+    def linf(self) -> int:
+        """The most one row (one user) changes any count: 1, or the per-key cap of a user-level histogram."""
+        return histogram_sensitivity(self.query)[2]
+
+    def privacy(self) -> PrivacyClaim[PureDP]:
+        """ε from the parameters."""
+        factor = "eps*count (monotone)" if self.relation == "add_remove" else "eps*count/2"
+        return PrivacyClaim(
+            PureDP(self.epsilon),
+            f"exponential mechanism on counts, exp({factor}/Linf) (McSherry-Talwar 2007)",
+            (("epsilon", str(self.epsilon)), ("Linf", str(self.linf()))),
+        )
+
+    def accuracy(self, alpha: ExactLike = Fraction(1, 20)) -> Accuracy:
+        """The (1 − ``alpha``) score error, from the parameters only (no data touched).
+
+        With probability ≥ 1 − α the released key's count is within
+        ``ln((K − 1)/α)/r`` (rounded to whole counts) of the largest count, K keys,
+        r = ε/L∞ (add/remove) or ε/(2L∞) (McSherry–Talwar 2007 Thm 8; Dwork–Roth
+        Thm 3.11). Proof in the module docstring.
+        """
+        return noisy_max_accuracy(self, alpha)
+
+    def release(self, data: Dataset, rng: AbstractRandomness) -> object:
+        """The chosen key."""
+        assert self.query.column is not None and self.query.keys is not None
+        keys = self.query.keys
+        if self.query.user is None:  # missing or unlisted keys count nowhere (data policy)
+            counts = as_reductions(data).key_counts(self.query.column, keys).tolist()
+        else:  # the rows each user keeps under the caps
+            codes = data.key_codes(self.query.column, keys)[kept_rows(self.query, data, prf_secret(rng))[2]]
+            counts = np.bincount(codes[codes >= 0], minlength=len(keys)).tolist()
+        best = max(counts)
+        scores = [Fraction(best - c) for c in counts]
+        gamma = (self.epsilon if self.relation == "add_remove" else self.epsilon / 2) / self.linf()
+        return keys[sample_exp_weights(scores, gamma, rng=rng)]
+
+
+def exponential_quantile_accuracy(node: ExponentialQuantile, alpha: ExactLike) -> Accuracy:
+    """The (1 − α) rank error of :class:`ExponentialQuantile` (module docstring).
+
+    N is ``2**grid_bits + 1`` for the grid, ``len(candidates)`` otherwise. For
+    ``selection="permute_and_flip"`` the same bound holds, by a union bound
+    proven here (McKenna–Sheldon prove only that its *expected* error is no
+    worse than the exponential mechanism's, their Theorem 2): the output is
+    always a candidate whose coin came up heads, and candidate ``c``'s coin is
+    heads with probability ``exp(−γ(s_c − s*))``, so with ``B = {c : s_c ≥ s* + t}``
+    (``t ≥ 1``, ``c* ∉ B``, ``|B| ≤ N − 1``)::
+
+        P[s_out − s* ≥ t] <= P[some coin in B is heads] <= Σ_B e^{−γ(s_c − s*)} <= (N − 1) e^{−γ t}
+
+    the same right side as for the exponential mechanism, hence the same ``t``.
+    """
+    a = alpha_param("ExponentialQuantile.accuracy", alpha)
+    den = node.q.denominator
+    delta_u = node.sensitivity()
+    gamma = node.epsilon / (2 * delta_u * den)  # the release's rate per integer score unit
+    candidates = node.n_candidates
+    gap = exp_mech_gap(candidates, gamma, a)
+    where = "grid points" if node.candidates is None else "public candidates"
+    pf = node.selection == "permute_and_flip"
+    if pf:
+        noise = f"permute-and-flip over {candidates} {where}, coins exp(eps*(u-u*)/(2*Delta)), Delta={up_text(delta_u)}"
+    else:
+        noise = f"exponential mechanism over {candidates} {where}, exp(eps*u/(2*Delta)), Delta={up_text(delta_u)}"
+    best = "grid point's" if node.candidates is None else "candidate's"
+    notes = (
+        f"rank error: |(1-q)*#{{x<c}} - q*#{{x>c}}| of the output c exceeds the best {best} by at most this "
+        f"(q={node.q}); off the data it is |#{{x<c}} - q*n|",
+        f"bound: (2*Delta/eps)*ln({candidates - 1}/alpha), rounded to whole scores "
+        + ("(union bound over the coins; the same tail as McSherry-Talwar 2007 Thm 8)" if pf else "(McSherry-Talwar 2007 Thm 8)"),
+    )
+    return Accuracy(a, Fraction(gap, den), "rank", noise, False, None, notes)
+
+
+def noisy_max_accuracy(node: NoisyMax, alpha: ExactLike) -> Accuracy:
+    """The (1 − α) score error of :class:`NoisyMax`: the released key's count is within this of the largest."""
+    a = alpha_param("NoisyMax.accuracy", alpha)
+    assert node.query.keys is not None
+    keys = len(node.query.keys)
+    gamma = (node.epsilon if node.relation == "add_remove" else node.epsilon / 2) / node.linf()
+    gap = exp_mech_gap(keys, gamma, a)
+    factor = "eps*count/Linf" if node.relation == "add_remove" else "eps*count/(2*Linf)"
+    noise = f"exponential mechanism over {keys} keys, exp({factor}), Linf={node.linf()}"
+    notes = (f"the released key's count is at most this below the largest count (bound: ln({keys - 1}/alpha)/rate)",)
+    return Accuracy(a, Fraction(gap), "count below the top key's", noise, False, None, notes)
