@@ -14,14 +14,15 @@ One sub-package per framework; each imports only the lower layers and
 * :mod:`~dpalg.mechanisms.bounded_ls` -- privately bounded local sensitivity and the ratios;
 * :mod:`~dpalg.mechanisms.auto_clip` -- AutoClipSum.
 
-Certificates name a node class by ``module:Class``. Those written before the
-frameworks had packages name the old flat modules (``dpalg.mechanisms._ptr``);
-:data:`_CERTIFICATE_MODULES` keeps each old name importable as the package that
-now holds its node classes, so every such certificate still decodes and audits.
+Certificates name a node class by ``module:Class``: for the classes defined before
+the frameworks had packages, the old flat module (``dpalg.mechanisms._ptr:ProposeTest``),
+kept as a stable name in :data:`CERTIFICATE_NAMES`, so certificates are the same
+as before the split and every earlier one still decodes and audits.
 """
 
-import importlib
-import sys
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
 
 from dpalg.mechanisms.auto_clip import AutoClipSum
 from dpalg.mechanisms.bounded_ls import BoundedLS, BoundedLSRatio, KSWRatio, NaiveRatio, NoisyCount, PrivateRatio
@@ -33,6 +34,8 @@ from dpalg.mechanisms.smooth import SmoothBound, SmoothBoundCauchy
 from dpalg.mechanisms.sample_aggregate import SampleAggregateMean, SampleAggregateMedian, SampleAggregateMode
 from dpalg.mechanisms.selection import ExponentialQuantile, NoisyMax
 from dpalg.mechanisms.global_noise import CalibratedGaussianSum, CalibratedLaplaceSum, Gaussian, Laplace
+from dpalg.mechanisms.sample_aggregate._blocks import QueryStatistic
+from dpalg.mechanisms.smooth._formula import FormulaEnvelope
 
 __all__ = [
     "LocalSensAtDistance", "ProposeTest", "PTRMode", "PTRBoundSuggestion", "StableHistogram",
@@ -44,20 +47,37 @@ __all__ = [
     "SampleAggregateMean", "SampleAggregateMedian", "SampleAggregateMode", "SmoothBound", "SmoothBoundCauchy",
 ]  # fmt: skip
 
-#: old flat module (as certificates name it) -> the module that now holds its node classes
-_CERTIFICATE_MODULES = {
-    "_global": "dpalg.mechanisms.global_noise",
-    "_per_coordinate": "dpalg.mechanisms.global_noise",
-    "_exponential": "dpalg.mechanisms.selection",
-    "_ptr": "dpalg.mechanisms.ptr",
-    "_stable_histogram": "dpalg.mechanisms.ptr",
-    "_ls_at_distance": "dpalg.mechanisms.ptr",
-    "_smooth_bound": "dpalg.mechanisms.smooth",
-    "_sample_aggregate": "dpalg.mechanisms.sample_aggregate",
-    "_shifted_inverse": "dpalg.mechanisms.shifted_inverse",
-    "_bounded_ls": "dpalg.mechanisms.bounded_ls",
-    "_ratio": "dpalg.mechanisms.bounded_ls",
-    "_auto_clip": "dpalg.mechanisms.auto_clip",
-}
-for _old, _new in _CERTIFICATE_MODULES.items():
-    sys.modules.setdefault(f"{__name__}.{_old}", importlib.import_module(_new))
+#: the name a certificate gives each mechanism class (``"module:Class"``). A name is a stable
+#: identifier, not an import path: it is the module that defined the class when certificates first
+#: recorded it, so moving a class (as the split into one package per framework did) changes no
+#: certificate, and every certificate written before still decodes. A class added later is named by
+#: its own module (the serializer's default) and needs no entry.
+CERTIFICATE_NAMES: Final[Mapping[type, str]] = MappingProxyType({
+    AutoClipSum: "dpalg.mechanisms._auto_clip:AutoClipSum",
+    BoundedLS: "dpalg.mechanisms._bounded_ls:BoundedLS",
+    NoisyCount: "dpalg.mechanisms._bounded_ls:NoisyCount",
+    BoundedLSRatio: "dpalg.mechanisms._ratio:BoundedLSRatio",
+    KSWRatio: "dpalg.mechanisms._ratio:KSWRatio",
+    NaiveRatio: "dpalg.mechanisms._ratio:NaiveRatio",
+    PrivateRatio: "dpalg.mechanisms._ratio:PrivateRatio",
+    CalibratedGaussianSum: "dpalg.mechanisms._per_coordinate:CalibratedGaussianSum",
+    CalibratedLaplaceSum: "dpalg.mechanisms._per_coordinate:CalibratedLaplaceSum",
+    Gaussian: "dpalg.mechanisms._global:Gaussian",
+    Laplace: "dpalg.mechanisms._global:Laplace",
+    ExponentialQuantile: "dpalg.mechanisms._exponential:ExponentialQuantile",
+    NoisyMax: "dpalg.mechanisms._exponential:NoisyMax",
+    LocalSensAtDistance: "dpalg.mechanisms._ls_at_distance:LocalSensAtDistance",
+    ProposeTest: "dpalg.mechanisms._ptr:ProposeTest",
+    PTRMode: "dpalg.mechanisms._ptr:PTRMode",
+    StableHistogram: "dpalg.mechanisms._stable_histogram:StableHistogram",
+    SmoothBound: "dpalg.mechanisms._smooth_bound:SmoothBound",
+    SmoothBoundCauchy: "dpalg.mechanisms._smooth_bound:SmoothBoundCauchy",
+    FormulaEnvelope: "dpalg.mechanisms._smooth_formula:FormulaEnvelope",
+    SampleAggregateMean: "dpalg.mechanisms._sample_aggregate:SampleAggregateMean",
+    SampleAggregateMedian: "dpalg.mechanisms._sample_aggregate:SampleAggregateMedian",
+    SampleAggregateMode: "dpalg.mechanisms._sample_aggregate:SampleAggregateMode",
+    QueryStatistic: "dpalg.mechanisms._sample_aggregate_blocks:QueryStatistic",
+    ShiftedInverse: "dpalg.mechanisms._shifted_inverse:ShiftedInverse",
+    ShiftedInverseSearch: "dpalg.mechanisms._shifted_inverse:ShiftedInverseSearch",
+    ShiftedInverseSearchZCDP: "dpalg.mechanisms._shifted_inverse:ShiftedInverseSearchZCDP",
+})  # fmt: skip

@@ -42,12 +42,33 @@ from dpalg._errors import DPAlgError, InvalidArgument
 from dpalg._numbers import to_fraction
 from dpalg.graph._derivation import strip_addresses
 from dpalg.measures import ZCDP, ApproxDP, PureDP
+from dpalg.mechanisms import CERTIFICATE_NAMES
 
 __all__ = [
     "CallableStub", "CertificateMalformed", "JSON", "UnknownNodeKind", "canonical_json", "decode", "encode", "stable_repr",
 ]  # fmt: skip
 
 JSON = Union[None, bool, int, float, str, list["JSON"], dict[str, "JSON"]]
+
+#: stable certificate name -> class, for the classes whose name is not their module's (a class
+#: that moved keeps the name certificates first gave it: :data:`dpalg.mechanisms.CERTIFICATE_NAMES`)
+_NAMED: dict[str, type] = {name: cls for cls, name in CERTIFICATE_NAMES.items()}
+
+
+def certificate_name(cls: type) -> str:
+    """The ``"module:Class"`` name a certificate records for a node class.
+
+    The defining module for most classes; for a class that has moved since
+    certificates first named it, the name they gave it then (so a move changes
+    no certificate).
+
+    Examples:
+        >>> from dpalg.mechanisms import Laplace
+        >>> from dpalg.graph import Compose
+        >>> certificate_name(Laplace), certificate_name(Compose)
+        ('dpalg.mechanisms._global:Laplace', 'dpalg.graph._compose:Compose')
+    """
+    return CERTIFICATE_NAMES.get(cls) or f"{cls.__module__}:{cls.__qualname__}"
 
 
 class CertificateMalformed(DPAlgError, ValueError):
@@ -132,7 +153,7 @@ def encode(value: object) -> JSON:
         if not (cls.__module__ == "dpalg" or cls.__module__.startswith("dpalg.")):
             raise InvalidArgument("encode", "node", cls.__name__, "must be a dpalg class (plans are built from dpalg nodes)")
         fields = {f.name: encode(getattr(value, f.name)) for f in attrs.fields(cls)}
-        return {"$node": f"{cls.__module__}:{cls.__qualname__}", "fields": fields}
+        return {"$node": certificate_name(cls), "fields": fields}
     if callable(value):
         name = getattr(value, "__qualname__", None) or type(value).__name__
         return {"$callable": f"{getattr(value, '__module__', '?')}:{name}", "repr": stable_repr(repr(value))}
@@ -250,11 +271,13 @@ def _decode_node(obj: dict[str, JSON], where: str, depth: int) -> object:
         raise CertificateMalformed(where, f"$node {target!r} must name a class inside the dpalg package")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*(\.[A-Za-z_][A-Za-z_0-9]*)*", module_name) or not qualname.isidentifier():
         raise CertificateMalformed(where, f"$node {target!r} is not a module path and a class name")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError:
-        raise UnknownNodeKind(where, target) from None
-    cls = getattr(module, qualname, None)
+    cls = _NAMED.get(target)
+    if cls is None:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            raise UnknownNodeKind(where, target) from None
+        cls = getattr(module, qualname, None)
     if cls is None:
         raise UnknownNodeKind(where, target)
     if not isinstance(cls, type) or not attrs.has(cls):

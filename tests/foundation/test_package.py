@@ -230,13 +230,9 @@ def _in_mechanisms(module: str) -> bool:
     return module == ROOMS_OF or module.startswith(ROOMS_OF + ".")
 
 
-_MECHANISMS_SPLIT = pytest.mark.xfail(
-    reason="mechanisms/ is still one flat room; its split into framework packages (branch house) removes these circles",
-    strict=True,
-)
 
 
-@pytest.mark.parametrize("scope", ["outside mechanisms", pytest.param("mechanisms", marks=_MECHANISMS_SPLIT)])
+@pytest.mark.parametrize("scope", ["outside mechanisms", "mechanisms"])
 def test_no_import_circle(scope: str) -> None:
     inside = scope == "mechanisms"
     circles = [c for c in import_circles(_RUNTIME) if all(_in_mechanisms(m) for m in c) == inside]
