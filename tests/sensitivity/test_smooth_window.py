@@ -29,7 +29,8 @@ from dpalg.data._numpy_reductions import order_window
 from dpalg.mechanisms import SmoothBound
 from dpalg.mechanisms._smooth_bound import _windowed_center_and_scale, center_and_scale
 from dpalg.queries import Clip, Query
-from dpalg.sensitivity._smooth import Relation, quantile_ls_k
+from dpalg.sensitivity._smooth_quantile import quantile_ls_k
+from dpalg.sensitivity._smooth_rounding import Relation
 from dpalg.sensitivity._testing import value_neighbours as neighbours
 from dpalg.sensitivity._smooth_window import smooth_from_window, window_levels, window_ranks
 
