@@ -66,18 +66,9 @@ import numpy as np
 import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
+from dpalg.data._dataset import check_relation
 from dpalg.sensitivity._smooth_quantile import smooth_sensitivity_quantile
-from dpalg.sensitivity._smooth_rounding import (
-    _BASE_SLACK,
-    _EXP_REL,
-    _MIN_BETA,
-    FloatArray,
-    IntArray,
-    _beta,
-    _bounds,
-    _finish,
-    _relation,
-)
+from dpalg.sensitivity._smooth_rounding import _BASE_SLACK, _EXP_REL, _MIN_BETA, FloatArray, IntArray, _beta, _bounds, _finish
 
 # mechanisms/_smooth_profile.py, mechanisms/_smooth_trimmed.py and their tests import these three from here
 from dpalg.sensitivity._smooth_rounding import FLOOR as FLOOR
@@ -254,7 +245,7 @@ def smooth_sensitivity(query: object, values: npt.ArrayLike, beta: float, relati
     from dpalg.sensitivity._catalog import CATALOG_KINDS, global_sensitivity, ls_profile
 
     owner = "smooth_sensitivity"
-    rel = _relation(relation, owner)
+    rel = check_relation(relation, owner)
     b = _beta(beta, owner)
     if not isinstance(query, Query):
         raise InvalidArgument(owner, "query", type(query).__name__, "must be a dpalg Query")

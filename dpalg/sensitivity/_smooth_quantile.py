@@ -31,25 +31,9 @@ import numpy as np
 import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
-from dpalg.sensitivity._smooth_rounding import (
-    _BASE_SLACK,
-    _EXP_REL,
-    _MIN_BETA,
-    FLOOR,
-    FloatArray,
-    IntArray,
-    Relation,
-    _beta,
-    _beta0,
-    _bounds,
-    _finish,
-    _gap_up,
-    _padded,
-    _q,
-    _relation,
-    _sorted,
-    _weights,
-)
+from dpalg.data._dataset import check_relation
+from dpalg.sensitivity._smooth_rounding import _BASE_SLACK, _EXP_REL, _MIN_BETA, FLOOR, FloatArray, IntArray, Relation
+from dpalg.sensitivity._smooth_rounding import _beta, _beta0, _bounds, _finish, _gap_up, _padded, _q, _sorted, _weights
 
 __all__ = ["quantile_ls_k", "smooth_sensitivity_quantile", "smooth_sensitivity_quantile_quadratic"]
 
@@ -127,7 +111,7 @@ def quantile_ls_k(
         1.0000000000000002
     """
     owner = "quantile_ls_k"
-    rel = _relation(relation, owner)
+    rel = check_relation(relation, owner)
     qq = _q(q, owner)
     lo_b, hi_b = _bounds(lower, upper, owner)
     x = _sorted(sorted_values, lo_b, hi_b, owner)
@@ -184,7 +168,7 @@ def _checked(
     ``n`` is public, or ``lower == upper``), and the cap, rounded up, when ``β < 2⁻²⁰``
     (a constant that bounds every ``LS_k`` is a β-smooth upper bound).
     """
-    rel = _relation(relation, owner)
+    rel = check_relation(relation, owner)
     qq = _q(q, owner)
     b = _beta(beta, owner)
     lo_b, hi_b = _bounds(lower, upper, owner)

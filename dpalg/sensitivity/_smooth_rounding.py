@@ -10,7 +10,7 @@ upper bound that is still β-smooth (NRS07 Def. 2.1, Prop. 3.1, with weights
 * :func:`_gap_up` rounds every gap up, monotonically;
 * :func:`_finish` inflates a result by a factor that dominates the error of ``exp`` and
   the products, and never returns less than ``FLOOR``;
-* the argument checks (``β``, the relation, ``q``, the bounds, the sorted data) raise
+* the argument checks (``β``, ``q``, the bounds, the sorted data) raise
   :class:`~dpalg.InvalidArgument` without printing data values.
 
 References:
@@ -22,17 +22,16 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Final, Literal
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import to_fraction
+from dpalg.data import Relation
 
 __all__ = ["FLOOR", "FloatArray", "IntArray", "Relation"]
-
-Relation = Literal["add_remove", "substitution"]
 
 #: smallest value ever returned when the true smooth sensitivity is positive
 FLOOR: Final = 2.0**-900
@@ -68,14 +67,6 @@ def _beta0(beta: float, slack: float) -> float:
     if scaled * 2.0 ** (exp - _BETA_BITS) >= beta:  # pragma: no cover - floor cannot round up
         scaled -= 1
     return math.ldexp(scaled, exp - _BETA_BITS)
-
-
-def _relation(relation: object, owner: str) -> Relation:
-    if relation == "substitution":
-        return "substitution"
-    if relation == "add_remove":
-        return "add_remove"
-    raise InvalidArgument(owner, "relation", relation, "must be 'add_remove' or 'substitution'")
 
 
 def _q(q: object, owner: str) -> Fraction:
