@@ -1,4 +1,4 @@
-"""Shared helpers: the table row, timing, peer discovery, printing."""
+"""Shared helpers: the table row, timing, peer discovery, printing, and the backend benchmarks' column and questions."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
+from fractions import Fraction
 from types import ModuleType
+
+import numpy as np
+import numpy.typing as npt
+
+from dpalg.data import OrderWindow, Reductions, SumSpec
 
 
 @dataclass(frozen=True)
@@ -145,3 +151,53 @@ def render(rows: Sequence[Row], *, markdown: bool = False) -> str:
         cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:4], widths[1:4])] + [row[4].ljust(widths[4]), row[5]]
         out.append("  ".join(cells))
     return "\n".join(out)
+
+
+# --- the backends of the reductions seam (bench_polars, bench_spark) -------------------------------
+
+
+def gappy_column(rows: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """The synthetic column of the backend benchmarks: ``(x, nulls)``, N(50, 10) with 1% NaN in ``x`` and 1% nulls.
+
+    A frame is built from ``x`` with the rows of ``nulls`` null; the numpy column is
+    ``x`` with those rows NaN as well (null -> NaN, the data policy).
+    """
+    gen = np.random.default_rng(0)  # synthetic data only
+    x = gen.normal(50, 10, rows)
+    x[gen.random(rows) < 0.01] = np.nan
+    nulls = gen.random(rows) < 0.01
+    return x, nulls
+
+
+def _bits(x: object) -> object:
+    """A value whose equality is bit identity (arrays by their dtype and bytes)."""
+    if isinstance(x, OrderWindow):
+        return (x.n, x.first, _bits(x.values))
+    if isinstance(x, np.ndarray):
+        return (x.dtype.str, x.tobytes())
+    if isinstance(x, (tuple, list)):
+        return [_bits(v) for v in x]
+    return x
+
+
+def time_reductions(backends: Sequence[Reductions], rows: int, repeat: int, name: str) -> list[tuple[str, list[float]]]:
+    """For each reduction, the interleaved median seconds of every backend (``backends[0]`` is numpy).
+
+    Every backend's answer is first checked bit-identical to numpy's (which is also the warm-up).
+    """
+    lo, hi = Fraction(0), Fraction(100)
+    mid = rows // 2
+    questions: list[tuple[str, Callable[[Reductions], object]]] = [
+        ("clipped sum + count", lambda r: r.clipped_sums([SumSpec("x", lo, hi, -10)])),
+        ("order window (median, 2001 ranks)", lambda r: r.order_window("x", lo, hi, mid - 1000, mid + 1000)),
+        ("grid counts (2**20 grid)", lambda r: r.grid_counts("x", lo, hi, 20)),
+        ("extremes (k = 1000)", lambda r: r.extremes("x", lo, hi, 1000)),
+    ]
+    out = []
+    for question, ask in questions:
+        want = _bits(ask(backends[0]))
+        for backend in backends[1:]:
+            assert _bits(ask(backend)) == want, f"{question}: {name} differs from numpy"
+        calls = [lambda b=b: ask(b) for b in backends]
+        out.append((question, interleaved_medians(calls, repeat)))
+    return out

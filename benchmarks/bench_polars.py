@@ -14,7 +14,7 @@ load. The column is N(50, 10) with 1% nulls and 1% NaN.
 | grid counts | ``grid_counts(x, 0, 100, 20)``: ExponentialQuantile's default grid |
 | extremes | ``extremes(x, 0, 100, 1000)``: what ProposeTest on a mean reads (no goal in the issue) |
 
-Before timing, every polars answer is checked equal to the numpy one. The load
+Before timing, every polars answer is checked bit-identical to the numpy one. The load
 average is printed at the start and at the end: the machine is shared, so only
 the ratios mean anything.
 
@@ -25,32 +25,17 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
-from fractions import Fraction
 
 import numpy as np
 import polars as pl
 
-from benchmarks._common import interleaved_medians
-from dpalg.data import NumpyReductions, OrderWindow, Reductions, SumSpec, as_dataset, as_reductions
-
-
-def _same(a: object, b: object) -> bool:
-    if isinstance(a, OrderWindow) and isinstance(b, OrderWindow):
-        return (a.n, a.first) == (b.n, b.first) and a.values.tobytes() == b.values.tobytes()
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-        return a.dtype == b.dtype and a.tobytes() == b.tobytes()
-    return a == b
+from benchmarks._common import gappy_column, time_reductions
+from dpalg.data import NumpyReductions, Reductions, as_dataset, as_reductions
 
 
 def measure(rows: int, repeat: int) -> list[tuple[str, list[float]]]:
     """For each reduction: the median seconds of numpy, polars DataFrame and polars LazyFrame."""
-    gen = np.random.default_rng(0)  # synthetic data only
-    x = gen.normal(50, 10, rows)
-    x[gen.random(rows) < 0.01] = np.nan
-    nulls = gen.random(rows) < 0.01
+    x, nulls = gappy_column(rows)
     frame = pl.DataFrame({"x": x}).with_columns(pl.when(pl.Series(nulls)).then(None).otherwise(pl.col("x")).alias("x"))
     x[nulls] = np.nan  # the numpy column holds the same values (null -> NaN, the data policy)
     backends: list[Reductions] = [
@@ -58,22 +43,7 @@ def measure(rows: int, repeat: int) -> list[tuple[str, list[float]]]:
         as_reductions(as_dataset(frame)),
         as_reductions(as_dataset(frame.lazy())),
     ]
-    lo, hi = Fraction(0), Fraction(100)
-    mid = rows // 2
-    questions: list[tuple[str, Callable[[Reductions], object]]] = [
-        ("clipped sum + count", lambda r: r.clipped_sums([SumSpec("x", lo, hi, -10)])),
-        ("order window (median, 2001 ranks)", lambda r: r.order_window("x", lo, hi, mid - 1000, mid + 1000)),
-        ("grid counts (2**20 grid)", lambda r: r.grid_counts("x", lo, hi, 20)),
-        ("extremes (k = 1000; not a goal of the issue)", lambda r: r.extremes("x", lo, hi, 1000)),
-    ]
-    out = []
-    for name, ask in questions:
-        want = ask(backends[0])
-        for backend in backends[1:]:
-            assert _same(ask(backend), want), f"{name}: polars differs from numpy"
-        calls = [lambda b=b: ask(b) for b in backends]
-        out.append((name, interleaved_medians(calls, repeat)))
-    return out
+    return time_reductions(backends, rows, repeat, "polars")
 
 
 def main() -> None:

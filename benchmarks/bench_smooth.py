@@ -1,7 +1,7 @@
 """Benchmark: smooth sensitivity of the median on 10**7 rows, as a ratio to np.sort.
 
-Run: ``python benchmarks/bench_smooth.py [n]`` (both parts) or
-``python benchmarks/bench_smooth.py e2e [n]`` (end-to-end part only). Both relations and several β are
+Run: ``python -m benchmarks.bench_smooth [n]`` (both parts) or
+``python -m benchmarks.bench_smooth e2e [n]`` (end-to-end part only). Both relations and several β are
 timed on the *sorted* data (the post-sort pass), and reported as a ratio to
 ``np.sort`` of the same data in the same run (goal: sort + pass ≤ 3× sort, i.e.
 pass ≤ 2× sort). Data sets: uniform (no ties), rounded normal (heavy ties), and
@@ -34,16 +34,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from benchmarks._common import best_of
 from dpalg.sensitivity import smooth_sensitivity_quantile
-
-
-def _best_of(fn: Callable[[], object], repeat: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def main(n: int = 10**7) -> None:
@@ -55,14 +47,14 @@ def main(n: int = 10**7) -> None:
     }
     print(f"n = {n:,}")
     for name, data in datasets.items():
-        t_sort = _best_of(lambda: np.sort(data), repeat=2)
+        t_sort = best_of(lambda: np.sort(data), repeat=2)
         x = np.sort(data)
         for relation, betas in (("substitution", (0.1, 0.01, 0.001)), ("add_remove", (0.1,))):
             if relation == "add_remove" and name != "uniform":
                 continue  # known limitation: O(n + W·K) on the window, slow with long tie runs
             for beta in betas:
                 value = smooth_sensitivity_quantile(x, "1/2", 0, 1, beta, relation)  # type: ignore[arg-type]
-                t = _best_of(lambda: smooth_sensitivity_quantile(x, "1/2", 0, 1, beta, relation), repeat=2)  # type: ignore[arg-type]
+                t = best_of(lambda: smooth_sensitivity_quantile(x, "1/2", 0, 1, beta, relation), repeat=2)  # type: ignore[arg-type]
                 print(
                     f"{name:15s} {relation:12s} beta={beta:<6} S*={value:.6g}  sort {t_sort:.3f}s  "
                     f"pass {t:.3f}s  (sort+pass)/sort = {(t_sort + t) / t_sort:.2f}"

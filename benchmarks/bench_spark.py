@@ -31,27 +31,14 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from collections.abc import Callable
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from benchmarks._common import interleaved_medians
-from dpalg.data import NumpyReductions, OrderWindow, Reductions, SumSpec, as_dataset, as_reductions
+from benchmarks._common import gappy_column, time_reductions
+from dpalg.data import NumpyReductions, Reductions, as_dataset, as_reductions
 
-GOALS = {"clipped sum + count": "<= 5x", "order window (median, k = 1000)": "<= 20x"}
-
-
-def _bits(x: object) -> object:
-    """A value whose equality is bit identity (arrays by their bytes)."""
-    if isinstance(x, OrderWindow):
-        return (x.n, x.first, _bits(x.values))
-    if isinstance(x, np.ndarray):
-        return (x.dtype.str, x.tobytes())
-    if isinstance(x, (tuple, list)):
-        return [_bits(v) for v in x]
-    return x
+GOALS = {"clipped sum + count": "<= 5x", "order window (median, 2001 ranks)": "<= 20x"}
 
 
 def session() -> Any:
@@ -75,10 +62,7 @@ def measure(spark: Any, rows: int, repeat: int) -> list[tuple[str, list[float]]]
     """For each reduction: the median seconds of numpy and of Spark (on a cached frame)."""
     import pyarrow as pa  # type: ignore[import-untyped]
 
-    gen = np.random.default_rng(0)  # synthetic data only
-    x = gen.normal(50, 10, rows)
-    x[gen.random(rows) < 0.01] = np.nan
-    nulls = gen.random(rows) < 0.01
+    x, nulls = gappy_column(rows)
     frame = spark.createDataFrame(pa.table({"x": pa.array(x, mask=nulls)}))  # the same values in the same row order
     # one partition per Arrow batch of 10 000 rows would make every job 1000 tasks: one partition per core
     # (coalesce concatenates neighbours, so the row order stays numpy's)
@@ -86,19 +70,7 @@ def measure(spark: Any, rows: int, repeat: int) -> list[tuple[str, list[float]]]
     assert frame.count() == rows  # the cache is filled before timing
     x[nulls] = np.nan  # the numpy column holds the same values (null -> NaN, the data policy)
     backends: list[Reductions] = [NumpyReductions(as_dataset({"x": x})), as_reductions(as_dataset(frame))]
-    lo, hi = Fraction(0), Fraction(100)
-    mid = rows // 2
-    questions: list[tuple[str, Callable[[Reductions], object]]] = [
-        ("clipped sum + count", lambda r: r.clipped_sums([SumSpec("x", lo, hi, -10)])),
-        ("order window (median, k = 1000)", lambda r: r.order_window("x", lo, hi, mid - 1000, mid + 1000)),
-        ("grid counts (2**20 grid)", lambda r: r.grid_counts("x", lo, hi, 20)),
-        ("extremes (k = 1000)", lambda r: r.extremes("x", lo, hi, 1000)),
-    ]
-    out = []
-    for name, ask in questions:
-        assert _bits(ask(backends[1])) == _bits(ask(backends[0])), f"{name}: Spark differs from numpy"  # also the warm-up
-        calls = [lambda b=b: ask(b) for b in backends]
-        out.append((name, interleaved_medians(calls, repeat)))
+    out = time_reductions(backends, rows, repeat, "Spark")
     frame.unpersist()
     return out
 

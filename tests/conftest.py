@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-# tests/noise/noise_stats_helpers.py and tests/data/backend_support.py sit next to the tests that use
+# the helper modules (tests/noise/noise_stats_helpers.py, tests/noise/randomness_support.py,
+# tests/data/backend_support.py, ...) sit next to the tests that use
 # them (importlib mode puts no test directory on sys.path, and test modules cannot import one another);
 # one conftest for the whole tree (mypy refuses two modules named conftest)
 for _helpers in ("noise", "data"):

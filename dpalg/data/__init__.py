@@ -6,6 +6,8 @@ for a polars frame) and the per-unit reductions of the user-level mechanisms.
 ``PolarsReductions`` and ``SparkReductions`` are imported on first access (PEP 562),
 so ``import dpalg`` never loads polars or pyspark."""
 
+from collections.abc import Callable
+
 from dpalg.data._dataset import ROW, ColumnSource, Dataset, DataLike, Neighbouring, Relation, as_dataset
 from dpalg.data._keys import Key, key_codes, key_counts, key_index, key_order, normalise_key
 from dpalg.data._lattice_sums import exact_int_total, per_unit_lattice_sums
@@ -33,26 +35,37 @@ __all__ = [
 ]  # fmt: skip
 
 
+def _load_polars() -> object:
+    from dpalg.data._polars_reductions import PolarsReductions
+
+    return PolarsReductions
+
+
+def _load_spark() -> object:
+    import pyspark  # noqa: F401 -- the module itself imports pyspark only when it computes
+
+    from dpalg.data._spark_reductions import SparkReductions
+
+    return SparkReductions
+
+
+# name: (its import, the package it needs, the extra that installs that package)
+_LAZY: dict[str, tuple[Callable[[], object], str, str]] = {
+    "PolarsReductions": (_load_polars, "polars", "polars"),
+    "SparkReductions": (_load_spark, "pyspark", "spark"),
+}
+
+
 def __getattr__(name: str) -> object:
     """``PolarsReductions`` and ``SparkReductions``, imported on first access (they import polars, pyspark)."""
-    if name == "PolarsReductions":
-        try:
-            from dpalg.data._polars_reductions import PolarsReductions
-        except ImportError as exc:
-            from dpalg._errors import Unsupported
+    if name not in _LAZY:
+        raise AttributeError(f"module 'dpalg.data' has no attribute {name!r}")
+    load, package, extra = _LAZY[name]
+    try:
+        value = load()
+    except ImportError as exc:
+        from dpalg._errors import Unsupported
 
-            raise Unsupported(f"dpalg.data.PolarsReductions needs polars ({exc}); install it with: pip install 'dpalg[polars]'") from exc
-        globals()[name] = PolarsReductions
-        return PolarsReductions
-    if name == "SparkReductions":
-        try:
-            import pyspark  # noqa: F401 -- the module itself imports pyspark only when it computes
-
-            from dpalg.data._spark_reductions import SparkReductions
-        except ImportError as exc:
-            from dpalg._errors import Unsupported
-
-            raise Unsupported(f"dpalg.data.SparkReductions needs pyspark ({exc}); install it with: pip install 'dpalg[spark]'") from exc
-        globals()[name] = SparkReductions
-        return SparkReductions
-    raise AttributeError(f"module 'dpalg.data' has no attribute {name!r}")
+        raise Unsupported(f"dpalg.data.{name} needs {package} ({exc}); install it with: pip install 'dpalg[{extra}]'") from exc
+    globals()[name] = value
+    return value

@@ -95,15 +95,24 @@ if TYPE_CHECKING:
 __all__ = ["BackendInfo", "ColumnSource", "Dataset", "DataLike", "FrameBackend", "Neighbouring", "Relation", "as_dataset", "in_memory_reductions", "run_data", "package_version", "register_frame_backend", "register_in_memory_reductions", "ROW"]
 
 Relation = Literal["add_remove", "substitution"]
-_RELATIONS = ("add_remove", "substitution")
 
 
-def _relation(value: str) -> Relation:
+def check_relation(value: object, owner: str) -> Relation:
+    """``value`` as a :data:`Relation`, or :class:`~dpalg.InvalidArgument` naming ``owner`` and the field ``relation``.
+
+    Examples:
+        >>> check_relation("substitution", "smooth_sensitivity")
+        'substitution'
+    """
     if value == "add_remove":
         return "add_remove"
     if value == "substitution":
         return "substitution"
-    raise InvalidArgument("Neighbouring", "relation", value, f"must be one of {_RELATIONS}")
+    raise InvalidArgument(owner, "relation", value, "must be 'add_remove' or 'substitution'")
+
+
+def _relation(value: str) -> Relation:
+    return check_relation(value, "Neighbouring")
 
 
 def _unit(value: str | None) -> str | None:

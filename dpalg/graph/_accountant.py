@@ -18,10 +18,11 @@ are added as integers over a common denominator (:func:`exact_sum`), exactly.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from fractions import Fraction
 from math import gcd
-from typing import Final, Union, assert_never, cast
+from typing import Final, TypeVar, Union, assert_never, cast
 
 from dpalg._errors import InvalidArgument, Unsupported
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox, conversion_advice
@@ -233,6 +234,25 @@ def _children(nodes: tuple[object, ...], here: str, labels: list[str] | None, dr
     return items
 
 
+_Source = TypeVar("_Source", PureDP, ZCDP)
+
+
+def _conversion(
+    node: PureToApprox | PureToZCDP | ZCDPToApprox, path: str, dry: bool, source: type[_Source],
+    convert: Callable[[_Source], Measure], rule: str, inputs: tuple[tuple[str, str], ...],
+) -> Derivation | None:
+    """The derivation of a conversion node: its child's, converted by the theorem ``rule`` (the child must cost a ``source``)."""
+    name = type(node).__name__
+    here = _child_path(path, name)
+    sub = _walk(node.child, here, dry)
+    if sub is None:
+        return None
+    _convertible(here, name, sub.cost, source)
+    cost = sub.cost
+    assert isinstance(cost, source)  # for mypy; _convertible raised otherwise
+    return Derivation(here, node, rule, inputs, convert(cost), (sub,), combine="convert")
+
+
 def _walk(node: object, path: str, dry: bool) -> Derivation | None:
     known = _classify(node, path)
     match known:
@@ -255,31 +275,13 @@ def _walk(node: object, path: str, dry: bool) -> Derivation | None:
             pending = PendingChildren(here, labels, nodes, items)
             return Derivation(here, known, _MAX_RULE, (("parts", str(len(items))),), total, pending, combine="max")
         case PureToApprox():
-            here = _child_path(path, "PureToApprox")
-            sub = _walk(known.child, here, dry)
-            if sub is None:
-                return None
-            _convertible(here, "PureToApprox", sub.cost, PureDP)
-            assert isinstance(sub.cost, PureDP)  # for mypy; _convertible raised otherwise
-            return Derivation(here, known, "eps-DP is (eps, 0)-DP", (), sub.cost.to_approx(), (sub,), combine="convert")
+            return _conversion(known, path, dry, PureDP, PureDP.to_approx, "eps-DP is (eps, 0)-DP", ())
         case PureToZCDP():
-            here = _child_path(path, "PureToZCDP")
-            sub = _walk(known.child, here, dry)
-            if sub is None:
-                return None
-            _convertible(here, "PureToZCDP", sub.cost, PureDP)
-            assert isinstance(sub.cost, PureDP)  # for mypy; _convertible raised otherwise
-            return Derivation(here, known, "eps-DP implies eps^2/2-zCDP (Bun-Steinke 2016 Prop 1.4)", (), sub.cost.to_zcdp(), (sub,), combine="convert")
+            return _conversion(known, path, dry, PureDP, PureDP.to_zcdp, "eps-DP implies eps^2/2-zCDP (Bun-Steinke 2016 Prop 1.4)", ())
         case ZCDPToApprox():
-            here = _child_path(path, "ZCDPToApprox")
-            sub = _walk(known.child, here, dry)
-            if sub is None:
-                return None
-            _convertible(here, "ZCDPToApprox", sub.cost, ZCDP)
-            assert isinstance(sub.cost, ZCDP)  # for mypy; _convertible raised otherwise
-            return Derivation(
-                here, known, "tight zCDP -> (eps, delta) conversion, rounded up (Canonne-Kamath-Steinke 2020 Cor 13)",
-                (("delta", str(known.delta)),), sub.cost.to_approx(known.delta), (sub,), combine="convert",
+            return _conversion(
+                known, path, dry, ZCDP, functools.partial(ZCDP.to_approx, delta=known.delta),
+                "tight zCDP -> (eps, delta) conversion, rounded up (Canonne-Kamath-Steinke 2020 Cor 13)", (("delta", str(known.delta)),),
             )
         case GroupPrivacy():
             here = _child_path(path, f"GroupPrivacy(unit={known.unit!r}, max_rows={known.max_rows})")

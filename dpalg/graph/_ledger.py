@@ -34,7 +34,7 @@ from dpalg.graph._accountant import add_measures, fits, subtract_measures
 from dpalg.graph._derivation import BudgetExceeded, measure_from_json, measure_to_json, strip_addresses
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import decimal_measure as short_measure
-from dpalg.measures._measures import exact_sum
+from dpalg.measures._measures import exact_sum, zero_like
 
 __all__ = ["FORMAT", "LedgerEntry", "LedgerError", "LedgerReport", "budget_command", "now", "over_budget", "plan_digest", "read_ledger", "zero_like"]
 
@@ -101,15 +101,6 @@ class LedgerEntry:
 def plan_digest(plan: object) -> str:
     """SHA-256 (hex) of ``plan``'s repr with memory addresses removed: the certificate's ``plan_repr``."""
     return hashlib.sha256(strip_addresses(repr(plan)).encode("utf-8")).hexdigest()
-
-
-def zero_like(budget: Measure) -> Measure:
-    """The zero loss of ``budget``'s type."""
-    if isinstance(budget, PureDP):
-        return PureDP(0)
-    if isinstance(budget, ApproxDP):
-        return ApproxDP(0, 0)
-    return ZCDP(0)
 
 
 def now() -> str:

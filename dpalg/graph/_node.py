@@ -33,6 +33,7 @@ from dpalg.data import ColumnUse, Dataset, Neighbouring
 from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.graph._derivation import BudgetExceeded, Derivation
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
+from dpalg.measures._measures import zero_like
 from dpalg.noise._random import AbstractRandomness, RngLike
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -121,14 +122,6 @@ def _forget(key: int) -> None:
         _CHECKED.pop(key, None)
 
 
-def _zero(budget: Measure) -> Measure:
-    if isinstance(budget, PureDP):
-        return PureDP(0)
-    if isinstance(budget, ApproxDP):
-        return ApproxDP(0, 0)
-    return ZCDP(0)
-
-
 def take_checked_run(plan: AbstractMeasurement[M]) -> M:
     """Use the one run that ``plan.check(budget)`` granted, atomically; return that budget.
 
@@ -162,7 +155,7 @@ def take_checked(plan: AbstractMeasurement[M]) -> tuple[M, Derivation]:
         f"{type(plan).__name__}: run() refused: this plan's check() already paid for one run and that run was made; "
         "a checked plan runs once outside a Session (checking it again does not grant another run). "
         "To release several times, spend a budget across runs with dpalg.Session(budget).run(plan, data)",
-        path=type(plan).__name__, node_repr=repr(plan), required=budget, available=_zero(budget),
+        path=type(plan).__name__, node_repr=repr(plan), required=budget, available=zero_like(budget),
     )
 
 

@@ -21,7 +21,7 @@ from dpalg._numbers import ExactLike, nonneg, to_fraction
 from dpalg.measures._decimal import Rounding, decimal_text, short_number
 from dpalg.measures._zcdp_conversion import zcdp_to_approx_epsilon
 
-__all__ = ["ApproxDP", "Measure", "PureDP", "ZCDP", "decimal_measure", "exact_sum", "short_measure"]
+__all__ = ["ApproxDP", "Measure", "PureDP", "ZCDP", "decimal_measure", "exact_sum", "short_measure", "zero_like"]
 
 
 def _delta_converter(value: ExactLike) -> Fraction:
@@ -320,6 +320,20 @@ def _short_cost(m: Measure) -> str:
 register_short_form(PureDP, _short_cost)
 register_short_form(ApproxDP, _short_cost)
 register_short_form(ZCDP, _short_cost)
+
+
+def zero_like(budget: Measure) -> Measure:
+    """The zero loss of ``budget``'s type.
+
+    Examples:
+        >>> zero_like(ApproxDP(1, "1e-6"))
+        ApproxDP(0, 0)
+    """
+    if isinstance(budget, PureDP):
+        return PureDP(0)
+    if isinstance(budget, ApproxDP):
+        return ApproxDP(0, 0)
+    return ZCDP(0)
 
 
 def exact_sum(values: Iterable[Fraction]) -> Fraction:

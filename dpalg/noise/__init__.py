@@ -20,15 +20,8 @@ Randomness sources are re-exported from :mod:`dpalg.noise._random`.
 """
 
 from dpalg.noise._bernoulli import bernoulli, bernoulli_exp
-from dpalg.noise._admissible import (
-    AbstractAdmissibleNoise,
-    Admissibility,
-    ArsinhNormal,
-    CauchyNoise,
-    LaplaceLogNormal,
-    LaplaceNoise,
-    UniformLogNormal,
-)
+from dpalg.noise._admissible import AbstractAdmissibleNoise, Admissibility, CauchyNoise, LaplaceNoise
+from dpalg.noise._admissible_zcdp import ArsinhNormal, LaplaceLogNormal, UniformLogNormal
 from dpalg.noise._exponential import exponential_mechanism, sample_exp_runs, sample_exp_weights
 from dpalg.noise._fixed_point import clipped_sum_sensitivity, exact_clipped_sum
 from dpalg.noise._gaussian import discrete_gaussian

@@ -36,6 +36,11 @@ also valid. The zCDP constants are Bun–Steinke's; they are checked numerically
 (:func:`check_zcdp`) but **no sampler exists for them** (see below), so no
 mechanism node uses them.
 
+This module holds the shared part (:class:`Admissibility`, :class:`AbstractAdmissibleNoise`)
+and the two noises with exact samplers (Laplace, generalised Cauchy); the zCDP noises are in
+:mod:`dpalg.noise._admissible_zcdp`, the numerical checks of every constant in
+:mod:`dpalg.noise._admissible_checks`.
+
 **Exact lattice samplers** (:meth:`AbstractAdmissibleNoise.sample_lattice`). For a
 rational ``scale`` and a lattice ``2^k ℤ`` they return integers ``N`` distributed
 *exactly* as ``round(scale·Z / 2^k)`` (round to nearest; ties have probability 0).
@@ -97,17 +102,9 @@ from dpalg.noise._random import AbstractRandomness, RngLike, resolve_rng
 __all__ = [
     "AbstractAdmissibleNoise",
     "Admissibility",
-    "ArsinhNormal",
     "CauchyNoise",
-    "LaplaceLogNormal",
     "LaplaceNoise",
-    "PrivacyCheck",
-    "UniformLogNormal",
-    "check_admissible",
-    "check_zcdp",
-    "laplace_dilation_delta",
     "lattice_release_note",
-    "lln_optimal_sigma",
     "log_upper",
 ]
 
@@ -115,15 +112,6 @@ FloatArray = npt.NDArray[np.float64]
 IntOrObjArray = npt.NDArray[np.int64] | npt.NDArray[np.object_]
 _MAX_GAMMA_NUM: Final = 256  # γ = p/q with p ≤ 256 keeps the integer powers small
 _WORD: Final = 64
-
-
-def _pos(value: object, owner: str, field: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction, np.floating, np.integer)):
-        raise InvalidArgument(owner, field, value, "must be a positive real number")
-    v = float(value)
-    if not math.isfinite(v) or v <= 0:
-        raise InvalidArgument(owner, field, value, "must be finite and > 0")
-    return v
 
 
 def _floor_dyadic(x: Fraction, bits: int = 60) -> Fraction:
@@ -200,22 +188,6 @@ class Admissibility:
     def rho(self) -> Fraction:
         """``eps²/2`` (the zCDP parameter when ``measure == "zcdp"``)."""
         return self.eps**2 / 2
-
-
-@final
-@attrs.frozen
-class PrivacyCheck:
-    """Result of a numerical privacy check: the worst value found vs. what is allowed."""
-
-    name: str
-    worst: float
-    allowed: float
-    where: str
-
-    @property
-    def ok(self) -> bool:
-        """Whether ``worst ≤ allowed`` (with a 1e-9 relative numerical tolerance)."""
-        return self.worst <= self.allowed * (1 + 1e-9) + 1e-15
 
 
 def lattice_release_note() -> str:
@@ -469,316 +441,3 @@ def _cauchy_rounded_abs(p: int, q: int, b: Fraction, rng: AbstractRandomness) ->
 def _refine(x: int, m: int, rng: AbstractRandomness) -> int:
     """Append 64 fresh digits to an ``m``-digit prefix."""
     return (x << _WORD) | int(rng.uint64(1)[0])
-
-
-# --- zCDP noises (Bun–Steinke 2019) -----------------------------------------------------
-
-
-def _log_phi(y: FloatArray) -> FloatArray:
-    return -0.5 * y * y - 0.5 * math.log(2 * math.pi)
-
-
-class _ZCDPNoise(AbstractAdmissibleNoise):
-    sigma: float
-
-    @abc.abstractmethod
-    def epsilon(self, s: float, t: float) -> float:
-        """ε such that ``D_a(Z ‖ e^{t'}Z + s') ≤ a ε²/2`` for ``|s'| ≤ s``, ``|t'| ≤ t``."""
-
-    @abc.abstractmethod
-    def _shift_for(self, eps: float, t: float) -> float:
-        """The largest ``s`` with ``epsilon(s, t) ≤ eps``."""
-
-    def constants(self, rho: float, t: float) -> Admissibility:
-        """Shift budget ``s`` for target ``ρ``-zCDP and smoothness ``t`` (noise scale ``S/s``)."""
-        owner = type(self).__name__
-        r = positive(rho, owner=owner, field="rho")
-        tt = positive(t, owner=owner, field="t")
-        eps = math.sqrt(2 * float(r))
-        s = self._shift_for(eps, float(tt))
-        if not s > 0:
-            raise InvalidArgument(owner, "t", t, f"is too large for rho={rho} (no shift budget left)")
-        # float formulas: shrink s by 2^-30 relative (covers their rounding); eps is recorded
-        # as the float sqrt(2 rho) -- these constants feed checks only, no release path
-        return Admissibility(_floor_dyadic(Fraction(s) * (1 - Fraction(1, 2**30))), tt, "zcdp", Fraction(eps), Fraction(0),
-                             f"Bun-Steinke 2019 §3 ({owner}); numerically checked, no exact sampler")
-
-    def cdf(self, z: npt.ArrayLike) -> FloatArray:
-        from scipy import integrate
-
-        zz = np.asarray(z, dtype=np.float64)
-
-        def one(v: float) -> float:
-            half = float(integrate.quad(lambda w: math.exp(float(self.log_density(np.array([w]))[0])), 0, abs(v), limit=200)[0])
-            return 0.5 + half if v >= 0 else 0.5 - half
-
-        return np.asarray(np.vectorize(one, otypes=[np.float64])(zz), dtype=np.float64)
-
-
-def _sigma_lln(value: object) -> float:
-    return _pos(value, "LaplaceLogNormal", "sigma")
-
-
-def _sigma_uln(value: object) -> float:
-    return _pos(value, "UniformLogNormal", "sigma")
-
-
-def _sigma_asn(value: object) -> float:
-    return _pos(value, "ArsinhNormal", "sigma")
-
-
-@final
-@attrs.frozen
-class LaplaceLogNormal(_ZCDPNoise):
-    """``Z = X·e^{σY}``, X standard Laplace, Y standard normal (Bun–Steinke 2019).
-
-    Not samplable exactly here (:meth:`sample_lattice` raises ``Unsupported``).
-
-    Privacy guarantee: ``D_a(Z ‖ e^t Z + s) ≤ a ε²/2`` with ``ε = |t|/σ + e^{3σ²/2}|s|``;
-    with a t-smooth ``S``, ``f(x) + (S(x)/s)·Z`` is ``ε²/2``-zCDP.
-
-    Examples:
-        >>> round(LaplaceLogNormal(1).epsilon(0.1, 0.1), 6)
-        0.548169
-    """
-
-    sigma: float = attrs.field(converter=_sigma_lln)
-
-    @classmethod
-    def optimal(cls, eps: float, t: float) -> LaplaceLogNormal:
-        """σ minimising the noise standard deviation: the root of ``5(ε/t)σ³ − 5σ² − 1 = 0``."""
-        return cls(lln_optimal_sigma(eps, t))
-
-    def epsilon(self, s: float, t: float) -> float:
-        return abs(t) / self.sigma + math.exp(1.5 * self.sigma**2) * abs(s)
-
-    def _shift_for(self, eps: float, t: float) -> float:
-        return math.exp(-1.5 * self.sigma**2) * (eps - t / self.sigma)
-
-    def log_density(self, z: npt.ArrayLike) -> FloatArray:
-        # p(z) = ∫ φ(y)·½e^{−σy}·exp(−|z|e^{−σy}) dy, trapezoid on a fine y grid per z that
-        # spans the Gaussian bulk and the point y = ln|z|/σ where the Laplace factor cuts off
-        zz = np.abs(np.atleast_1d(np.asarray(z, dtype=np.float64)))
-        with np.errstate(divide="ignore"):
-            top = np.maximum(14.0, np.log(np.maximum(zz, 1e-300)) / self.sigma + 14.0)
-        unit = np.linspace(0.0, 1.0, 8001)
-        y = -14.0 + (top + 14.0)[:, None] * unit[None, :]
-        dy = (top + 14.0) / (unit.size - 1)
-        sy = self.sigma * y
-        logs = _log_phi(y) - math.log(2) - sy - zz[:, None] * np.exp(-sy)
-        mx = np.max(logs, axis=1, keepdims=True)
-        w = np.exp(logs - mx)
-        integral = (np.sum(w, axis=1) - 0.5 * (w[:, 0] + w[:, -1])) * dy
-        out = mx[:, 0] + np.log(integral)
-        return np.asarray(out.reshape(np.shape(z)), dtype=np.float64)
-
-
-def lln_optimal_sigma(eps: float, t: float) -> float:
-    """The positive root of ``5(ε/t)σ³ − 5σ² − 1 = 0`` (Bun–Steinke 2019, LLN).
-
-    The cubic ``c σ³ − σ² − 1/5`` (``c = ε/t > 0``) is −1/5 at 0, decreasing up to
-    ``σ = 2/(3c)`` and increasing after, so it has exactly one positive root; it
-    is bracketed in ``[2/(3c), 1/c + 1]`` and found by bisection down to adjacent
-    floats, each sign decided exactly in rational arithmetic, and the sign change
-    is verified before returning (the result is the root rounded up to a float).
-
-    Examples:
-        >>> s = lln_optimal_sigma(1.0, 0.1)
-        >>> abs(5 * 10 * s**3 - 5 * s**2 - 1) < 1e-9
-        True
-    """
-    e = _pos(eps, "lln_optimal_sigma", "eps")
-    tt = _pos(t, "lln_optimal_sigma", "t")
-    c = Fraction(e) / Fraction(tt)
-
-    def f(s: Fraction) -> Fraction:
-        return 5 * c * s**3 - 5 * s**2 - 1
-
-    # bracket [2/(3c), 1/c + 1]: f(2/(3c)) < 0 (f is decreasing on (0, 2/(3c)] from
-    # −1) and f(1/c + 1) = 5c(1/c+1)³ − 5(1/c+1)² − 1 = 5(1/c+1)² − 1 > 0
-    lo, hi = float(Fraction(2, 3) / c), float(1 / c + 1)
-    for _ in range(200):  # float bisection; every sign test is exact (Fractions)
-        mid = (lo + hi) / 2
-        if mid in (lo, hi):
-            break
-        if f(Fraction(mid)) <= 0:
-            lo = mid
-        else:
-            hi = mid
-    if not (f(Fraction(lo)) <= 0 < f(Fraction(hi))):  # pragma: no cover
-        raise ArithmeticError("lln_optimal_sigma: root not bracketed")
-    return float(hi)
-
-
-@final
-@attrs.frozen
-class UniformLogNormal(_ZCDPNoise):
-    """``Z = U·e^{σY}``, U uniform on [−1, 1], Y standard normal, ``σ ≥ √2`` (Bun–Steinke 2019).
-
-    Privacy guarantee: ``ε = |t|/σ + e^{3σ²/2}·√(2/π)/σ·|s|``; ``ε²/2``-zCDP as above.
-    Density (closed form): ``p(z) = ½ e^{σ²/2} Φ̄(ln|z|/σ + σ)``.
-    """
-
-    sigma: float = attrs.field(converter=_sigma_uln)
-
-    def __attrs_post_init__(self) -> None:
-        if self.sigma < math.sqrt(2) * (1 - 1e-15):
-            raise InvalidArgument("UniformLogNormal", "sigma", self.sigma, "must be >= sqrt(2)")
-
-    def epsilon(self, s: float, t: float) -> float:
-        return abs(t) / self.sigma + math.exp(1.5 * self.sigma**2) * math.sqrt(2 / math.pi) / self.sigma * abs(s)
-
-    def _shift_for(self, eps: float, t: float) -> float:
-        return math.exp(-1.5 * self.sigma**2) * math.sqrt(math.pi / 2) * self.sigma * (eps - t / self.sigma)
-
-    def log_density(self, z: npt.ArrayLike) -> FloatArray:
-        from scipy import special
-
-        zz = np.abs(np.asarray(z, dtype=np.float64))
-        with np.errstate(divide="ignore"):
-            arg = np.log(zz) / self.sigma + self.sigma
-        return np.asarray(-math.log(2) + self.sigma**2 / 2 + special.log_ndtr(-arg), dtype=np.float64)
-
-
-@final
-@attrs.frozen
-class ArsinhNormal(_ZCDPNoise):
-    """``Z = sinh(σY)/σ``, Y standard normal (Bun–Steinke 2019).
-
-    Privacy guarantee: ``ε = (2/(3σ) + σ/2)|s| + √(|t|(|t|/σ² + 1/σ + 2))``; ``ε²/2``-zCDP.
-    Density: ``p(z) = φ(arsinh(σz)/σ)/√(1 + σ²z²)``.
-    """
-
-    sigma: float = attrs.field(default=2 / math.sqrt(3), converter=_sigma_asn)
-
-    def epsilon(self, s: float, t: float) -> float:
-        sg = self.sigma
-        return (2 / (3 * sg) + sg / 2) * abs(s) + math.sqrt(abs(t) * (abs(t) / sg**2 + 1 / sg + 2))
-
-    def _shift_for(self, eps: float, t: float) -> float:
-        sg = self.sigma
-        return (eps - math.sqrt(t * (t / sg**2 + 1 / sg + 2))) / (2 / (3 * sg) + sg / 2)
-
-    def log_density(self, z: npt.ArrayLike) -> FloatArray:
-        zz = np.asarray(z, dtype=np.float64)
-        y = np.arcsinh(self.sigma * zz) / self.sigma
-        return np.asarray(_log_phi(y) - 0.5 * np.log1p((self.sigma * zz) ** 2), dtype=np.float64)
-
-
-# --- numerical privacy checks -------------------------------------------------------------
-
-
-def laplace_dilation_delta(lam: float, eps: float) -> float:
-    """``sup_E P[Z ∈ E] − e^{ε/2} P[Z ∈ e^λ E]`` for standard Laplace ``Z`` (closed form).
-
-    ``P[Z ∈ e^λ E] = ∫_E e^λ h(e^λ w) dw``; the excess set is where
-    ``h(w) > e^{ε/2 + λ} h(e^λ w)``, i.e. ``|w|(e^λ − 1) > ε/2 + λ``: empty for
-    ``−ε/2 ≤ λ ≤ 0``; for ``λ > 0`` it is ``|w| > w₀ = (ε/2 + λ)/(e^λ − 1)`` with
-    excess ``e^{−w₀} − e^{ε/2} e^{−w₀ e^λ}``; for ``λ < −ε/2`` the set contains a
-    neighbourhood of 0 (not admissible: 1 is returned). (Ported from the second
-    implementation; tested against the quadrature of :func:`check_admissible`.)
-
-    Examples:
-        >>> laplace_dilation_delta(-0.1, 1.0)
-        0.0
-    """
-    if lam <= 0:
-        return 0.0 if -lam <= eps / 2 else 1.0
-    w0 = (eps / 2 + lam) / math.expm1(lam)
-    return max(0.0, math.exp(-w0) - math.exp(eps / 2) * math.exp(-w0 * math.exp(lam)))
-
-
-def check_admissible(noise: LaplaceNoise | CauchyNoise, c: Admissibility, *, grid: int = 20001, zmax: float = 60.0) -> tuple[PrivacyCheck, PrivacyCheck]:
-    """Numerically check NRS07's sliding and dilation properties for constants ``c``.
-
-    * sliding: ``sup_z |ln h(z) − ln h(z + Δ)|`` over a fine grid (plus the analytic
-      worst points) for ``Δ = ±α``; allowed ``ε/2`` (the log-ratio bound implies the
-      set inequality with δ = 0). For the Laplace the sup is ``|Δ|`` exactly.
-    * dilation, pure (Cauchy): ``sup_z |ln h(z) − λ − ln h(e^λ z)|`` for ``λ = ±β`` and
-      intermediate values; allowed ``ε/2``.
-    * dilation, approximate (Laplace): the hockey-stick divergence
-      ``∫ max(0, h(z) − e^{ε/2} e^λ h(e^λ z)) dz`` by :func:`scipy.integrate.quad`,
-      which must be ``≤ δ/2``.
-
-    Returns:
-        ``(sliding, dilation)`` checks; ``.ok`` says whether each holds.
-    """
-    from scipy import integrate
-
-    alpha, beta, half = float(c.alpha), float(c.beta), float(c.eps) / 2
-    z = np.linspace(-zmax, zmax, grid)
-    extra = np.array([0.0, 1.0, -1.0])
-    if isinstance(noise, CauchyNoise):
-        g = float(noise.gamma)
-        t = (g - 1) ** (1 / g)
-        extra = np.concatenate([extra, [t, -t, t - alpha / 2, -t + alpha / 2]])
-    z = np.concatenate([z, extra])
-    slide = 0.0
-    for d in (alpha, -alpha):
-        slide = max(slide, float(np.max(np.abs(noise.log_density(z) - noise.log_density(z + d)))))
-    sliding = PrivacyCheck("sliding", slide, half, f"|Delta| <= {alpha}")
-    lambdas = np.linspace(-beta, beta, 9)
-    if c.measure == "pure":
-        zz = np.concatenate([z, np.geomspace(1, 1e12, 400), -np.geomspace(1, 1e12, 400)])
-        worst = 0.0
-        for lam in lambdas:
-            worst = max(worst, float(np.max(np.abs(noise.log_density(zz) - lam - noise.log_density(np.exp(lam) * zz)))))
-        return sliding, PrivacyCheck("dilation", worst, half, f"|lambda| <= {beta}")
-    worst = 0.0
-    for lam in lambdas:
-        def gap(v: float, lam: float = float(lam)) -> float:
-            a = math.exp(float(noise.log_density(np.array([v]))[0]))
-            b = math.exp(half + lam + float(noise.log_density(np.array([math.exp(lam) * v]))[0]))
-            return max(0.0, a - b)
-
-        total = 2 * float(integrate.quad(gap, 0, np.inf, limit=400, epsabs=1e-14, epsrel=1e-10)[0])
-        worst = max(worst, total)
-    return sliding, PrivacyCheck("dilation (hockey-stick)", worst, float(c.delta) / 2, f"|lambda| <= {beta}")
-
-
-def _renyi(noise: _ZCDPNoise, a: float, s: float, t: float, reverse: bool) -> float:
-    """``D_a(P ‖ Q)`` (or ``D_a(Q ‖ P)``) for ``P = Z``, ``Q = e^t Z + s``, by quad."""
-    from scipy import integrate
-
-    def logp(v: float) -> float:
-        return float(noise.log_density(np.array([v]))[0])
-
-    def logq(v: float) -> float:
-        return -t + logp((v - s) * math.exp(-t))
-
-    def integrand(v: float) -> float:
-        lp, lq = logp(v), logq(v)
-        if reverse:
-            lp, lq = lq, lp
-        if lp == -math.inf:
-            return 0.0
-        return math.exp(min(700.0, a * lp + (1 - a) * lq))
-
-    pts = sorted({-1.0, 0.0, float(s), 1.0})
-    total = 0.0
-    edges = [-math.inf, *pts, math.inf]
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        total += float(integrate.quad(integrand, lo, hi, limit=400, epsabs=1e-13, epsrel=1e-10)[0])
-    return math.log(total) / (a - 1)
-
-
-def check_zcdp(noise: _ZCDPNoise, c: Admissibility, *, alphas: tuple[float, ...] = (1.5, 2.0, 4.0)) -> PrivacyCheck:
-    """Numerically check ``D_a(Z ‖ e^{t'}Z + s') ≤ a ε²/2`` (both orders) on a grid.
-
-    The Rényi divergence is integrated with :func:`scipy.integrate.quad` for each
-    ``a`` in ``alphas`` and ``(s', t')`` in ``{±s, 0} × {±t, 0}`` (the corners carry
-    the worst case for these monotone families). The worst ratio
-    ``D_a / (a ε²/2)`` must be ``≤ 1``.
-    """
-    worst, where = 0.0, ""
-    sa, tb, eps = float(c.alpha), float(c.beta), float(c.eps)
-    for a in alphas:
-        for s in (sa, -sa, 0.0):
-            for t in (tb, -tb, 0.0):
-                if s == 0 and t == 0:
-                    continue
-                for rev in (False, True):
-                    ratio = _renyi(noise, a, s, t, rev) / (a * eps**2 / 2)
-                    if ratio > worst:
-                        worst, where = ratio, f"a={a}, s={s:.4g}, t={t:.4g}, reverse={rev}"
-    return PrivacyCheck("renyi", worst, 1.0, where)

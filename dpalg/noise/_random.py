@@ -207,6 +207,14 @@ if hasattr(os, "register_at_fork"):  # POSIX
     os.register_at_fork(after_in_child=_rekey_after_fork)
 
 
+def _generator_words(owner: str, gen: np.random.Generator, lock: threading.Lock, n: int) -> npt.NDArray[np.uint64]:
+    """``n`` uniform 64-bit words from a numpy generator, one caller at a time (a Generator is not thread-safe)."""
+    if n < 0:
+        raise InvalidArgument(owner, "n", n, "must be >= 0")
+    with lock:
+        return gen.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+
+
 @final
 class SeededRandomness(AbstractRandomness):
     """numpy PCG64 with a fixed seed. For tests and examples only: NOT secure."""
@@ -222,10 +230,7 @@ class SeededRandomness(AbstractRandomness):
         self._lock = threading.Lock()
 
     def uint64(self, n: int) -> npt.NDArray[np.uint64]:
-        if n < 0:
-            raise InvalidArgument("SeededRandomness.uint64", "n", n, "must be >= 0")
-        with self._lock:
-            return self._gen.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+        return _generator_words("SeededRandomness.uint64", self._gen, self._lock, n)
 
     def __repr__(self) -> str:
         return f"SeededRandomness({self.seed})"
@@ -251,10 +256,7 @@ class GeneratorRandomness(AbstractRandomness):
         self._lock = threading.Lock()
 
     def uint64(self, n: int) -> npt.NDArray[np.uint64]:
-        if n < 0:
-            raise InvalidArgument("GeneratorRandomness.uint64", "n", n, "must be >= 0")
-        with self._lock:
-            return self._gen.integers(0, 2**64, size=n, dtype=np.uint64, endpoint=False)
+        return _generator_words("GeneratorRandomness.uint64", self._gen, self._lock, n)
 
     def __repr__(self) -> str:
         return f"GeneratorRandomness({self._gen!r})"

@@ -22,7 +22,8 @@ from dpalg.sensitivity._down_sens import (
     down_sensitivity_function,
 )
 from dpalg.sensitivity._shift_runs import shift_tau, shifted_loss_at, shifted_loss_runs
-from dpalg.sensitivity._smooth import smooth_sensitivity, smooth_sensitivity_quantile
+from dpalg.sensitivity._smooth import smooth_sensitivity
+from dpalg.sensitivity._smooth_quantile import smooth_sensitivity_quantile
 
 __all__ = [
     "CATALOG_KINDS", "MonotoneCheck", "check_monotone", "distance_to_instability", "global_sensitivity",

@@ -39,6 +39,7 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg.data import Relation
+from dpalg.data._dataset import check_relation
 from dpalg.queries import Query
 from dpalg.sensitivity._ls_common import FloatArray, _pad, _val
 from dpalg.sensitivity._ls_mean import _mean_ls, _mean_ls_profile
@@ -60,14 +61,6 @@ __all__ = [
 CATALOG_KINDS: tuple[str, ...] = (
     "count", "sum", "mean", "median", "quantile", "max", "min", "count_distinct", "histogram", "trimmed_mean", "mode",
 )
-
-
-def _relation(owner: str, relation: str) -> Relation:
-    if relation == "add_remove":
-        return "add_remove"
-    if relation == "substitution":
-        return "substitution"
-    raise InvalidArgument(owner, "relation", relation, "must be 'add_remove' or 'substitution'")
 
 
 def _kind(owner: str, query: Query) -> str:
@@ -166,7 +159,7 @@ def global_sensitivity(query: Query, relation: Relation = "add_remove") -> Fract
     References:
         Dwork, McSherry, Nissim, Smith (2006), Def. 1.
     """
-    rel = _relation("global_sensitivity", relation)
+    rel = check_relation(relation, "global_sensitivity")
     if not isinstance(query, Query) or query.user is not None:
         raise InvalidArgument("global_sensitivity", "query", query, "must be a row-level dpalg Query")
     sub = rel == "substitution"
@@ -361,7 +354,7 @@ def ls_profile(query: Query, values: FloatArray, kmax: int, relation: Relation =
         Dwork, Lei (2009) for the PTR use.
     """
     owner = "ls_profile"
-    rel = _relation(owner, relation)
+    rel = check_relation(relation, owner)
     kind = _kind(owner, query)
     kmax = _check_k(owner, "kmax", kmax)
     arr = _prepare(owner, query, values)
@@ -442,7 +435,7 @@ def local_sensitivity_at_distance(query: Query, values: FloatArray, k: int, rela
     """
     owner = "local_sensitivity_at_distance"
     k = _check_k(owner, "k", k)
-    rel = _relation(owner, relation)
+    rel = check_relation(relation, owner)
     kind = _kind(owner, query)
     if kind in ("mean", "trimmed_mean") and rel == "add_remove":
         # _mean_ls(k) ranges over every (removals r, additions s) with r + s <= k: O(k) after sorting;
@@ -499,7 +492,7 @@ def distance_to_instability(
         Dwork, Lei (2009); seed 002 Def. 17; seed 003 (PTR).
     """
     owner = "distance_to_instability"
-    rel = _relation(owner, relation)
+    rel = check_relation(relation, owner)
     _kind(owner, query)
     if isinstance(bound, bool) or not isinstance(bound, (int, float, Fraction)) or not bound >= 0 or math.isinf(float(bound)):
         raise InvalidArgument(owner, "bound", bound, "must be a finite number >= 0")
@@ -561,7 +554,7 @@ def mode_gap_distance(values: FloatArray, relation: Relation = "add_remove") -> 
     References:
         Seed 003 ("PTR for the mode", β = 0); Dwork, Lei (2009).
     """
-    rel = _relation("mode_gap_distance", relation)
+    rel = check_relation(relation, "mode_gap_distance")
     arr = np.asarray(values, dtype=np.float64)
     if arr.ndim != 1 or np.isnan(arr).any():
         raise InvalidArgument("mode_gap_distance", "values", "(array)", "must be 1-D without NaN")

@@ -1,6 +1,6 @@
 """The smooth sensitivity of a quantile from an order window of public width.
 
-:func:`~dpalg.sensitivity._smooth.smooth_sensitivity_quantile` reads the whole
+:func:`~dpalg.sensitivity._smooth_quantile.smooth_sensitivity_quantile` reads the whole
 sorted column. Truncating the maximum at a **public** level ``K`` gives
 
     S_K(x) = max( max_{k ≤ K} e^{−kβ₀}·LS_k(x),  e^{−(K+1)β₀}·(u − l) ),
@@ -44,20 +44,8 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
-from dpalg.sensitivity._smooth import (
-    _BASE_SLACK,
-    _EXP_REL,
-    _MIN_BETA,
-    _add_remove_fast,
-    _beta0,
-    _bounds,
-    _dc_error,
-    _finish,
-    _gap_up,
-    _m,
-    _substitution_fast,
-    Relation,
-)
+from dpalg.sensitivity._smooth_quantile import _add_remove_fast, _dc_error, _m, _substitution_fast
+from dpalg.sensitivity._smooth_rounding import _BASE_SLACK, _EXP_REL, _MIN_BETA, Relation, _beta0, _bounds, _finish, _gap_up
 
 __all__ = ["smooth_from_window", "window_levels", "window_ranks"]
 

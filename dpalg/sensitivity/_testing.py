@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from dpalg.sensitivity._smooth import Relation
+from dpalg.sensitivity._smooth_rounding import Relation
 
 __all__ = ["domain_neighbours", "value_neighbours"]
 

@@ -12,19 +12,9 @@ import pytest
 from scipy import integrate, stats
 
 from dpalg._errors import InvalidArgument, Unsupported
-from dpalg.noise._admissible import (
-    ArsinhNormal,
-    CauchyNoise,
-    LaplaceLogNormal,
-    LaplaceNoise,
-    UniformLogNormal,
-    _iroot,
-    check_admissible,
-    check_zcdp,
-    laplace_dilation_delta,
-    lln_optimal_sigma,
-    log_upper,
-)
+from dpalg.noise._admissible import CauchyNoise, LaplaceNoise, _iroot, log_upper
+from dpalg.noise._admissible_checks import check_admissible, check_zcdp, laplace_dilation_delta
+from dpalg.noise._admissible_zcdp import ArsinhNormal, LaplaceLogNormal, UniformLogNormal, lln_optimal_sigma
 from dpalg.noise._random import AbstractRandomness, SeededRandomness
 
 # --- densities integrate to one -----------------------------------------------------------

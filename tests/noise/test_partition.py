@@ -15,14 +15,13 @@ from fractions import Fraction
 
 import mpmath
 import numpy as np
-import numpy.typing as npt
 import pytest
 from noise_stats_helpers import gaussian_mass
+from randomness_support import RecordingRandomness, ScriptedRandomness
 from scipy import stats
 
 from dpalg import InvalidArgument
 from dpalg.noise import (
-    AbstractRandomness,
     SeededRandomness,
     certain_keep_count,
     gaussian_selection_threshold,
@@ -216,39 +215,6 @@ def test_users_in_several_keys_compose_to_the_budget(m: int) -> None:
 
 
 # ---------------------------------------------------------------- the sampler
-
-
-class ScriptedRandomness(AbstractRandomness):
-    """Seeded words; the first ``uint64`` request is answered with ``first`` instead."""
-
-    secure = False
-
-    def __init__(self, seed: int, first: npt.NDArray[np.uint64]) -> None:
-        self.inner = SeededRandomness(seed)
-        self.kind = "scripted"
-        self.first: npt.NDArray[np.uint64] | None = first
-
-    def uint64(self, n: int) -> npt.NDArray[np.uint64]:
-        if self.first is not None:
-            out, self.first = self.first, None
-            assert out.size == n
-            return out
-        return self.inner.uint64(n)
-
-
-class RecordingRandomness(AbstractRandomness):
-    """Seeded words, with the size of every request recorded."""
-
-    secure = False
-
-    def __init__(self, seed: int) -> None:
-        self.inner = SeededRandomness(seed)
-        self.kind = "recording"
-        self.calls: list[int] = []
-
-    def uint64(self, n: int) -> npt.NDArray[np.uint64]:
-        self.calls.append(n)
-        return self.inner.uint64(n)
 
 
 LAW_EPS, LAW_DELTA = Fraction(1, 2), Fraction(1, 20)

@@ -8,8 +8,8 @@ from fractions import Fraction
 
 import mpmath
 import numpy as np
-import numpy.typing as npt
 import pytest
+from randomness_support import RecordingRandomness  # tests/noise/ (tests/conftest.py puts it on sys.path)
 from scipy import stats
 
 from dpalg import Clip, Query
@@ -18,21 +18,6 @@ from dpalg.mechanisms import ExponentialQuantile
 from dpalg.noise import AbstractRandomness, SecureRandomness, SeededRandomness
 from dpalg.noise._geometric import bernoulli_exp_scores, geometric_exp
 from dpalg.noise._permute_flip import permute_flip_probabilities, sample_permute_flip
-
-
-class RecordingRandomness(AbstractRandomness):
-    """Seeded words, with the size of every request recorded."""
-
-    secure = False
-
-    def __init__(self, seed: int) -> None:
-        self.inner = SeededRandomness(seed)
-        self.kind = "recording"
-        self.calls: list[int] = []
-
-    def uint64(self, n: int) -> npt.NDArray[np.uint64]:
-        self.calls.append(n)
-        return self.inner.uint64(n)
 
 
 #: one rate per way of drawing Y: table (d <= 2**14), int64 rejection, power-of-two

@@ -18,14 +18,9 @@ from dpalg.sensitivity import smooth_sensitivity
 from dpalg.sensitivity._catalog import ls_profile
 from dpalg.sensitivity._testing import domain_neighbours
 from dpalg.sensitivity._testing import value_neighbours as neighbours
-from dpalg.sensitivity._smooth import (
-    FLOOR,
-    Relation,
-    quantile_ls_k,
-    smooth_sensitivity_from_profile,
-    smooth_sensitivity_quantile,
-    smooth_sensitivity_quantile_quadratic,
-)
+from dpalg.sensitivity._smooth import smooth_sensitivity_from_profile
+from dpalg.sensitivity._smooth_quantile import quantile_ls_k, smooth_sensitivity_quantile, smooth_sensitivity_quantile_quadratic
+from dpalg.sensitivity._smooth_rounding import FLOOR, Relation
 
 RELATIONS: tuple[Relation, ...] = ("substitution", "add_remove")
 QS = [Fraction(0), Fraction(1, 5), Fraction(1, 4), Fraction(1, 3), Fraction(1, 2), Fraction(2, 3), Fraction(3, 4), Fraction(1)]

@@ -30,7 +30,8 @@ from dpalg.mechanisms import SmoothBound
 from dpalg.mechanisms.smooth._smooth_bound import _windowed_center_and_scale
 from dpalg.mechanisms._common.smooth_quantile import center_and_scale
 from dpalg.queries import Clip, Query
-from dpalg.sensitivity._smooth import Relation, quantile_ls_k
+from dpalg.sensitivity._smooth_quantile import quantile_ls_k
+from dpalg.sensitivity._smooth_rounding import Relation
 from dpalg.sensitivity._testing import value_neighbours as neighbours
 from dpalg.sensitivity._smooth_window import smooth_from_window, window_levels, window_ranks
 
