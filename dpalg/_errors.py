@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from dpalg.graph._derivation import Derivation
 
-__all__ = ["BudgetExceeded", "DPAlgError", "InsecureRandomnessWarning", "InvalidArgument", "Unsupported", "UncheckedPlan"]
+__all__ = ["BackendError", "BudgetExceeded", "DPAlgError", "InsecureRandomnessWarning", "InvalidArgument", "Unsupported", "UncheckedPlan"]
 
 
 class DPAlgError(Exception):
@@ -110,6 +110,20 @@ def _twelve_digits(value: Fraction) -> str:
 
 class Unsupported(DPAlgError, TypeError):
     """The accountant met a node it does not know; unknown nodes are never free."""
+
+
+class BackendError(DPAlgError, RuntimeError):
+    """A data backend (polars, Spark) failed while a release was running, after the charge.
+
+    The message names the backend, what dpalg asked of it and the backend's
+    exception *type* only: a backend's own text can quote the data (a failing
+    cast names the value it could not convert), so it is withheld, and the
+    backend's exception is not chained (neither ``__cause__`` nor
+    ``__context__``: a traceback, or ``logging.exception``, would print it).
+    The charge is not refunded (DESIGN §3). A failure found before the charge,
+    when the input is evaluated, is an :class:`InvalidArgument` instead, and
+    costs nothing.
+    """
 
 
 class UncheckedPlan(DPAlgError, RuntimeError):
