@@ -84,6 +84,11 @@ the k extremes. How each reduction is made equal:
   does. :meth:`PolarsReductions.key_counts` first filters the rows to the public
   keys' values in the column's type (a superset of the matches), then matches the
   grouped values exactly under the key policy.
+* **A LazyFrame's input.** The runner evaluates it before the charge
+  (:meth:`~dpalg.data._polars.PolarsSource.evaluate`: the read columns collected
+  once); every question here is then asked of that DataFrame
+  (:meth:`~dpalg.data._polars.PolarsSource.frame_for`), so the user's plan runs
+  once per run and cannot fail after the charge.
 * **Other types.** ``Decimal``, ``Object``, ``Int128`` and the types no role reads
   are not computed in polars: the column is converted to numpy (once, cached by the
   dataset) and :class:`~dpalg.data.NumpyReductions` answers, so the policy applies
