@@ -10,7 +10,7 @@ and keep the certificate::
     PureDP('3/4')
 """
 
-from dpalg._errors import DPAlgError, InsecureRandomnessWarning, InvalidArgument, UncheckedPlan, Unsupported
+from dpalg._errors import BackendError, DPAlgError, InsecureRandomnessWarning, InvalidArgument, UncheckedPlan, Unsupported
 from dpalg.data import Neighbouring
 from dpalg.graph import (
     AbstractMeasurement,
@@ -34,7 +34,7 @@ from dpalg.release import BOTTOM, Bottom, Release
 __version__ = "0.1.0"
 
 __all__ = [
-    "BOTTOM", "AbstractMeasurement", "AbstractPrimitive", "ApproxDP", "Bottom", "BudgetExceeded", "Clip", "ClipPerUser", "MaxKeysPerUser", "MaxRowsPerUser",
+    "BOTTOM", "AbstractMeasurement", "AbstractPrimitive", "ApproxDP", "BackendError", "Bottom", "BudgetExceeded", "Clip", "ClipPerUser", "MaxKeysPerUser", "MaxRowsPerUser",
     "Compose", "DPAlgError", "Derivation", "GroupPrivacy", "InsecureRandomnessWarning", "InvalidArgument", "Neighbouring", "Parallel", "PrivacyClaim",
     "PureDP", "PureToApprox", "PureToZCDP", "Query", "Release", "Session", "UncheckedPlan", "Unsupported",
     "ZCDP", "ZCDPToApprox", "compose",

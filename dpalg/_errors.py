@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 if TYPE_CHECKING:  # pragma: no cover
     from fractions import Fraction
 
-__all__ = ["DPAlgError", "InsecureRandomnessWarning", "InvalidArgument", "Unsupported", "UncheckedPlan", "register_short_form"]
+__all__ = ["BackendError", "DPAlgError", "InsecureRandomnessWarning", "InvalidArgument", "Unsupported", "UncheckedPlan", "register_short_form"]
 
 _T = TypeVar("_T")
 
@@ -129,6 +129,20 @@ def _twelve_digits(value: Fraction) -> str:
 
 class Unsupported(DPAlgError, TypeError):
     """The accountant met a node it does not know; unknown nodes are never free."""
+
+
+class BackendError(DPAlgError, RuntimeError):
+    """A data backend (polars, Spark) failed while a release was running, after the charge.
+
+    The message names the backend, what dpalg asked of it and the backend's
+    exception *type* only: a backend's own text can quote the data (a failing
+    cast names the value it could not convert), so it is withheld, and the
+    backend's exception is not chained (neither ``__cause__`` nor
+    ``__context__``: a traceback, or ``logging.exception``, would print it).
+    The charge is not refunded (docs/architecture.md, the invariants). A failure found before the charge,
+    when the input is evaluated, is an :class:`InvalidArgument` instead, and
+    costs nothing.
+    """
 
 
 class UncheckedPlan(DPAlgError, RuntimeError):

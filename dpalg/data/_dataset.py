@@ -229,6 +229,14 @@ class ColumnSource(Protocol):
     whether it succeeded or raised, to release what the source holds (the Spark
     source unpersists the cache it made). A dataset the caller built with
     :func:`as_dataset` is the caller's and is never closed by a run.
+
+    Two more optional methods serve the runner before the charge
+    (:mod:`dpalg.data._evaluation`): ``evaluate(names)`` computes the columns the
+    plan reads and the row count, once, and keeps them for the run (a lazy
+    source's plan then fails, if it fails, before anything is charged; a source
+    without it has each read column converted to numpy instead), and
+    ``name_problem(name)`` says why a column name would not resolve to exactly
+    one column of the backend (or ``None``).
     """
 
     @property

@@ -62,9 +62,18 @@ class PolarsSource:
 
     Holds the frame as a LazyFrame (a DataFrame's ``lazy()`` costs nothing) and
     its schema. The row count of a LazyFrame is asked for once and cached.
+
+    **A LazyFrame is evaluated before the charge** (:meth:`evaluate`, called by the
+    runner after the schema check): the columns the plan reads are collected into
+    a DataFrame once, and that DataFrame answers every reduction and every column
+    of the run. The user's plan (a strict cast, ``str.to_integer``, a raising
+    ``map_elements``) then fails, if it fails, before anything is charged, and the
+    run reads one set of rows (a plan with an unordered group-by or a sample may
+    give other rows on a second collect). The read columns are held in memory for
+    the run, as the numpy backend holds them.
     """
 
-    __slots__ = ("_eager", "_frame", "_kind", "_n", "_schema")
+    __slots__ = ("_collected", "_eager", "_frame", "_kind", "_n", "_schema")
 
     def __init__(self, frame: pl.DataFrame | pl.LazyFrame) -> None:
         if isinstance(frame, pl.DataFrame):
@@ -79,16 +88,58 @@ class PolarsSource:
             self._n = None
         self._schema: dict[str, pl.DataType] = {str(name): dtype for name, dtype in schema.items()}
         self._kind = "DataFrame" if self._eager is not None else "LazyFrame"
+        self._collected: pl.DataFrame | None = None  # a LazyFrame's read columns, once evaluated
 
     @property
     def frame(self) -> pl.LazyFrame:
-        """The data, as a LazyFrame."""
+        """The data as given, as a LazyFrame (each collect runs the user's plan again: reductions use :meth:`frame_for`)."""
         return self._frame
+
+    def frame_for(self, *exprs: pl.Expr) -> pl.LazyFrame:
+        """The frame to compute ``exprs`` over: the collected columns when they hold every column the expressions read.
+
+        Examples:
+            >>> src = PolarsSource(pl.LazyFrame({"x": [1.0], "y": [2.0]}))
+            >>> src.evaluate(("x",))
+            >>> src.frame_for(pl.col("x") * 2, pl.len()).collect_schema().names(), src.frame_for(pl.col("y")) is src.frame
+            (['x'], True)
+        """
+        if self._collected is None:
+            return self._frame
+        read: set[str] = set()
+        for expr in exprs:
+            read.update(expr.meta.root_names())
+        return self._collected.lazy() if read <= set(self._collected.columns) else self._frame
 
     @property
     def eager(self) -> pl.DataFrame | None:
-        """The DataFrame when one was given (its columns are in memory already), else ``None``."""
-        return self._eager
+        """The columns in memory: the DataFrame given, or a LazyFrame's evaluated columns; else ``None``."""
+        return self._eager if self._eager is not None else self._collected
+
+    def evaluate(self, names: tuple[str, ...]) -> None:
+        """Run a LazyFrame's plan for the columns ``names`` once, and keep them (with the row count) for the run.
+
+        A DataFrame needs nothing. Columns collected by an earlier call are
+        collected again with the new ones, in one collect, so every column of
+        the run comes from the same rows. Raises whatever polars raises (the
+        runner refuses it before the charge, without its text).
+
+        Examples:
+            >>> src = PolarsSource(pl.LazyFrame({"s": ["1", "2"]}).with_columns(x=pl.col("s").cast(pl.Int64)))
+            >>> src.evaluate(("x",)); src.eager.columns, src.count_rows()
+            (['x'], 2)
+        """
+        if self._eager is not None:
+            return
+        have = () if self._collected is None else tuple(self._collected.columns)
+        if set(names) <= set(have) and self._n is not None:
+            return
+        wanted = list(dict.fromkeys((*names, *have)))
+        if not wanted:  # no column read: the row count alone (the rows themselves may come from the user's plan)
+            self._n = int(self._frame.select(pl.len()).collect().item())
+            return
+        collected = self._frame.select(*(pl.col(name) for name in wanted)).collect()
+        self._collected, self._n = collected, collected.height
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -107,9 +158,10 @@ class PolarsSource:
         return self._n
 
     def series(self, name: str) -> pl.Series:
-        """One column as a polars Series (a LazyFrame runs its plan for that column only)."""
-        if self._eager is not None:
-            return self._eager.get_column(name)
+        """One column as a polars Series (a LazyFrame not evaluated for it runs its plan for that column only)."""
+        eager = self.eager
+        if eager is not None and name in eager.columns:
+            return eager.get_column(name)
         return self._frame.select(pl.col(name)).collect().to_series()
 
     def materialise(self, name: str) -> npt.NDArray[np.generic]:

@@ -84,6 +84,11 @@ the k extremes. How each reduction is made equal:
   does. :meth:`PolarsReductions.key_counts` first filters the rows to the public
   keys' values in the column's type (a superset of the matches), then matches the
   grouped values exactly under the key policy.
+* **A LazyFrame's input.** The runner evaluates it before the charge
+  (:meth:`~dpalg.data._polars.PolarsSource.evaluate`: the read columns collected
+  once); every question here is then asked of that DataFrame
+  (:meth:`~dpalg.data._polars.PolarsSource.frame_for`), so the user's plan runs
+  once per run and cannot fail after the charge.
 * **Other types.** ``Decimal``, ``Object``, ``Int128`` and the types no role reads
   are not computed in polars: the column is converted to numpy (once, cached by the
   dataset) and :class:`~dpalg.data.NumpyReductions` answers, so the policy applies
@@ -165,7 +170,7 @@ class PolarsReductions(SourceReductions["PolarsSource"]):
 
     def _row(self, *exprs: pl.Expr) -> tuple[Any, ...]:
         """One row of scalar aggregates, in one pass over the frame."""
-        return self._source.frame.select(*exprs).collect().row(0)
+        return self._source.frame_for(*exprs).select(*exprs).collect().row(0)
 
     def _counts(self, column: str, tag: str) -> list[pl.Expr]:
         """Rows, nulls and NaNs of a column (``rows{tag}``, ``null{tag}``, ``nan{tag}``): present = rows − nulls − NaNs.
@@ -216,7 +221,8 @@ class PolarsReductions(SourceReductions["PolarsSource"]):
         return key_candidates(kind, np.dtype(str(dtype).lower()) if kind == "int" else None, keys)
 
     def _key_groups(self, column: str, kind: str, candidates: list[object] | None) -> list[tuple[object, int]]:
-        keys = self._source.frame.select(key_expr(column, kind).alias("k"))
+        key = key_expr(column, kind)
+        keys = self._source.frame_for(key).select(key.alias("k"))
         if candidates is not None:  # the rows that can match, first: a group-by over fewer rows
             keys = keys.filter(pl.col("k").is_in(pl.Series(candidates, dtype=_key_dtype(kind, self._source.polars_dtype(column))).implode()))
         grouped = keys.group_by("k").agg(pl.len().alias("n")).collect()
@@ -230,7 +236,7 @@ class PolarsReductions(SourceReductions["PolarsSource"]):
         else:
             cell = rint_expr(v, math.inf, method="floor").clip(0.0, float(size))
         cell = cell.cast(pl.Int32, strict=False)  # NaN (a missing value, or 0·inf) becomes null: counted nowhere
-        frame = self._source.frame
+        frame = self._source.frame_for(cell)
         if size <= 1 << _HASHED_GRID_BITS:  # few cells: a hash group-by
             counted = frame.select(cell.alias("j")).group_by("j").agg(pl.len().alias("n")).drop_nulls().sort("j").collect()
         else:  # many cells: a sort and its runs beat a group-by whose table outgrows the cache
@@ -311,9 +317,9 @@ class PolarsReductions(SourceReductions["PolarsSource"]):
         """One column as Float64 named ``x`` in a DataFrame (a LazyFrame's plan runs once, for that column)."""
         expr = self._raw(column).alias("x")
         eager = self._source.eager
-        if eager is not None:
+        if eager is not None and column in eager.columns:
             return eager.select(expr)
-        return self._source.frame.select(expr).collect()
+        return self._source.frame_for(expr).select(expr).collect()
 
     def _signed_zeros(self, column: str) -> bool:
         """Whether the present values hold both ``0.0`` and ``-0.0``."""
@@ -345,7 +351,7 @@ class PolarsReductions(SourceReductions["PolarsSource"]):
         if kinds is None:
             return self._numpy().per_unit_sums(unit, column, lower, upper, k)
         key, x = units.unit_key(unit, kinds[0]), units.raw_values(column)
-        return units.unit_sums(self._source.frame, key, x, lower, upper, k, self.n_rows)
+        return units.unit_sums(self._source.frame_for(key, x), key, x, lower, upper, k, self.n_rows)
 
     def per_unit_row_counts(self, unit: str, column: str | None) -> npt.NDArray[np.int64]:
 
@@ -353,7 +359,9 @@ class PolarsReductions(SourceReductions["PolarsSource"]):
         if kinds is None:
             return self._numpy().per_unit_row_counts(unit, column)
         x = None if column is None else units.raw_values(column)
-        return units.unit_row_counts(self._source.frame, units.unit_key(unit, kinds[0]), x, floats=kinds[1] == "float")
+        key = units.unit_key(unit, kinds[0])
+        frame = self._source.frame_for(key) if x is None else self._source.frame_for(key, x)
+        return units.unit_row_counts(frame, key, x, floats=kinds[1] == "float")
 
     def per_unit_max(self, unit: str, column: str, lower: float | None, upper: float | None) -> npt.NDArray[np.float64]:
         from dpalg.data._user_units import check_unit_clip
@@ -362,7 +370,8 @@ class PolarsReductions(SourceReductions["PolarsSource"]):
         kinds = self._unit_kinds(unit, column)
         if kinds is None:
             return self._numpy().per_unit_max(unit, column, lower, upper)
-        return units.unit_max(self._source.frame, units.unit_key(unit, kinds[0]), units.raw_values(column), lower, upper)
+        key, x = units.unit_key(unit, kinds[0]), units.raw_values(column)
+        return units.unit_max(self._source.frame_for(key, x), key, x, lower, upper)
 
 
 def _terms(plan: SumPlan, raw: pl.Expr, *, floats: bool) -> pl.Expr:

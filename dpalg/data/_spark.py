@@ -34,6 +34,27 @@ jobs, so the source persists the frame on first use (``persist()``, lazy: the
 first job fills the cache) and every later job, and every collected column,
 reads the same rows in the same order.
 
+**Evaluated before the charge.** A DataFrame is a plan: the user's ANSI cast or
+Python UDF may fail on one value, and the first job to run it would otherwise
+be a reduction after the charge (a release that raises on x and not on x'
+without that row; the error text quotes the value). The runner calls
+:meth:`SparkSource.evaluate` after the schema check: it persists the frame and
+runs one aggregate that counts the rows and hashes every column the plan reads
+(``max(xxhash64(c))``: a value the optimizer cannot drop, where a bare
+``count()`` may prune the columns), so the cache is filled and the read columns
+are computed once, before anything is charged; the run's reductions read the
+cache. A failure there is refused without its text
+(:mod:`dpalg.data._evaluation`); one after the charge (a lost executor, an
+evicted cache partition recomputed through a non-deterministic function) is a
+:class:`~dpalg.BackendError` naming its type only.
+
+**Column names.** Spark resolves names case-insensitively by default
+(``spark.sql.caseSensitive=false``): a frame with ``v`` and ``V`` cannot read
+either (``AMBIGUOUS_REFERENCE``), and neither can one with two columns of one
+name (after a join). :meth:`SparkSource.name_problem` finds such a read column
+from the schema and the session's setting, and the runner refuses it before the
+charge, naming the columns; a case-sensitive session reads ``v`` as ``v``.
+
 **Lifecycle.** A run persists the input once and releases it when it ends: the
 runner (``plan.run``, ``Session.run``) calls :meth:`SparkSource.close` when the
 run that adapted the frame ends, whether it succeeded or raised. A
@@ -75,11 +96,13 @@ class SparkSource:
     on first use (module docstring); the row count is asked for once and cached.
     """
 
-    __slots__ = ("__weakref__", "_frame", "_n", "_persisted", "_release", "_schema")
+    __slots__ = ("__weakref__", "_evaluated", "_fields", "_frame", "_n", "_persisted", "_release", "_schema")
 
     def __init__(self, frame: Any) -> None:
         self._frame = frame
+        self._fields: tuple[str, ...] = tuple(str(f.name) for f in frame.schema.fields)  # duplicates kept
         self._schema: dict[str, Any] = {str(f.name): f.dataType for f in frame.schema.fields}
+        self._evaluated: frozenset[str] | None = None  # the columns evaluate() computed into this run's cache
         self._n: int | None = None
         self._persisted = False
         self._release: weakref.finalize[[Any], SparkSource] | None = None  # set when this source persisted the frame
@@ -105,8 +128,52 @@ class SparkSource:
         """
         release, self._release = self._release, None
         self._persisted = False
+        self._evaluated = None
         if release is not None:
             release()  # a finalizer runs once: the garbage collector will not unpersist again
+
+    def evaluate(self, names: tuple[str, ...]) -> None:
+        """Before the charge: persist the frame, and compute the row count and the columns ``names`` in one job.
+
+        One aggregate over the persisted frame, ``count(1)`` and
+        ``max(xxhash64(c))`` for each read column: every value of every read
+        column is computed (a hash cannot be answered without it, and the
+        optimizer cannot drop it) and the cache is filled. Raises whatever
+        Spark raises (the runner refuses it before the charge, without its
+        text). Runs once per run and set of columns.
+        """
+        if self._evaluated is not None and set(names) <= self._evaluated and self._n is not None:
+            return
+        touched = [F.max(F.xxhash64(F.col(quoted(name)))).alias(f"h{i}") for i, name in enumerate(names)]
+        row = self.frame.agg(F.count(F.lit(1)).alias("n"), *touched).collect()[0]
+        self._n = int(row["n"])
+        self._evaluated = frozenset(names) | (self._evaluated or frozenset())
+
+    def name_problem(self, name: str) -> str | None:
+        """Why Spark cannot read the column ``name`` unambiguously (from the schema and the session's setting), or ``None``.
+
+        Two columns of one name are ambiguous always; two names equal but for
+        case are ambiguous under Spark's default case-insensitive resolution
+        (``spark.sql.caseSensitive=false``; read once, from the frame's
+        session; a session that cannot say is taken to be case-insensitive).
+        """
+        same = sum(1 for f in self._fields if f == name)
+        if same > 1:
+            return f"names {same} columns of the data: Spark cannot tell them apart; rename or drop all but one"
+        twins = [f for f in self._fields if f != name and _same_ignoring_case(f, name)]
+        if not twins or self._case_sensitive():
+            return None
+        return (
+            f"and {sorted(twins)} are one column name to Spark, which resolves names case-insensitively "
+            "(spark.sql.caseSensitive=false): rename one of them, or set spark.sql.caseSensitive=true"
+        )
+
+    def _case_sensitive(self) -> bool:
+        try:
+            setting = self._frame.sparkSession.conf.get("spark.sql.caseSensitive", "false")
+        except Exception:  # noqa: BLE001 -- a session that cannot say: Spark's default (case-insensitive)
+            return False
+        return str(setting).strip().lower() == "true"
 
     @property
     def known_rows(self) -> int | None:
@@ -194,6 +261,16 @@ class SparkSource:
 
     def __repr__(self) -> str:  # never prints values
         return "SparkSource(DataFrame)"
+
+
+def _same_ignoring_case(a: str, b: str) -> bool:
+    """Java's ``String.equalsIgnoreCase`` (Spark's case-insensitive resolver): equal length, each character equal up to case.
+
+    Examples:
+        >>> _same_ignoring_case("v", "V"), _same_ignoring_case("Straße", "STRASSE"), _same_ignoring_case("ab", "a")
+        (True, False, False)
+    """
+    return len(a) == len(b) and all(x == y or x.upper() == y.upper() or x.lower() == y.lower() for x, y in zip(a, b))
 
 
 def _unpersist(frame: Any) -> None:

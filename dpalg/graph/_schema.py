@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from dpalg.data import ColumnUse, Dataset, check_columns
+from dpalg.data._evaluation import evaluate_input
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._group import GroupPrivacy
 from dpalg.graph._node import AbstractPrimitive
@@ -53,12 +54,16 @@ def plan_columns(plan: object, path: str = "") -> Iterator[tuple[str, ColumnUse]
 def validate_schema(plan: object, data: Dataset) -> None:
     """Refuse ``data`` when a column the plan reads is absent or of a dtype its role cannot read, or its backend is unsupported.
 
-    Reads names, dtypes and the kind of source only, never a value.
+    Reads names, dtypes and the kind of source only; then a lazy input (a polars
+    LazyFrame, a Spark DataFrame) computes the columns the plan reads, once, so
+    that the user's plan fails, if it does, before the charge
+    (:func:`dpalg.data._evaluation.evaluate_input`; no value is ever shown).
 
     Raises:
         InvalidArgument: naming the node path, the column, its role and the
             problem (missing; complex dtype; string dtype for a numeric column;
-            a dtype no role reads).
+            a dtype no role reads; a name Spark would resolve to two columns);
+            or a lazy input whose evaluation failed (its text withheld).
         Unsupported: a node cannot run on this backend
             (:meth:`~dpalg.graph.AbstractPrimitive.check_backend`).
 
@@ -75,6 +80,7 @@ def validate_schema(plan: object, data: Dataset) -> None:
         check_columns(data, (use,), owner=path)
     for node in _primitives(plan):
         node.check_backend(data)  # the backend is public too: a refusal costs nothing
+    evaluate_input(data, plan_columns(plan))  # a lazy input (polars, Spark) runs its plan now, before the charge
 
 
 def _primitives(plan: object) -> Iterator[AbstractPrimitive[Any]]:

@@ -15,6 +15,7 @@ from dpalg._bottom import BOTTOM, Bottom
 from dpalg._errors import InsecureRandomnessWarning, UncheckedPlan
 from dpalg.data import Dataset, as_dataset, key_codes, key_order, unit_index
 from dpalg.data._dataset import run_data
+from dpalg.data._evaluation import guarded_run
 from dpalg.graph._accountant import KnownNode, _classify
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._group import GroupPrivacy, bounded_rows
@@ -107,7 +108,8 @@ def execute(
     source = resolve_rng(rng)
     if not source.secure:  # depends on the caller's rng only, never on the data
         warnings.warn(f"{SEEDED_WARNING} (randomness: {source.kind})", InsecureRandomnessWarning, stacklevel=3)
-    value = _exec(plan, dataset, source, "")
+    # after the charge: a backend's failure is reported by its type only (its text may quote the data)
+    value = guarded_run(dataset, lambda: _exec(plan, dataset, source, ""), owner=type(plan).__name__)
     spend = None if session is None else (session.budget, session.spent_before, session.spent_after)
     certificate = build_certificate(
         plan, derivation, budget, kind=source.kind, secure=source.secure, session=spend, value=_value_json(value),

@@ -296,3 +296,70 @@ def backend_name(certificate: dict[str, Any]) -> str | None:
     """The backend a certificate names, or None where it records none."""
     backend = certificate.get("backend")
     return None if backend is None else backend.get("name")
+
+
+# -- lazy inputs that fail on one value (evaluated before the charge) ----------------------------
+
+#: the private value a failing lazy input chokes on: no message, warning or log line may show it
+SECRET = "SECRET-4711"
+#: the raw strings of a lazy input's failing column ``x``, one of them the secret; ``u`` the ids
+LAZY_RAW = ("3", "1", SECRET, "2", "5", "4")
+LAZY_IDS = (1, 2, 3, 1, 2, 3)
+
+
+def parse_or_quote(value: str) -> int:
+    """A user function that fails on a value the way user code does: quoting it."""
+    if not value.isdigit():
+        raise ValueError(f"not a number: {value!r}")
+    return int(value)
+
+
+def lazy_plans() -> dict[str, Callable[[], Any]]:
+    """Fresh (ε, δ) plans (one :data:`LAZY_BUDGET` session runs them all) reading the failing column ``x`` as a
+    number, as a key, at user level, and in a Compose."""
+    from dpalg import ClipPerUser
+    from dpalg.mechanisms import StableHistogram
+
+    return {
+        "sum": lambda: PureToApprox(Laplace(Query.sum("x") | Clip(0, 10), epsilon=1)),
+        "median": lambda: SmoothBound(Query.median("x") | Clip(0, 10), epsilon=1, delta="0.01"),
+        "keys": lambda: StableHistogram(Query.histogram("x"), epsilon=1, delta="0.05"),
+        "user-sum": lambda: PureToApprox(Laplace(Query.sum("x", user="u") | ClipPerUser(0, 20), epsilon=1)),
+        "compose": lambda: PureToApprox(
+            Compose(Laplace(Query.count(), epsilon=1), Laplace(Query.mean("x") | Clip(0, 10), epsilon=1))
+        ),
+    }
+
+
+#: a session budget every plan of :func:`lazy_plans` fits, several times
+LAZY_BUDGET = ApproxDP(10, "0.5")
+
+
+#: the backends' own loggers: py4j traces every command (the test's own filter literal among them) and pyspark
+#: logs a failed job's error, value included, at ERROR when it raises it; neither is dpalg's to silence
+BACKEND_LOGGERS = ("py4j", "pyspark", "DataFrameQueryContextLogger")
+
+
+@contextmanager
+def no_secret_shown(caplog: pytest.LogCaptureFixture) -> Iterator[list[BaseException]]:
+    """Collect what the block raises (append it to the yielded list), its warnings and the log records of every
+    logger but the backends' own (:data:`BACKEND_LOGGERS`); none may show :data:`SECRET`.
+
+    The raised exception is checked with its whole chain as a traceback prints it
+    (``__cause__``, ``__context__``), and must chain nothing (the backend's exception
+    is not kept).
+    """
+    import logging
+    import traceback
+    import warnings
+
+    raised: list[BaseException] = []
+    with caplog.at_level(logging.DEBUG), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield raised
+    ours = [r for r in caplog.records if not r.name.startswith(BACKEND_LOGGERS)]
+    shown = [str(w.message) for w in caught] + [r.getMessage() for r in ours]
+    for exc in raised:
+        shown.append("".join(traceback.format_exception(exc)))
+        assert exc.__cause__ is None and exc.__context__ is None, repr(exc)
+    assert not any(SECRET in text for text in shown), [t for t in shown if SECRET in t]

@@ -322,3 +322,82 @@ def polars_decimal_datasets(draw: st.DrawFn, max_rows: int = 12) -> Dataset:
 @given(data=polars_decimal_datasets(), seed=st.integers(0, 2**32 - 1))
 def test_user_level_releases_are_total_on_polars_decimal_ids(name: str, data: Dataset, seed: int) -> None:
     _assert_total(name, data, seed)
+
+
+# --- lazy frames (polars): hostile typed values, and a plan that fails on one value ---------
+# A LazyFrame holds typed columns only: numbers as Float64 (null, NaN, ±inf, ±1e308, -0.0),
+# keys as String and ids as Int64 (null among them). Its plan is evaluated before the charge
+# (dpalg.data._evaluation): a release on it must be as total as on numpy columns, and a plan
+# that fails on one value of a column the release reads is refused before the charge, with
+# nothing spent and the value shown nowhere.
+
+SECRET = "SECRET-4711"
+_typed_numbers = st.sampled_from((None, math.nan, math.inf, -math.inf, 1e308, -1e308, -0.0, 0.0, 1.0, 3.0, 0.5)) | st.floats()
+_typed_keys = st.sampled_from((None, "a", "b", "1", "")) | st.text(max_size=3)
+_typed_ids = st.none() | st.integers(-3, 5) | st.sampled_from((2**62, -(2**62)))
+
+
+@st.composite
+def lazy_frames(draw: st.DrawFn, max_rows: int = 12) -> object:
+    """A polars LazyFrame of the fixed schema (typed), 0..``max_rows`` hostile rows, behind a plan (a filter and a projection)."""
+    pl = pytest.importorskip("polars")
+    n = draw(st.integers(0, max_rows))
+    numbers = {name: pl.Series(name, draw(st.lists(_typed_numbers, min_size=n, max_size=n)), dtype=pl.Float64) for name in ("x", "y", "v", "c")}
+    k = pl.Series("k", draw(st.lists(_typed_keys, min_size=n, max_size=n)), dtype=pl.String)
+    u = pl.Series("u", draw(st.lists(_typed_ids, min_size=n, max_size=n)), dtype=pl.Int64)
+    frame = pl.DataFrame([*numbers.values(), k, u, pl.Series("keep", [True] * n, dtype=pl.Boolean)]).lazy()
+    return frame.filter(pl.col("keep")).select(*COLUMNS)
+
+
+def _failing_lazy(*, without_secret: bool = False) -> object:
+    """Every column of the fixed schema computed from strings by strict casts; one row holds :data:`SECRET`."""
+    import polars as pl
+
+    raw = ["1", "0", "3", SECRET, "2", "1", "0", "2"]
+    frame = pl.LazyFrame({"s": raw, "i": list(range(len(raw)))})
+    if without_secret:
+        frame = frame.filter(pl.col("s") != SECRET)
+    number = pl.col("s").cast(pl.Float64, strict=True)
+    return frame.select(
+        *(number.alias(name) for name in ("x", "y", "v", "c")),
+        pl.col("s").str.to_integer().cast(pl.String).alias("k"),
+        pl.col("s").cast(pl.Int64, strict=True).alias("u"),
+    )
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+@given(data=lazy_frames(), seed=st.integers(0, 2**32 - 1))
+def test_every_release_is_total_on_a_lazy_frame(name: str, data: object, seed: int) -> None:
+    _assert_total(name, as_dataset(data), seed)
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
+def test_every_plan_refuses_a_failing_lazy_frame_before_the_charge(name: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Refused before the charge when the plan reads a column (a budget of exactly one run then still pays for the
+    run without the failing row); a plan that reads none (a count) never runs the failing columns and releases."""
+    import logging
+    import traceback
+    import warnings
+
+    from dpalg import Session
+    from dpalg.graph._schema import plan_columns
+
+    pytest.importorskip("polars")
+    plan = cast(AbstractPrimitive[PureDP], PLANS[name]())  # the measure type does not matter here
+    session = Session(plan.cost())  # one run's worth: a refusal that spent anything would leave too little
+    with caplog.at_level(logging.DEBUG), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if any(True for _ in plan_columns(plan)):
+            with pytest.raises(InvalidArgument, match="nothing was charged") as info:
+                session.run(plan, _failing_lazy(), rng=1)
+            assert info.value.__cause__ is None and info.value.__context__ is None
+            assert SECRET not in "".join(traceback.format_exception(info.value))
+            assert session.charges == 0
+            value = session.run(cast(AbstractPrimitive[PureDP], PLANS[name]()), _failing_lazy(without_secret=True), rng=1).value
+        else:
+            value = session.run(plan, _failing_lazy(), rng=1).value
+    assert session.charges == 1
+    assert _compatible(_kind(value), _baseline(name)), (name, _kind(value), _baseline(name))
+    assert not any(SECRET in str(w.message) for w in caught)
+    assert not any(SECRET in r.getMessage() for r in caplog.records)

@@ -36,8 +36,9 @@ a nullable integer column into floats (ids above 2**53 would merge). The user fu
 pickled to the executors (cloudpickle); one that cannot be pickled is
 :class:`~dpalg.Unsupported`, before any data is read. A Spark job that fails for
 another reason (a block function that stops its worker with a
-``BaseException``, a lost executor) raises ``RuntimeError`` naming the
-exception type only, never its message, which may hold data.
+``BaseException``, a lost executor) raises :class:`~dpalg.BackendError` (a
+``RuntimeError``) naming the exception type only, never its message, which may
+hold data, and without chaining the Spark exception.
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ from typing import Any, Final, final
 import numpy as np
 import numpy.typing as npt
 
-from dpalg._errors import Unsupported
+from dpalg._errors import BackendError, Unsupported
 from dpalg.data import Dataset
+from dpalg.data._evaluation import WITHHELD
 from dpalg.data._row_choice import keyed_labels
 from dpalg.data._spark import SparkSource, numpy_dtype, quoted, spark_kind
 from dpalg.mechanisms.sample_aggregate._blocks import (
@@ -183,7 +185,7 @@ def spark_block_values(
 
     Raises:
         Unsupported: the function cannot be pickled to the executors.
-        RuntimeError: the Spark job failed (the message names the exception type only).
+        BackendError: the Spark job failed (a ``RuntimeError``; the message names the exception type only).
     """
     source = data.source
     assert isinstance(source, SparkSource)
@@ -200,10 +202,13 @@ def spark_block_values(
     if not callable(getattr(source.frame.groupBy(), "applyInArrow", None)):  # pyspark < 4.0
         return None
     _picklable(fn, owner)
+    failed: str | None = None
     try:
         rows = _run(fn, source, m, unit, secret, failure, column, names, kinds)
     except Exception as exc:  # noqa: BLE001 -- the message may quote data (a worker's traceback): its type only
-        raise RuntimeError(f"{owner}: the Spark job of the block function failed ({type(exc).__name__})") from None
+        failed = type(exc).__name__
+    if failed is not None:  # raised outside the handler: the Spark exception is neither __cause__ nor __context__
+        raise BackendError(f"{owner}: the Spark job of the block function failed after the charge ({failed}; {WITHHELD})")
     out = np.full(m, failure, dtype=np.float64)  # an empty block is no group: it keeps the failure value
     for block, value in rows:
         out[int(block)] = float(value)
