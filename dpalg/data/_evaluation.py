@@ -31,7 +31,7 @@ After the charge, :func:`guarded_run` gives every failure of a sourced run
 (which the evaluation makes unlikely, but an executor lost, memory, a cache
 evicted and recomputed through a non-deterministic function remain) the same
 treatment as :class:`~dpalg.BackendError`: the release raises, as any failing
-release does (the charge stands, DESIGN §3), with the backend and the exception
+release does (the charge stands: it is never refunded), with the backend and the exception
 type only. dpalg's own errors (:class:`~dpalg.DPAlgError`) name no data by
 construction and pass unchanged.
 """

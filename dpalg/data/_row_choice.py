@@ -1,4 +1,4 @@
-"""Which rows a user keeps: keyed hashes and the per-user caps (issue 15).
+"""Which rows a user keeps: keyed hashes and the per-user caps.
 
 ``MaxRowsPerUser(k)`` and ``MaxKeysPerUser(m)`` keep a bounded number of each
 user's rows. The choice is made by a keyed hash (a pseudo-random function keyed
@@ -276,7 +276,7 @@ def keyed_labels(hashes: npt.NDArray[np.uint64], occurrences: npt.NDArray[np.int
     """``PRF(secret, hash, occurrence) mod m`` per row: a label in ``[0, m)`` from the row's own hash and rank only.
 
     Vectorised; the same label on every backend for the same (hash, occurrence)
-    (sample-and-aggregate's block labels, :mod:`dpalg.mechanisms._sample_aggregate`).
+    (sample-and-aggregate's block labels, :mod:`dpalg.mechanisms.sample_aggregate`).
 
     Examples:
         >>> labels = keyed_labels(np.array([1, 1, 2], dtype=np.uint64), np.array([0, 0, 0]), bytes(32), 4)

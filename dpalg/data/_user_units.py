@@ -1,4 +1,4 @@
-"""Per-unit reductions: the only way user-level mechanisms read data (DESIGN §5).
+"""Per-unit reductions: the only way user-level mechanisms read data (the reductions protocol, docs/architecture.md).
 
 A *unit* is one user: all rows sharing one value of the id column. The
 neighbouring relation is "add or remove one user with all their rows". Every
@@ -95,7 +95,7 @@ def _numeric(values: npt.ArrayLike, owner: str) -> npt.NDArray[np.float64]:
 def unit_index(ids: npt.ArrayLike, *, owner: str = "unit_index") -> tuple[int, npt.NDArray[np.intp]]:
     """The number of units and, for every row, the index of its unit.
 
-    The one place unit ids are read (DESIGN §3, "Releases are total"): every
+    The one place unit ids are read ("Releases are total", docs/architecture.md): every
     user-level path goes through it, so a missing id means "no user" everywhere.
 
     Args:

@@ -1,6 +1,6 @@
 """The plan's public schema, checked against the data before any charge.
 
-DESIGN §3, "Releases are total": the column names and dtypes a plan reads are
+"Releases are total" (docs/architecture.md, the invariants): the column names and dtypes a plan reads are
 public, so they are validated *before* the budget is charged (in ``plan.run`` and
 in :meth:`~dpalg.Session.run`). A column typo or a complex column then costs
 nothing, and nothing after the charge can fail because of the schema.

@@ -1,6 +1,6 @@
 """User functions inside a release: tried at construction, total at release.
 
-DESIGN §3, "Releases are total": a user function (a sample-and-aggregate block
+"Releases are total" (docs/architecture.md, the invariants): a user function (a sample-and-aggregate block
 function, a :class:`~dpalg.mechanisms.BoundedLS` value or bound function) is
 arbitrary Python code that may fail on some data and not on its neighbour. An
 exception, a warning or a non-numeric result after the charge would then be an

@@ -26,7 +26,7 @@ unbalances blocks). Nothing depends on row order or partitioning, so numpy and
 Spark (:mod:`._spark`) give the same seeded release bit for bit
 (brute force: ``tests/mechanisms/test_sample_aggregate_backends.py``).
 
-The block function (DESIGN §3, "Releases are total"; :mod:`._user_function`):
+The block function ("Releases are total", docs/architecture.md; :mod:`._user_function`):
 
 * **two forms.** With ``column="age"`` it receives a 1-D float64 array of the
   block's values in that column, missing values dropped (the data policy), so
