@@ -248,7 +248,7 @@ def test_the_colliding_pair_under_a_row_cap_changes_at_most_k_rows() -> None:
     Over 64 secrets of the row choice, the L1 distance of the histograms is at most k; merged with the
     colliding user, the choice among 2k rows could drop k of the first user's rows and keep k new ones.
     """
-    from dpalg.mechanisms._user_level import kept_rows
+    from dpalg.mechanisms._common.user_level import kept_rows
 
     k = 3
     first = {"u": objects([Decimal(BIG)] * k), "x": np.ones(k), "g": objects(["p"] * k)}
