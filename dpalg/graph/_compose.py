@@ -286,9 +286,9 @@ class ZCDPToApprox(AbstractMeasurement[ApproxDP]):
 
 
 _CONVERSIONS: dict[tuple[str, str], str] = {
-    ("PureDP", "ApproxDP"): "wrap the plan in PureToApprox(plan)",
-    ("PureDP", "ZCDP"): "wrap the plan in PureToZCDP(plan) (eps-DP is eps**2/2-zCDP)",
-    ("ZCDP", "ApproxDP"): "wrap the plan in ZCDPToApprox(plan, delta=...) (the tight conversion spends that delta)",
+    ("PureDP", "ApproxDP"): "wrap the plan in the conversion node PureToApprox(plan)",
+    ("PureDP", "ZCDP"): "wrap the plan in the conversion node PureToZCDP(plan) (eps-DP is eps**2/2-zCDP)",
+    ("ZCDP", "ApproxDP"): "wrap the plan in the conversion node ZCDPToApprox(plan, delta=...) (it spends that delta)",
 }
 
 
@@ -297,7 +297,7 @@ def conversion_advice(cost: type[Measure], budget: type[Measure]) -> str:
 
     Examples:
         >>> conversion_advice(PureDP, ApproxDP)
-        'the plan costs PureDP and the budget is ApproxDP: wrap the plan in PureToApprox(plan)'
+        'the plan costs PureDP and the budget is ApproxDP: wrap the plan in the conversion node PureToApprox(plan)'
         >>> conversion_advice(ApproxDP, PureDP)
         'the plan costs ApproxDP and the budget is PureDP: no conversion to PureDP exists; use a budget of ApproxDP'
     """
