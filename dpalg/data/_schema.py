@@ -193,8 +193,10 @@ def _keys_problem(column: ColumnType, kind: str, use: ColumnUse) -> str | None:
 
 
 def _few(keys: list[str | int]) -> str:
-    shown = ", ".join(repr(k) for k in keys[:3])
-    return f"({shown}{', ...' if len(keys) > 3 else ''})"
+    """Up to three public keys, as a tuple."""
+    if len(keys) <= 3:
+        return repr(tuple(keys))
+    return f"({', '.join(repr(k) for k in keys[:3])}, ...)"
 
 
 def _as_ints(keys: list[str]) -> str:
