@@ -46,7 +46,8 @@ an ``ArrowDtype`` (which needs pyarrow) is already in hand.
 
 from __future__ import annotations
 
-from typing import Literal, final
+import importlib
+from typing import Any, Literal, final
 
 import attrs
 import numpy as np
@@ -157,19 +158,19 @@ _NULLABLE = frozenset({
 })  # fmt: skip
 
 
-def _arrow_dtype(arrow: object, depth: int) -> np.dtype[np.generic]:
-    """The policy dtype of a pyarrow type (pyarrow is imported: an ArrowDtype holds one)."""
-    import pyarrow as pa
-
+def _arrow_dtype(arrow: Any, depth: int) -> np.dtype[np.generic]:
+    """The policy dtype of a pyarrow type (pyarrow is imported already: an ArrowDtype holds one)."""
+    pa: Any = importlib.import_module("pyarrow")  # untyped: read through Any
     if not isinstance(arrow, pa.DataType):
         return _refused(str(arrow))
     types = pa.types
     if types.is_dictionary(arrow) and depth <= 2:
-        return _arrow_dtype(arrow.value_type, depth + 1)  # type: ignore[attr-defined]  # a DictionaryType
+        return _arrow_dtype(arrow.value_type, depth + 1)
     if types.is_boolean(arrow):
         return np.dtype(np.bool_)
     if types.is_integer(arrow) or types.is_floating(arrow):
-        return np.dtype(arrow.to_pandas_dtype())
+        number: np.dtype[np.generic] = np.dtype(arrow.to_pandas_dtype())
+        return number
     if types.is_string(arrow) or types.is_large_string(arrow) or _is(types, "is_string_view", arrow):
         return np.dtype(np.str_)
     if types.is_binary(arrow) or types.is_large_binary(arrow) or types.is_fixed_size_binary(arrow) or _is(types, "is_binary_view", arrow):
@@ -179,9 +180,9 @@ def _arrow_dtype(arrow: object, depth: int) -> np.dtype[np.generic]:
     if types.is_date(arrow):
         return np.dtype("datetime64[D]")
     if types.is_timestamp(arrow):
-        return np.dtype(f"datetime64[{arrow.unit}]")  # type: ignore[attr-defined]  # a TimestampType
+        return np.dtype(f"datetime64[{arrow.unit}]")
     if types.is_duration(arrow):
-        return np.dtype(f"timedelta64[{arrow.unit}]")  # type: ignore[attr-defined]  # a DurationType
+        return np.dtype(f"timedelta64[{arrow.unit}]")
     return _refused(str(arrow))
 
 

@@ -25,10 +25,19 @@ Datasets
 
 Schema (checked before the charge, :func:`dpalg.data._schema.check_columns`)
 
-* every node states the columns it reads and their role (numeric, key, id);
-  a missing column is refused, and so is a dtype the role cannot read:
-  complex (its imaginary part would be silently lost) or str/bytes for a
-  numeric column; dates, durations and structured dtypes for any role.
+* every node states the columns it reads and their role (numeric, key, id),
+  and the public keys a key column is matched against; a missing column is
+  refused, and so is a type the role cannot read: complex (its imaginary part
+  would be silently lost) or str/bytes for a numeric column; dates, durations
+  and structured dtypes for any role; bool for an id; public keys of a kind
+  the column cannot hold (str keys on an int column). The table is in
+  :mod:`dpalg.data._schema` and ``docs/data_policy.md``;
+* the type is the *declared* one (:meth:`Dataset.column_type`): a pandas
+  column's dtype is read before it is converted to numpy
+  (:mod:`dpalg.data._column_type`: a ``string`` column is str although its
+  numpy array is ``object``, a ``category`` is its categories' dtype), a
+  polars or Spark column's from the frame's schema. An ``object`` column is
+  opaque to the schema and read value by value.
 
 Numbers (:meth:`Dataset.numeric`, :func:`dpalg.data._numeric.to_float`)
 

@@ -35,7 +35,7 @@ make the refusal itself depend on private data.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Literal, final
 
 import attrs
@@ -192,7 +192,7 @@ def _keys_problem(column: ColumnType, kind: str, use: ColumnUse) -> str | None:
     return None
 
 
-def _few(keys: list[str | int]) -> str:
+def _few(keys: Sequence[str | int]) -> str:
     """Up to three public keys, as a tuple."""
     if len(keys) <= 3:
         return repr(tuple(keys))
