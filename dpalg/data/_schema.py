@@ -151,7 +151,7 @@ def _problem(column: ColumnType, kind: str, use: ColumnUse) -> str | None:
         if kind == "str":
             return (
                 f"has a string dtype, {shown}: must be numeric; it holds text, so every value would be missing and the "
-                f"release pure noise; convert it first with {_to_number(column.library, use.name)}"
+                f"release pure noise; convert it first with {_to_number(column, use.name)}"
             )
         if kind == "bytes":
             return f"has a string dtype, {shown}: must be numeric; it holds bytes; decode and convert it first"
@@ -182,12 +182,12 @@ def _keys_problem(column: ColumnType, kind: str, use: ColumnUse) -> str | None:
             f"has dtype {shown} but keys {_few(ints)} are int: an int key never matches a str, so its count would be "
             f"pure noise; pass str keys: keys=({str(ints[0])!r}, ...)"
         )
-    if kind == "bool":
+    if kind == "bool" and use.keys:
         return (
             f"has dtype {shown}: a bool is never equal to a public key ({_few(list(use.keys))}; True is not the key 1); "
             f"convert the column to int first ({_to_int(column.library, use.name)}) or count it without a key list"
         )
-    if kind == "bytes":
+    if kind == "bytes" and use.keys:
         return f"has dtype {shown}: a bytes value never equals a str or int key ({_few(list(use.keys))}); decode the column to str first"
     return None
 
@@ -208,9 +208,11 @@ def _as_ints(keys: list[str]) -> str:
     return f"int keys: keys=({first}, ...)"
 
 
-def _to_number(library: str, name: str) -> str:
+def _to_number(column: ColumnType, name: str) -> str:
+    library = column.library
     if library == "polars":
-        return f"pl.col({name!r}).cast(pl.Float64, strict=False) (text that is not a number becomes null)"
+        via = ".cast(pl.String)" if column.name in ("Categorical", "Enum") else ""  # polars casts no categorical to a number
+        return f"pl.col({name!r}){via}.cast(pl.Float64, strict=False) (text that is not a number becomes null)"
     if library == "spark":
         return f"F.col({name!r}).try_cast('double') (text that is not a number becomes null)"
     return f"pd.to_numeric(df[{name!r}], errors='coerce') (text that is not a number becomes missing)"

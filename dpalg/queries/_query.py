@@ -78,6 +78,8 @@ def _keys(value: tuple[str | int, ...] | list[str | int] | None) -> tuple[str | 
     if value is None:
         return None
     keys = tuple(value)
+    if not keys:  # a release over no key is an empty noise vector: refused here, not after the charge
+        raise InvalidArgument("Query", "keys", keys, "must list at least one key (keys=None: the keys are not public)")
     for k in keys:
         if isinstance(k, bool) or not isinstance(k, (str, int)):
             raise InvalidArgument("Query", "keys", k, "must be str or int")

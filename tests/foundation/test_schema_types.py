@@ -279,6 +279,11 @@ ACCEPTS: dict[str, frozenset[str]] = {
     "str-keys": frozenset({"str", "object"}),
     "id": frozenset({"int", "float", "str", "bytes", "object"}),
 }
+#: a column of each role's accepted kind
+CLEAN: dict[str, np.ndarray] = {
+    "numeric": np.arange(6.0), "key": np.array(_present(STRS, "zq7")), "int-keys": np.array(_present(INTS, 73519)),
+    "str-keys": np.array(_present(STRS, "zq7")), "id": np.array([1, 1, 2, 3, 3, 4]),
+}  # fmt: skip
 #: one plan per role that is also run when accepted (the others are checked only: the release paths are the same)
 RELEASED = {"mean", "stable-histogram", "histogram-int-keys", "histogram-str-keys", "user-count"}
 
@@ -338,12 +343,12 @@ def test_a_column_type_its_role_cannot_read_is_refused_before_the_charge(case: s
         assert type(plan).__name__ in message or "Parallel" in message, message
         public = {str(k) for k in {"int-keys": INT_KEYS, "str-keys": STR_KEYS}.get(role, ())}  # the plan's keys are public
         assert not [s for s in SECRETS if s in message and s not in public], message
-    # a checked plan's one run is not used by the refusal
+    # a checked plan's one run is not used by the refusal: it still runs on a column its role reads
     checked = build()
     checked.check(budget_for(checked))
     with pytest.raises(InvalidArgument):
         checked.run(frame(case), rng=None)
-    assert checked.checked_budget() is not None
+    checked.run({C: CLEAN[role], "x": np.arange(6.0), "uid": np.array([1, 1, 2, 3, 3, 4])}, rng=None)
 
 
 # --- the two reported cases, exactly ------------------------------------------------------------------------------
@@ -420,3 +425,9 @@ def test_compose_names_the_path_of_the_refused_node() -> None:
     with pytest.raises(InvalidArgument, match=r"^Compose/1/Laplace: numeric column='age' has a string dtype, string \(pandas\)"):
         session.run(plan, df)
     assert session.spent == PureDP(0)
+
+
+def test_a_histogram_over_no_public_key_is_refused_at_construction() -> None:
+    """``keys=()`` released an empty noise vector's first element: an IndexError after the charge."""
+    with pytest.raises(InvalidArgument, match="at least one key"):
+        Query.histogram("k", keys=())
