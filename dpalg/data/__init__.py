@@ -8,6 +8,7 @@ so ``import dpalg`` never loads polars or pyspark."""
 
 from collections.abc import Callable
 
+from dpalg.data._column_type import ColumnType
 from dpalg.data._dataset import ROW, ColumnSource, Dataset, DataLike, Neighbouring, Relation, as_dataset
 from dpalg.data._keys import Key, key_codes, key_counts, key_index, key_order, normalise_key
 from dpalg.data._lattice_sums import exact_int_total, per_unit_lattice_sums
@@ -27,7 +28,7 @@ from dpalg.data._user_units import (
 )
 
 __all__ = [
-    "ROW", "ColumnRole", "ColumnSource", "LatticeSum", "NumpyReductions", "OrderWindow", "PolarsReductions", "Reductions", "SumSpec",
+    "ROW", "ColumnRole", "ColumnSource", "ColumnType", "LatticeSum", "NumpyReductions", "OrderWindow", "PolarsReductions", "Reductions", "SumSpec",
     "as_reductions", "ColumnUse", "DataLike", "Dataset", "Key", "Neighbouring", "Relation", "as_dataset",
     "check_columns", "exact_int_total", "key_codes", "key_counts", "key_index", "key_order", "keyed_hashes",
     "normalise_key", "per_unit_lattice_sums", "per_unit_max", "per_unit_row_counts", "per_unit_sums",

@@ -25,10 +25,19 @@ Datasets
 
 Schema (checked before the charge, :func:`dpalg.data._schema.check_columns`)
 
-* every node states the columns it reads and their role (numeric, key, id);
-  a missing column is refused, and so is a dtype the role cannot read:
-  complex (its imaginary part would be silently lost) or str/bytes for a
-  numeric column; dates, durations and structured dtypes for any role.
+* every node states the columns it reads and their role (numeric, key, id),
+  and the public keys a key column is matched against; a missing column is
+  refused, and so is a type the role cannot read: complex (its imaginary part
+  would be silently lost) or str/bytes for a numeric column; dates, durations
+  and structured dtypes for any role; bool for an id; public keys of a kind
+  the column cannot hold (str keys on an int column). The table is in
+  :mod:`dpalg.data._schema` and ``docs/data_policy.md``;
+* the type is the *declared* one (:meth:`Dataset.column_type`): a pandas
+  column's dtype is read before it is converted to numpy
+  (:mod:`dpalg.data._column_type`: a ``string`` column is str although its
+  numpy array is ``object``, a ``category`` is its categories' dtype), a
+  polars or Spark column's from the frame's schema. An ``object`` column is
+  opaque to the schema and read value by value.
 
 Numbers (:meth:`Dataset.numeric`, :func:`dpalg.data._numeric.to_float`)
 
@@ -86,6 +95,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument, Unsupported
+from dpalg.data._column_type import ColumnType, Library, numpy_column_type, pandas_column_type
 from dpalg.data._keys import Key, key_codes, key_index
 from dpalg.data._numeric import as_column, numeric_dtype_problem, to_float
 
@@ -245,7 +255,13 @@ class ColumnSource(Protocol):
         ...
 
     def dtype(self, name: str) -> np.dtype[np.generic]:
-        """The numpy dtype the data policy reads ``name`` as (schema only, no row read)."""
+        """The numpy dtype the data policy reads ``name`` as (schema only, no row read).
+
+        A source may also have a ``column_type(name)`` method returning a
+        :class:`~dpalg.data._column_type.ColumnType` (the same dtype, and the type
+        as its library names it, for schema errors); without one, messages name
+        the numpy dtype.
+        """
         ...
 
     def count_rows(self) -> int:
@@ -283,13 +299,16 @@ class Dataset:
     first use, and cached.
     """
 
-    __slots__ = ("_columns", "_n", "_numeric", "_source")
+    __slots__ = ("_columns", "_n", "_numeric", "_source", "_types")
 
-    def __init__(self, columns: Mapping[str, npt.NDArray[np.generic]]) -> None:
+    def __init__(self, columns: Mapping[str, npt.NDArray[np.generic]], types: Mapping[str, ColumnType] | None = None) -> None:
+        """``columns``: 1-D arrays of equal length; ``types``: the declared type of columns whose array dtype
+        does not say it (a pandas ``string`` column is an ``object`` array), by name."""
         lengths = {name: arr.shape[0] for name, arr in columns.items()}
         if len(set(lengths.values())) > 1:
             raise InvalidArgument("Dataset", "columns", lengths, "must all have the same length")
         self._columns = dict(columns)
+        self._types = {name: kind for name, kind in (types or {}).items() if name in self._columns}
         self._n: int | None = next(iter(lengths.values()), 0)
         self._source: ColumnSource | None = None
         self._numeric: dict[str, npt.NDArray[np.float64]] = {}
@@ -356,6 +375,9 @@ class Dataset:
             InvalidArgument: when ``name`` is not a column.
         """
         if self._source is None:
+            declared = self._types.get(name)
+            if declared is not None:
+                return declared.dtype
             try:
                 return self._columns[name].dtype
             except KeyError:
@@ -363,6 +385,27 @@ class Dataset:
         if name not in self._source.names:
             raise self._unknown(name)
         return self._source.dtype(name)
+
+    def column_type(self, name: str) -> ColumnType:
+        """The column's public type: the dtype :meth:`column_dtype` returns, and the type as the user's library
+        names it (``"str (pandas)"``, ``"String (polars)"``), for schema errors. Reads the schema alone.
+
+        Raises:
+            InvalidArgument: when ``name`` is not a column.
+
+        Examples:
+            >>> as_dataset({"x": np.array([1.5])}).column_type("x").describe()
+            'float64 (numpy)'
+        """
+        if self._source is None:
+            declared = self._types.get(name)
+            return declared if declared is not None else numpy_column_type(self.column_dtype(name))
+        dtype = self.column_dtype(name)
+        stated = getattr(self._source, "column_type", None)  # optional in ColumnSource
+        found = stated(name) if callable(stated) else None
+        if isinstance(found, ColumnType):
+            return found
+        return ColumnType(dtype, str(dtype), _library(self.backend.name))
 
     def column(self, name: str) -> npt.NDArray[np.generic]:
         """The raw column (read-only view); a sourced column is converted to numpy once, on first use."""
@@ -388,6 +431,8 @@ class Dataset:
                 hold numbers (complex, str, dates).
         """
         if self._source is None:
+            if name in self._types:
+                self.require_numeric(name)  # the declared type decides (a pandas string column is an object array)
             return to_float(self.column(name), owner="Dataset", field=name)
         values = self._numeric.get(name)
         if values is None:
@@ -430,7 +475,7 @@ class Dataset:
         is never converted, whatever its type.
         """
         if self._source is None:
-            return Dataset({k: v[rows] for k, v in self._columns.items()})
+            return Dataset({k: v[rows] for k, v in self._columns.items()}, self._types)
         return Dataset.from_source(_Rows(self, rows))
 
     def __repr__(self) -> str:  # never prints values
@@ -453,6 +498,9 @@ class _Rows:
 
     def dtype(self, name: str) -> np.dtype[np.generic]:
         return self._parent.column_dtype(name)
+
+    def column_type(self, name: str) -> ColumnType:
+        return self._parent.column_type(name)
 
     def count_rows(self) -> int:
         rows = np.asarray(self._rows)
@@ -539,19 +587,32 @@ def as_dataset(data: object) -> Dataset:
             except ImportError as exc:
                 raise Unsupported(frames.missing(data, exc)) from exc
     columns: dict[str, npt.NDArray[np.generic]] = {}
+    types: dict[str, ColumnType] = {}
     if isinstance(data, Mapping):
         items = list(data.items())
     elif hasattr(data, "columns") and hasattr(data, "__getitem__"):
-        # pandas and polars both expose .columns and column access by name
-        items = [(str(name), _to_numpy(data[name])) for name in getattr(data, "columns")]
+        # a pandas DataFrame: .columns and column access by name
+        items = [(str(name), data[name]) for name in getattr(data, "columns")]
     else:
         raise InvalidArgument("as_dataset", "data", type(data).__name__, "must be a mapping of column -> 1-D array or a DataFrame")
     for name, values in items:
+        declared = pandas_column_type(values)  # the pandas dtype, read before to_numpy() hides it
         arr = as_column(_to_numpy(values))  # a Python list mixing kinds stays object: [1, "1"] is not ["1", "1"]
         if arr.ndim != 1:
             raise InvalidArgument("as_dataset", f"column {name!r}", f"ndim={arr.ndim}", "must be 1-D")
         columns[str(name)] = arr
-    return Dataset(columns)
+        if declared is not None:
+            types[str(name)] = declared
+    return Dataset(columns, types)
+
+
+def _library(backend: str) -> Library:
+    """The library a source's backend name stands for (``spark-connect`` is Spark)."""
+    if backend == "polars":
+        return "polars"
+    if backend.startswith("spark"):
+        return "spark"
+    return "numpy"
 
 
 def _to_numpy(values: object) -> object:

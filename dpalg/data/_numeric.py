@@ -41,17 +41,21 @@ def as_column(values: object) -> npt.NDArray[np.generic]:
     is kept as an ``object`` column instead, so the data policy sees each value
     as it is. So is a list that numpy would turn into float64 although it holds an
     int beyond 2**53 (``[2**63, -1]``, or ints next to floats), which float64
-    would round (two ids would become one). Arrays and DataFrame columns keep their
-    dtype.
+    would round (two ids would become one). An empty list holds no value to
+    infer a type from: it is ``object`` too (not numpy's float64), so the schema
+    check reads it as it reads any untyped column. Arrays and DataFrame columns
+    keep their dtype.
 
     Examples:
         >>> as_column([1, "1"]).dtype, as_column([True, 2]).dtype, as_column([1, 2.5]).dtype
         (dtype('O'), dtype('O'), dtype('float64'))
         >>> as_column([2**63, -1]).dtype, as_column([2**53 + 1, 2.0]).dtype  # ints float64 cannot hold stay exact
         (dtype('O'), dtype('O'))
+        >>> as_column([]).dtype
+        dtype('O')
     """
-    if isinstance(values, (list, tuple)) and len({_kind_of(v) for v in values}) > 1:
-        return _objects(values)
+    if isinstance(values, (list, tuple)) and (len({_kind_of(v) for v in values}) > 1 or not values):
+        return _objects(values)  # an empty list has no type: numpy's float64 would refuse str keys on no rows
     arr = np.asarray(values)
     if isinstance(values, (list, tuple)) and arr.dtype.kind == "f" and any(_inexact_int(v) for v in values):
         return _objects(values)  # numpy made float64 of ints beyond 2**53: 2**53 and 2**53 + 1 would be one id

@@ -45,6 +45,7 @@ import numpy.typing as npt
 import polars as pl
 
 from dpalg._errors import InvalidArgument
+from dpalg.data._column_type import ColumnType
 from dpalg.data._dataset import BackendInfo, Dataset
 from dpalg.data._numeric import to_float
 from dpalg.data._polars_reductions import PolarsReductions
@@ -151,6 +152,13 @@ class PolarsSource:
 
     def dtype(self, name: str) -> np.dtype[np.generic]:
         return numpy_dtype(self._schema[name])
+
+    def column_type(self, name: str) -> ColumnType:
+        """The column's type for schema errors: an ``Enum`` is named without its categories."""
+        dtype = self._schema[name]
+        base = dtype.base_type()
+        shown = str(base) if base in (pl.Enum, pl.Categorical) else str(dtype)
+        return ColumnType(numpy_dtype(dtype), shown, "polars")
 
     def count_rows(self) -> int:
         if self._n is None:

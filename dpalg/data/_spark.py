@@ -79,6 +79,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument, Unsupported
+from dpalg.data._column_type import ColumnType
 from dpalg.data._dataset import BackendInfo, Dataset
 from dpalg.data._numeric import to_float
 from dpalg.data._reductions import Reductions
@@ -195,6 +196,13 @@ class SparkSource:
 
     def dtype(self, name: str) -> np.dtype[np.generic]:
         return numpy_dtype(self._schema[name])
+
+    def column_type(self, name: str) -> ColumnType:
+        """The column's type for schema errors, as Spark prints it (``string``, ``decimal(10,2)``)."""
+        dtype = self._schema[name]
+        simple = getattr(dtype, "simpleString", None)
+        shown = simple() if callable(simple) else type(dtype).__name__
+        return ColumnType(numpy_dtype(dtype), str(shown), "spark")
 
     def count_rows(self) -> int:
         if self._n is None:

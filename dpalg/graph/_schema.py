@@ -27,7 +27,7 @@ def _join(path: str, label: str) -> str:
 def plan_columns(plan: object, path: str = "") -> Iterator[tuple[str, ColumnUse]]:
     """Every column the plan reads, with the path of the node that reads it.
 
-    ``Parallel``'s ``by`` column is read as keys. Unknown node types yield
+    ``Parallel``'s ``by`` column is read as keys, matched against its parts' keys. Unknown node types yield
     nothing here; the accountant refuses them (they are never free).
     """
     if isinstance(plan, Compose):
@@ -36,7 +36,7 @@ def plan_columns(plan: object, path: str = "") -> Iterator[tuple[str, ColumnUse]
             yield from plan_columns(child, _join(here, str(i)))
     elif isinstance(plan, Parallel):
         here = _join(path, f"Parallel(by={plan.by!r})")
-        yield here, ColumnUse(plan.by, "key")
+        yield here, ColumnUse(plan.by, "key", keys=tuple(key for key, _ in plan.parts))
         for key, child in plan.parts:
             yield from plan_columns(child, _join(here, repr(key)))
     elif isinstance(plan, (PureToApprox, PureToZCDP, ZCDPToApprox)):
@@ -60,10 +60,11 @@ def validate_schema(plan: object, data: Dataset) -> None:
     (:func:`dpalg.data._evaluation.evaluate_input`; no value is ever shown).
 
     Raises:
-        InvalidArgument: naming the node path, the column, its role and the
-            problem (missing; complex dtype; string dtype for a numeric column;
-            a dtype no role reads; a name Spark would resolve to two columns);
-            or a lazy input whose evaluation failed (its text withheld).
+        InvalidArgument: naming the node path, the column, its role, its
+            type and the fix (missing; a type its role cannot read; public keys
+            of a kind the column cannot hold: the table of
+            :mod:`dpalg.data._schema`; a name Spark would resolve to two
+            columns); or a lazy input whose evaluation failed (its text withheld).
         Unsupported: a node cannot run on this backend
             (:meth:`~dpalg.graph.AbstractPrimitive.check_backend`).
 

@@ -78,6 +78,8 @@ def _keys(value: tuple[str | int, ...] | list[str | int] | None) -> tuple[str | 
     if value is None:
         return None
     keys = tuple(value)
+    if not keys:  # a release over no key is an empty noise vector: refused here, not after the charge
+        raise InvalidArgument("Query", "keys", keys, "must list at least one key (keys=None: the keys are not public)")
     for k in keys:
         if isinstance(k, bool) or not isinstance(k, (str, int)):
             raise InvalidArgument("Query", "keys", k, "must be str or int")
@@ -396,18 +398,25 @@ class Query:
     def columns(self) -> tuple[ColumnUse, ...]:
         """The columns this query reads and their roles (public schema, checked before a charge).
 
-        A histogram reads its column as keys; every other query reads its
-        column as numbers; ``user=`` names the id column.
+        A histogram reads its column as keys (matched against its public
+        ``keys=`` when it has them, so the schema check can refuse keys of a
+        kind the column cannot hold); every other query reads its column as
+        numbers; ``user=`` names the id column.
 
         Examples:
             >>> Query.histogram("city").columns()
             (ColumnUse(name='city', role='key'),)
+            >>> Query.histogram("year", keys=(1984, 1990)).columns()
+            (ColumnUse(name='year', role='key', keys=(1984, 1990)),)
             >>> Query.user_sum("pages", user="uid").columns()
             (ColumnUse(name='pages', role='numeric'), ColumnUse(name='uid', role='id'))
         """
         uses: list[ColumnUse] = []
         if self.column is not None:
-            uses.append(ColumnUse(self.column, "key" if self.kind == "histogram" else "numeric"))
+            if self.kind == "histogram":
+                uses.append(ColumnUse(self.column, "key", keys=self.keys))
+            else:
+                uses.append(ColumnUse(self.column, "numeric"))
         if self.user is not None:
             uses.append(ColumnUse(self.user, "id"))
         return tuple(uses)

@@ -244,13 +244,17 @@ SEED = 20240917  # seeded runs warn (InsecureRandomnessWarning), ignored by the 
 COMPOSE_BUDGET = ApproxDP(3, "1e-6")
 
 
-def compose_plan(id_keys: tuple[Any, ...]) -> Compose[ApproxDP]:
-    """A Laplace sum and a SmoothBound median of ``x``, and a Laplace histogram of ``id`` over ``id_keys``."""
+def compose_plan(id_keys: tuple[Any, ...] | None) -> Compose[ApproxDP]:
+    """A Laplace sum and a SmoothBound median of ``x``, and a Laplace histogram of ``id`` over ``id_keys``.
+
+    ``id_keys=None`` (a bool ``id``, which no public key matches): a Laplace count of the present ``id`` values instead.
+    """
     clip = Clip(0, 100)
+    third = Query.count("id") if id_keys is None else Query.histogram("id", keys=id_keys)
     return Compose(
         PureToApprox(Laplace(Query.sum("x") | clip, epsilon=1)),
         SmoothBound(Query.median("x") | clip, epsilon=1, delta="1e-6"),
-        PureToApprox(Laplace(Query.histogram("id", keys=id_keys), epsilon=1)),
+        PureToApprox(Laplace(third, epsilon=1)),
     )
 
 

@@ -115,9 +115,9 @@ def test_every_mechanism_states_its_columns() -> None:
     )
 
     assert Laplace(Query.user_count(user="u"), epsilon=1).columns() == (ColumnUse("u", "id"),)
-    assert Laplace(Query.histogram("k", keys=("a",)), epsilon=1).columns() == (ColumnUse("k", "key"),)
+    assert Laplace(Query.histogram("k", keys=("a",)), epsilon=1).columns() == (ColumnUse("k", "key", keys=("a",)),)
     assert StableHistogram(Query.histogram("k"), epsilon=1, delta="0.1").columns() == (ColumnUse("k", "key"),)
-    assert NoisyMax(Query.histogram("k", keys=("a",)), epsilon=1).columns() == (ColumnUse("k", "key"),)
+    assert NoisyMax(Query.histogram("k", keys=("a",)), epsilon=1).columns() == (ColumnUse("k", "key", keys=("a",)),)
     assert ExponentialQuantile(Query.median("x") | Clip(0, 1), epsilon=1).columns() == (ColumnUse("x", "numeric"),)
     assert ShiftedInverse(Query.user_sum("v", user="u"), domain=(0, 9), epsilon=1).columns() == (
         ColumnUse("v", "numeric"), ColumnUse("u", "id"),

@@ -20,6 +20,7 @@ from typing import cast
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -28,6 +29,7 @@ import dpalg.mechanisms as mechanisms
 from dpalg import BOTTOM, ZCDP, ApproxDP, Clip, ClipPerUser, InvalidArgument, MaxKeysPerUser, MaxRowsPerUser, PureDP, Query
 from dpalg.data import Dataset, as_dataset
 from dpalg.graph._node import AbstractMeasurement, AbstractPrimitive
+from dpalg.graph._schema import validate_schema
 from dpalg.mechanisms import (
     AutoClipSum,
     BoundedLS,
@@ -269,6 +271,107 @@ def test_the_suite_covers_every_exported_mechanism() -> None:
         built = PLANS[name]()
         assert isinstance(built, AbstractMeasurement)
     assert all(h in PLANS for h in HELPERS.values())
+
+
+# --- the same plans on a pandas schema: string, category, nullable and Decimal object columns ---------------
+#
+# ``x``: an ``object`` column of Decimals (NaN, sNaN, huge, tiny) among the hostile numbers; ``y``: ``Float64``;
+# ``v``: ``Int64``; ``c``: ``boolean``; ``k``: ``string`` keys; ``u``: user ids in a ``category`` of str. Every
+# column may hold ``pd.NA``. The schema is fixed, so whether a plan is refused is decided once, by the schema
+# alone (a histogram listing the int key 1 cannot read the ``string`` keys ``k``): a refused plan is refused on
+# every dataset of the schema, before the charge, and an accepted one releases totally.
+
+HOSTILE_DECIMALS: tuple[object, ...] = (Decimal("NaN"), Decimal("sNaN"), Decimal("1e999999"), Decimal("-1e999999"), Decimal("1e-999999"),
+                                        Decimal("2.5"), Decimal("-0"))  # fmt: skip
+_text_keys = st.sampled_from(("a", "b", "", "1")) | st.text(max_size=3)
+
+
+@st.composite
+def pandas_frames(draw: st.DrawFn, max_rows: int = 12) -> pd.DataFrame:
+    """A pandas frame of the fixed pandas schema with 0..``max_rows`` hostile rows."""
+    n = draw(st.integers(0, max_rows))
+
+    def column(values: st.SearchStrategy[object]) -> list[object]:
+        return draw(st.lists(values | st.none(), min_size=n, max_size=n))
+
+    x = np.empty(n, dtype=object)
+    x[:] = column(_numbers | st.sampled_from(HOSTILE_DECIMALS))
+    return pd.DataFrame({
+        "x": pd.Series(x, dtype=object),
+        "y": pd.Series(column(st.floats(allow_nan=True, allow_infinity=True)), dtype="Float64"),
+        "v": pd.Series(column(st.integers(-(10**6), 10**6)), dtype="Int64"),
+        "c": pd.Series(column(st.booleans()), dtype="boolean"),
+        "k": pd.Series(column(_text_keys), dtype="string"),
+        "u": pd.Series(column(_text_keys), dtype="category"),
+    })  # fmt: skip
+
+
+# plans that read the pandas schema's str keys with a public list of str keys
+PANDAS_PLANS: dict[str, Callable[[], Node]] = {
+    "Laplace-histogram-str": lambda: Laplace(Query.histogram("k", keys=("a", "b", "")), epsilon=1),
+    "NoisyMax-histogram-str": lambda: NoisyMax(Query.histogram("k", keys=("a", "b", "1")), epsilon=1),
+    "Gaussian-user-histogram-str": lambda: Gaussian(Query.histogram("k", keys=("a", "b"), user="u") | MaxKeysPerUser(2), rho="0.5"),
+}  # fmt: skip
+ALL_PLANS = {**PLANS, **PANDAS_PLANS}
+
+CLEAN_PANDAS = pd.DataFrame({
+    "x": pd.Series([Decimal(v) for v in ("1", "2", "3", "2", "5")] * 4, dtype=object),
+    "y": pd.Series([0.5] * 20, dtype="Float64"), "v": pd.Series([1] * 20, dtype="Int64"),
+    "c": pd.Series([True, False] * 10, dtype="boolean"), "k": pd.Series(["a", "b", "a", "a", "b"] * 4, dtype="string"),
+    "u": pd.Series([str(i % 7) for i in range(20)], dtype="category"),
+})  # fmt: skip
+
+
+def _pandas_refusal(name: str) -> str | None:
+    """The schema check's message for the plan on the pandas schema (decided on the empty frame), or None."""
+    try:
+        validate_schema(ALL_PLANS[name](), as_dataset(CLEAN_PANDAS.iloc[:0]))
+    except InvalidArgument as exc:
+        return str(exc)
+    return None
+
+
+_PANDAS_BASELINE: dict[str, object] = {}
+
+
+def _assert_total_or_refused(name: str, frame: pd.DataFrame, seed: int) -> None:
+    refusal = _pandas_refusal(name)
+    plan = cast(AbstractPrimitive[PureDP], ALL_PLANS[name]())
+    plan.check(plan.cost())
+    if refusal is not None:
+        with pytest.raises(InvalidArgument) as info:
+            plan.run(frame, rng=seed)
+        assert str(info.value) == refusal  # the schema decides: the same refusal on every dataset of the schema
+        plan.run(CLEAN, rng=seed)  # refused before the charge: the checked run is still there
+        return
+    if name not in _PANDAS_BASELINE:
+        clean = cast(AbstractPrimitive[PureDP], ALL_PLANS[name]())
+        clean.check(clean.cost())
+        _PANDAS_BASELINE[name] = _kind(clean.run(CLEAN_PANDAS, rng=0).value)
+    value = plan.run(frame, rng=seed).value  # must not raise
+    assert _compatible(_kind(value), _PANDAS_BASELINE[name]), (name, _kind(value), _PANDAS_BASELINE[name])
+
+
+@pytest.mark.parametrize("name", sorted(ALL_PLANS))
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+@given(frame=pandas_frames(), seed=st.integers(0, 2**32 - 1))
+def test_every_release_on_pandas_types_is_total_or_refused_by_the_schema(name: str, frame: pd.DataFrame, seed: int) -> None:
+    _assert_total_or_refused(name, frame, seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(ALL_PLANS))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+@given(frame=pandas_frames(max_rows=40), seed=st.integers(0, 2**32 - 1))
+def test_every_release_on_pandas_types_is_total_or_refused_by_the_schema_slow(name: str, frame: pd.DataFrame, seed: int) -> None:
+    _assert_total_or_refused(name, frame, seed)
+
+
+def test_the_pandas_schema_refuses_exactly_the_plans_its_types_cannot_serve() -> None:
+    """The refusals of the pandas schema, by plan: the text and key mistakes the table names, and nothing else."""
+    refused = {name for name in ALL_PLANS if _pandas_refusal(name) is not None}
+    # the int key 1 never matches the string keys k
+    assert refused == {"Laplace-histogram", "NoisyMax-histogram", "Gaussian-user-histogram", "NoisyMax-user-histogram"}
 
 
 @pytest.mark.parametrize("name", sorted(PLANS))
