@@ -150,6 +150,10 @@ BAD_INPUTS: list[BadInput] = [
     ("empty-vector-sum", lambda: CalibratedLaplaceSum((), epsilon=1), "at least one"),
     ("ratio-empty-column", lambda: PrivateRatio(""), "non-empty column name"),
     ("blocks-zero", lambda: SampleAggregateMean(lambda d: 0.0, blocks=0, lower=0, upper=1, epsilon=1), "blocks=0"),
+    # a budget far from 1 is named as the budget, not as an internal lattice exponent
+    ("mean-epsilon-1e400", lambda: Laplace(Query.mean("x") | Clip(0, 10), epsilon="1e400"), "epsilon=~1e+400"),
+    ("mean-epsilon-1e-400", lambda: Laplace(Query.mean("x") | Clip(0, 10), epsilon="1e-400"), "epsilon=~1e-400"),
+    ("sum-rho-1e400", lambda: Gaussian(Query.sum("x") | Clip(0, 10), rho="1e400"), "rho=~1e+400"),
     ("session-budget-not-a-measure", lambda: Session(1.0), "must be PureDP, ApproxDP or ZCDP"),  # type: ignore[type-var]
     ("check-budget-other-measure", lambda: Compose(Laplace(Query.count(), epsilon=1)).check(ZCDP(1)), "conversion"),  # type: ignore[arg-type]
     ("query-not-a-query", lambda: Laplace("count", epsilon=1), "must be a dpalg Query"),  # type: ignore[arg-type]

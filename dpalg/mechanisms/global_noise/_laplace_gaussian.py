@@ -204,10 +204,23 @@ def _check_noise_range(node: Laplace | Gaussian) -> None:
     owner, limit, what = (
         ("Laplace", MAX_LAPLACE_SCALE, "scale") if isinstance(node, Laplace) else ("Gaussian", MAX_GAUSSIAN_SIGMA2, "sigma^2")
     )
-    for term in public_noise_terms(node):
+    field, budget = ("epsilon", node.epsilon) if isinstance(node, Laplace) else ("rho", node.rho)
+    try:
+        terms = public_noise_terms(node)
+    except InvalidArgument as exc:
+        if exc.field != "k" or node.granularity is not None:
+            raise
+        # the automatic lattice step follows the noise scale (about 2**-20 of it): a budget so large
+        # (or so small) that the step leaves the lattice's range is the budget's problem, not k's
+        raise InvalidArgument(
+            owner, field, budget,
+            "puts the noise scale (and the automatic lattice step, 2**-20 of it) outside the supported range "
+            "(steps 2**-1000 to 2**1000) for this clip range: choose a budget nearer 1, or pass granularity=",
+        ) from None
+    for term in terms:
         if term.param > limit:
             raise InvalidArgument(
-                owner, "epsilon" if isinstance(node, Laplace) else "rho", node.epsilon if isinstance(node, Laplace) else node.rho,
+                owner, field, budget,
                 f"gives a noise {what} of about 2**{floor_log2(term.param)} lattice units for {term.label!r} "
                 f"(at most 2**{floor_log2(limit)}); "
                 "raise the budget, narrow the clip or coarsen the granularity",
