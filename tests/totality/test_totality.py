@@ -281,7 +281,7 @@ def test_the_suite_covers_every_exported_mechanism() -> None:
 # alone (a histogram listing the int key 1 cannot read the ``string`` keys ``k``): a refused plan is refused on
 # every dataset of the schema, before the charge, and an accepted one releases totally.
 
-HOSTILE_DECIMALS: tuple[object, ...] = (Decimal("NaN"), Decimal("sNaN"), Decimal("1e999999"), Decimal("-1e999999"), Decimal("1e-999999"),
+PANDAS_DECIMALS: tuple[object, ...] = (Decimal("NaN"), Decimal("sNaN"), Decimal("1e999999"), Decimal("-1e999999"), Decimal("1e-999999"),
                                         Decimal("2.5"), Decimal("-0"))  # fmt: skip
 _text_keys = st.sampled_from(("a", "b", "", "1")) | st.text(max_size=3)
 
@@ -295,7 +295,7 @@ def pandas_frames(draw: st.DrawFn, max_rows: int = 12) -> pd.DataFrame:
         return draw(st.lists(values | st.none(), min_size=n, max_size=n))
 
     x = np.empty(n, dtype=object)
-    x[:] = column(_numbers | st.sampled_from(HOSTILE_DECIMALS))
+    x[:] = column(_numbers | st.sampled_from(PANDAS_DECIMALS))
     return pd.DataFrame({
         "x": pd.Series(x, dtype=object),
         "y": pd.Series(column(st.floats(allow_nan=True, allow_infinity=True)), dtype="Float64"),
@@ -420,11 +420,45 @@ def polars_decimal_datasets(draw: st.DrawFn, max_rows: int = 12) -> Dataset:
     return as_dataset(frame.lazy() if draw(st.booleans()) else frame)
 
 
+def _polars_refusal(name: str) -> str | None:
+    """The schema check's message for the plan on the typed polars schema (String keys ``k``), or None.
+
+    Decided on an empty frame: the schema alone refuses the plans whose public keys a String column
+    cannot hold (the int key 1), the same way on every frame of that schema.
+    """
+    pl = pytest.importorskip("polars")
+    empty = pl.DataFrame(schema={**{c: pl.Float64 for c in ("x", "y", "v", "c")}, "k": pl.String, "u": pl.Int64})
+    try:
+        validate_schema(PLANS[name](), as_dataset(empty))
+    except InvalidArgument as exc:
+        return str(exc)
+    return None
+
+
+def _assert_total_or_refused_typed(name: str, data: object, seed: int) -> None:
+    """Total on a typed polars frame, or refused by its schema before the charge (the same message every time)."""
+    refusal = _polars_refusal(name)
+    if refusal is None:
+        _assert_total(name, as_dataset(data), seed)
+        return
+    plan = cast(AbstractPrimitive[PureDP], PLANS[name]())
+    plan.check(plan.cost())
+    with pytest.raises(InvalidArgument) as info:
+        plan.run(data, rng=seed)
+    assert str(info.value) == refusal
+    plan.run(CLEAN, rng=seed)  # refused before the charge: the checked run is still there
+
+
+def test_the_typed_polars_schema_refuses_exactly_the_int_key_plans() -> None:
+    refused = {name for name in PLANS if _polars_refusal(name) is not None}
+    assert refused == {"Laplace-histogram", "NoisyMax-histogram", "Gaussian-user-histogram", "NoisyMax-user-histogram"}
+
+
 @pytest.mark.parametrize("name", USER_PLANS)
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 @given(data=polars_decimal_datasets(), seed=st.integers(0, 2**32 - 1))
 def test_user_level_releases_are_total_on_polars_decimal_ids(name: str, data: Dataset, seed: int) -> None:
-    _assert_total(name, data, seed)
+    _assert_total_or_refused_typed(name, data, seed)
 
 
 # --- lazy frames (polars): hostile typed values, and a plan that fails on one value ---------
@@ -472,7 +506,7 @@ def _failing_lazy(*, without_secret: bool = False) -> object:
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 @given(data=lazy_frames(), seed=st.integers(0, 2**32 - 1))
 def test_every_release_is_total_on_a_lazy_frame(name: str, data: object, seed: int) -> None:
-    _assert_total(name, as_dataset(data), seed)
+    _assert_total_or_refused_typed(name, data, seed)
 
 
 @pytest.mark.parametrize("name", sorted(PLANS))
@@ -489,9 +523,16 @@ def test_every_plan_refuses_a_failing_lazy_frame_before_the_charge(name: str, ca
     pytest.importorskip("polars")
     plan = cast(AbstractPrimitive[PureDP], PLANS[name]())  # the measure type does not matter here
     session = Session(plan.cost())  # one run's worth: a refusal that spent anything would leave too little
+    refusal = _polars_refusal(name)
     with caplog.at_level(logging.DEBUG), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if any(True for _ in plan_columns(plan)):
+        if refusal is not None:  # the schema refuses first, before anything is evaluated
+            with pytest.raises(InvalidArgument) as info:
+                session.run(plan, _failing_lazy(), rng=1)
+            assert str(info.value) == refusal and session.charges == 0
+            assert SECRET not in "".join(traceback.format_exception(info.value))
+            return
+        elif any(True for _ in plan_columns(plan)):
             with pytest.raises(InvalidArgument, match="nothing was charged") as info:
                 session.run(plan, _failing_lazy(), rng=1)
             assert info.value.__cause__ is None and info.value.__context__ is None
