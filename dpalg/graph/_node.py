@@ -32,12 +32,12 @@ from dpalg._numbers import ExactLike
 from dpalg.data import ColumnUse, Dataset, Neighbouring
 from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.graph._derivation import BudgetExceeded, Derivation
+from dpalg.graph._summary_table import PlanSummary
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._measures import zero_like
 from dpalg.noise._random import AbstractRandomness, RngLike
 
 if TYPE_CHECKING:  # pragma: no cover
-    from dpalg.graph._summary import PlanSummary
     from dpalg.release._release import Release  # the one type-only reference up a floor: plan.run's result
 
 __all__ = [
