@@ -100,12 +100,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import Any, Final, Protocol, final
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from dpalg.data._dataset import ColumnSource
 from dpalg.data._keys import Key
 from dpalg.data import _polars_units as units
 from dpalg.data._polars_types import polars_kind
@@ -115,10 +116,7 @@ from dpalg.data._source_reductions import (
     BucketSpan, GridCells, SourceReductions, SumPlan, WindowBuckets, chosen_window, key_candidates, sorted_window, window_ranks,
 )  # fmt: skip
 
-if TYPE_CHECKING:
-    from dpalg.data._polars import PolarsSource  # the source these reductions compute on (it builds them)
-
-__all__ = ["PolarsReductions", "magic_rounding_ok", "rint_expr"]
+__all__ = ["PolarsFrameSource", "PolarsReductions", "magic_rounding_ok", "rint_expr"]
 
 _EXACT_FLOAT: Final = 1 << 53
 _NATIVE_NUMERIC: Final = ("float", "int", "bool", "null")
@@ -126,8 +124,30 @@ _HASHED_GRID_BITS: Final = 12  # grids up to 2**12 cells are counted by a group-
 _NATIVE_KEYS: Final = ("float", "int", "bool", "null", "str", "bytes")
 
 
+class PolarsFrameSource(ColumnSource, Protocol):
+    """What the reductions read from their source (:class:`~dpalg.data._polars.PolarsSource` is one; it builds them).
+
+    Written here, below the source, so that the reductions name no module above
+    them (dependency inversion: the source depends on this description, not the
+    reverse).
+    """
+
+    def polars_dtype(self, name: str) -> pl.DataType:
+        """The column's polars type (schema only)."""
+        ...
+
+    def frame_for(self, *exprs: pl.Expr) -> pl.LazyFrame:
+        """The frame to compute ``exprs`` over (the collected columns when they hold every column read)."""
+        ...
+
+    @property
+    def eager(self) -> pl.DataFrame | None:
+        """The columns in memory, if any; else ``None``."""
+        ...
+
+
 @final
-class PolarsReductions(SourceReductions["PolarsSource"]):
+class PolarsReductions(SourceReductions[PolarsFrameSource]):
     """:class:`~dpalg.data.Reductions` over a polars DataFrame or LazyFrame, in polars (module docstring).
 
     Built by :func:`~dpalg.data.as_reductions` for a dataset that

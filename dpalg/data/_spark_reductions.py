@@ -53,11 +53,12 @@ with Spark SQL expressions, and every answer is **bit-identical** to
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
 import numpy as np
 import numpy.typing as npt
 
+from dpalg.data._dataset import ColumnSource
 from dpalg.data._keys import Key
 from dpalg.data._reductions import OrderWindow, SumSpec
 from dpalg.data._source_reductions import (
@@ -68,13 +69,38 @@ from dpalg.data._spark_types import quoted, spark_kind
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
-
-    from dpalg.data._spark import SparkSource  # the source these reductions compute on (it builds them)
     from pyspark.sql import functions as F
 else:
     from dpalg.data._spark_types import F  # the lazy proxy: pyspark is imported on first use
 
-__all__ = ["SparkReductions"]
+__all__ = ["SparkFrameSource", "SparkReductions"]
+
+
+class SparkFrameSource(ColumnSource, Protocol):
+    """What the reductions read from their source (:class:`~dpalg.data._spark.SparkSource` is one; it builds them).
+
+    Written here, below the source, so that the reductions name no module above
+    them (dependency inversion: the source depends on this description, not the
+    reverse).
+    """
+
+    @property
+    def frame(self) -> Any:
+        """The DataFrame, persisted (every job of a run reads the same rows in the same order)."""
+        ...
+
+    def spark_dtype(self, name: str) -> Any:
+        """The column's Spark type (schema only)."""
+        ...
+
+    @property
+    def known_rows(self) -> int | None:
+        """The row count, if a job has counted it already."""
+        ...
+
+    def note_rows(self, n: int) -> None:
+        """Record the row count a reduction's pass counted along the way."""
+        ...
 
 _NATIVE_NUMERIC: Final = ("float", "int", "bool", "null")
 _NATIVE_KEYS: Final = ("float", "int", "bool", "str", "bytes")
@@ -90,7 +116,7 @@ def _clip(x: Column, lo: float, hi: float) -> Column:
 
 
 @final
-class SparkReductions(SourceReductions["SparkSource"]):
+class SparkReductions(SourceReductions[SparkFrameSource]):
     """:class:`~dpalg.data.Reductions` over a Spark DataFrame, on the executors (module docstring)."""
 
     __slots__ = ()

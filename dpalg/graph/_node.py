@@ -23,7 +23,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from fractions import Fraction
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast
+from typing import Generic, Protocol, TypeVar, cast
 
 import attrs
 
@@ -32,13 +32,12 @@ from dpalg._numbers import ExactLike
 from dpalg.data import ColumnUse, Dataset, Neighbouring
 from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.graph._derivation import BudgetExceeded, Derivation
+from dpalg.graph._provided import Provided  # re-exported: the slots' class (it lives below the nodes and the Release)
+from dpalg.graph._result import Release
+from dpalg.graph._summary_table import PlanSummary
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._measures import zero_like
 from dpalg.noise._random import AbstractRandomness, RngLike
-
-if TYPE_CHECKING:  # pragma: no cover
-    from dpalg.graph._summary import PlanSummary
-    from dpalg.release._release import Release  # the one type-only reference up a floor: plan.run's result
 
 __all__ = [
     "AbstractMeasurement", "AbstractPrimitive", "CHECK", "DERIVE", "M", "PLAN_TREE", "PrivacyClaim", "Provided", "RUN", "SUMMARISE",
@@ -46,35 +45,6 @@ __all__ = [
 ]  # fmt: skip
 
 M = TypeVar("M", PureDP, ApproxDP, ZCDP)
-_F = TypeVar("_F")
-
-
-class Provided(Generic[_F]):
-    """An operation the node classes delegate to, provided by a module above them.
-
-    The accountant, the printers and the runner all import the node classes (they
-    dispatch on them), so the node's methods cannot import them back: each of
-    those modules hands its function to one of the slots below when it is imported
-    (dependency inversion). ``import dpalg`` imports every provider, and any
-    ``import dpalg.x`` runs ``dpalg/__init__.py`` first, so a slot is filled before
-    a plan exists.
-    """
-
-    def __init__(self, what: str, provider: str) -> None:
-        self._what = what
-        self._provider = provider
-        self._impl: _F | None = None
-
-    def provide(self, impl: _F) -> None:
-        """Install the implementation (called once, by the providing module at its import)."""
-        self._impl = impl
-
-    @property
-    def impl(self) -> _F:
-        """The installed implementation."""
-        if self._impl is None:  # pragma: no cover - import dpalg installs every slot
-            raise RuntimeError(f"{self._what} is not installed: import {self._provider}")
-        return self._impl
 
 
 class _Run(Protocol):

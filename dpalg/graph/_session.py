@@ -15,7 +15,9 @@ from dpalg.graph._accountant import add_measures, derive, fits, subtract_measure
 from dpalg.graph._compose import conversion_advice
 from dpalg.graph._ledger import DEFAULT_TIMEOUT, LedgerEntry, LedgerError, _SQLiteLedger, now, over_budget, plan_digest, zero_like
 from dpalg.data._dataset import run_data
-from dpalg.graph._node import AbstractMeasurement, M, Provided
+from dpalg.graph._node import AbstractMeasurement, M
+from dpalg.graph._provided import Provided
+from dpalg.graph._result import Release
 from dpalg.graph._schema import validate_schema
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import decimal_measure as short_measure
@@ -23,7 +25,6 @@ from dpalg.noise._random import RngLike
 
 if TYPE_CHECKING:  # pragma: no cover
     from dpalg.graph._derivation import Derivation
-    from dpalg.release._release import Release  # type-only, up a floor: Session.run's result
 
 __all__ = ["EXECUTE", "Ledger", "Session", "SessionSpend"]
 

@@ -1,13 +1,15 @@
-"""Running a checked plan: the Release, its certificate and the runner."""
+"""Running a checked plan: the runner that makes a :class:`~dpalg.Release` and its certificate.
+
+The :class:`Release` class itself sits on the graph floor (:mod:`dpalg.graph._result`,
+so that ``plan.run`` can name its result); it is re-exported here and from :mod:`dpalg`.
+"""
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
-from typing import TYPE_CHECKING, assert_never, final
+from typing import TYPE_CHECKING, assert_never
 
-import attrs
 import numpy as np
 import numpy.typing as npt
 
@@ -21,6 +23,7 @@ from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZC
 from dpalg.graph._group import GroupPrivacy, bounded_rows
 from dpalg.graph._derivation import Derivation
 from dpalg.graph._node import RUN, AbstractMeasurement, AbstractPrimitive, take_checked
+from dpalg.graph._result import SIGN, Release
 from dpalg.graph._schema import plan_columns, validate_schema
 from dpalg.graph._session import EXECUTE, SessionSpend
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
@@ -32,48 +35,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from dpalg.graph._node import M
 
 __all__ = ["BOTTOM", "Bottom", "Release", "SessionSpend", "execute", "run_checked"]
-
-
-@final
-@attrs.frozen
-class Release:
-    """Released values with the certificate that justifies them.
-
-    Attributes:
-        value: the plan's output: a number, an array, :data:`BOTTOM`, a tuple
-            (for :class:`~dpalg.Compose`) or a dict (for :class:`~dpalg.Parallel`).
-        certificate: JSON-ready dict; ``dpalg audit`` re-derives its claim.
-    """
-
-    value: object
-    certificate: dict[str, JSON] = attrs.field(repr=False)
-
-    @property
-    def secure(self) -> bool:
-        """Whether the noise came from a cryptographically secure source (the certificate's claim)."""
-        randomness = self.certificate.get("randomness")
-        return isinstance(randomness, dict) and randomness.get("secure") is True
-
-    def __repr__(self) -> str:
-        flag = "" if self.secure else ", NOT SECURE: seeded randomness, not differentially private"
-        return f"Release(value={self.value!r}{flag})"
-
-    def certificate_json(self) -> str:
-        """The certificate as a JSON string (schema: ``docs/certificates.md``)."""
-        return json.dumps(self.certificate, indent=2, sort_keys=True, ensure_ascii=False)
-
-    def signed(self, private_key: bytes) -> Release:
-        """This release with an Ed25519 signature added to its certificate.
-
-        Args:
-            private_key: the 32-byte raw Ed25519 private key (see
-                :func:`dpalg.release.generate_signing_key`).
-
-        Raises:
-            Unsupported: when the optional ``cryptography`` package is missing
-                (install ``dpalg[sign]``).
-        """
-        return Release(self.value, sign_certificate(self.certificate, private_key))
 
 
 def _value_json(value: object) -> JSON:
@@ -183,3 +144,4 @@ def _split(node: Parallel[PureDP] | Parallel[ApproxDP] | Parallel[ZCDP], data: D
 
 RUN.provide(run_checked)  # plan.run(data): the node classes sit a floor below the certificate
 EXECUTE.provide(execute)  # Session.run(plan, data), likewise
+SIGN.provide(sign_certificate)  # release.signed(key): the Release class sits on the graph floor

@@ -65,17 +65,12 @@ SHARED_ROOM = "dpalg.mechanisms._common"
 # What counts as an arrow a -> b: every `import` and `from ... import` in a's file that names a
 # module of the package -- at module level, inside functions, and under
 # `if TYPE_CHECKING:` -- resolved to the module it loads (`from dpalg.data import x` is
-# dpalg.data.x when that is a module, else dpalg.data). Arrows under TYPE_CHECKING do not run,
-# so they are left out of the circle search (a type annotation that names its importer is not a
-# circle Python ever executes), but they obey the floor rule like every other arrow: a lower
-# floor does not even *name* a higher floor's types, except for the public results below, each
-# with its reason (a stale entry fails test_type_only_exceptions_are_used). Importing a module
-# also runs its parent packages' __init__; that implicit arrow is not counted (a package's
-# __init__ re-exports its own modules by design).
-TYPE_ONLY_UP = {
-    ("dpalg.graph._node", "dpalg.release._release"): "plan.run(data) returns a Release; the runner is provided from the release floor",
-    ("dpalg.graph._session", "dpalg.release._release"): "Session.run returns a Release; the runner is provided from the release floor",
-}
+# dpalg.data.x when that is a module, else dpalg.data). Every arrow counts, for the circle
+# search and for the floor rule alike: an arrow under TYPE_CHECKING does not run, but a
+# reader (or a tool) that draws the imports still sees it, and a type a lower module names
+# belongs below it (the slots of graph/_provided.py invert the calls that go up). Importing
+# a module also runs its parent packages' __init__; that implicit arrow is not counted (a
+# package's __init__ re-exports its own modules by design).
 
 
 @attrs.frozen
@@ -197,11 +192,8 @@ def floor_of(module: str) -> int:
 
 
 def upward_arrows(arrows: list[Arrow]) -> list[Arrow]:
-    """The arrows that run up a floor (TYPE_ONLY_UP excepted)."""
-    return [
-        a for a in arrows
-        if floor_of(a.target) > floor_of(a.source) and not (a.kind == "type" and (a.source, a.target) in TYPE_ONLY_UP)
-    ]  # fmt: skip
+    """The arrows that run up a floor, whatever their kind (no exceptions)."""
+    return [a for a in arrows if floor_of(a.target) > floor_of(a.source)]
 
 
 def room_of(module: str) -> str | None:
@@ -223,7 +215,6 @@ def room_trespasses(arrows: list[Arrow], room: Callable[[str], str | None] = roo
 
 
 ARROWS = import_arrows(ROOT, "dpalg")
-_RUNTIME = [a for a in ARROWS if a.kind != "type"]
 
 
 def _in_mechanisms(module: str) -> bool:
@@ -232,14 +223,18 @@ def _in_mechanisms(module: str) -> bool:
 
 
 
+def package_circles(arrows: list[Arrow], inside_mechanisms: bool) -> list[list[str]]:
+    """The circles over ALL arrows (module-level, function-local and type-only), inside mechanisms/ or outside it."""
+    return [c for c in import_circles(arrows) if all(_in_mechanisms(m) for m in c) == inside_mechanisms]
+
+
 @pytest.mark.parametrize("scope", ["outside mechanisms", "mechanisms"])
 def test_no_import_circle(scope: str) -> None:
-    inside = scope == "mechanisms"
-    circles = [c for c in import_circles(_RUNTIME) if all(_in_mechanisms(m) for m in c) == inside]
+    circles = package_circles(ARROWS, scope == "mechanisms")
     report = []
     for circle in circles:
         members = set(circle)
-        report.append(" <-> ".join(circle) + ":\n    " + "\n    ".join(sorted({str(a) for a in _RUNTIME if a.source in members and a.target in members})))
+        report.append(" <-> ".join(circle) + ":\n    " + "\n    ".join(sorted({str(a) for a in ARROWS if a.source in members and a.target in members})))
     assert not circles, f"{len(circles)} import circle(s):\n" + "\n".join(report)
 
 
@@ -253,11 +248,6 @@ def test_no_framework_room_imports_another() -> None:
     assert not trespasses, "a framework of mechanisms/ imports another (only lower floors, _common and itself):\n" + "\n".join(map(str, trespasses))
 
 
-def test_type_only_exceptions_are_used() -> None:
-    used = {(a.source, a.target) for a in ARROWS if a.kind == "type"}
-    assert set(TYPE_ONLY_UP) <= used, f"stale TYPE_ONLY_UP entries: {sorted(set(TYPE_ONLY_UP) - used)}"
-
-
 def _plant(root: Path, files: dict[str, str]) -> list[Arrow]:
     for name, text in files.items():
         path = root / name
@@ -267,7 +257,7 @@ def _plant(root: Path, files: dict[str, str]) -> list[Arrow]:
 
 
 def test_the_detectors_catch_planted_faults(tmp_path: Path) -> None:
-    """The checks above would pass vacuously if the arrow collector or the circle search lost arrows."""
+    """The checks above would pass vacuously if the arrow collector or the circle search lost arrows (type-only ones included)."""
     assert import_circles([Arrow("a", "b", 1, "module"), Arrow("b", "c", 1, "local"), Arrow("c", "a", 1, "module"), Arrow("d", "a", 1, "module")]) == [["a", "b", "c"]]
     assert import_circles([Arrow("a", "b", 1, "module"), Arrow("b", "c", 1, "module")]) == []
     arrows = _plant(
@@ -279,6 +269,9 @@ def test_the_detectors_catch_planted_faults(tmp_path: Path) -> None:
             "other.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.high import g\nelse:\n    from pkg.sub.leaf import h\n",
             "sub/__init__.py": "",
             "sub/leaf.py": "from ..low import f\n",
+            # a circle made only by a type-only import: it never runs, but it is a circle all the same
+            "value.py": "from pkg import maker\n",
+            "maker.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.value import V\n",
         },
     )
     kinds = {(a.source, a.target): a.kind for a in arrows}
@@ -289,13 +282,19 @@ def test_the_detectors_catch_planted_faults(tmp_path: Path) -> None:
         ("pkg.other", "pkg.high"): "type",
         ("pkg.other", "pkg.sub.leaf"): "module",  # the else of `if TYPE_CHECKING` runs
         ("pkg.sub.leaf", "pkg.low"): "module",
+        ("pkg.value", "pkg.maker"): "module",
+        ("pkg.maker", "pkg.value"): "type",
     }
-    assert import_circles([a for a in arrows if a.kind != "type"]) == [["pkg.high", "pkg.low", "pkg.other", "pkg.sub.leaf"]]
-    # the floor rule sees a planted upward import, type-only ones too, and honours only the listed exceptions
-    up = upward_arrows([Arrow("dpalg.data._x", "dpalg.noise", 3, "local"), Arrow("dpalg.noise._y", "dpalg.graph._z", 4, "type")])
-    assert [(a.source, a.target) for a in up] == [("dpalg.data._x", "dpalg.noise"), ("dpalg.noise._y", "dpalg.graph._z")]
-    assert upward_arrows([Arrow(*pair, 1, "type") for pair in TYPE_ONLY_UP]) == []
-    assert upward_arrows([Arrow(*pair, 1, "module") for pair in TYPE_ONLY_UP]) != []
+    # the search the package test runs counts every arrow: the type-only circle is caught
+    assert package_circles(arrows, inside_mechanisms=False) == [
+        ["pkg.high", "pkg.low", "pkg.other", "pkg.sub.leaf"], ["pkg.maker", "pkg.value"],
+    ]  # fmt: skip
+    # the floor rule sees a planted upward import, type-only ones too, with no exception (not even plan.run's result)
+    up = upward_arrows([Arrow("dpalg.data._x", "dpalg.noise", 3, "local"), Arrow("dpalg.noise._y", "dpalg.graph._z", 4, "type"),
+                        Arrow("dpalg.graph._node", "dpalg.release._release", 5, "type")])  # fmt: skip
+    assert [(a.source, a.target) for a in up] == [
+        ("dpalg.data._x", "dpalg.noise"), ("dpalg.noise._y", "dpalg.graph._z"), ("dpalg.graph._node", "dpalg.release._release"),
+    ]  # fmt: skip
     # the room rule: ptr may import _common and itself, not smooth
     rooms = {"dpalg.mechanisms.ptr._node": "dpalg.mechanisms.ptr", "dpalg.mechanisms.ptr._x": "dpalg.mechanisms.ptr",
              "dpalg.mechanisms.smooth": "dpalg.mechanisms.smooth", SHARED_ROOM: SHARED_ROOM}  # fmt: skip
