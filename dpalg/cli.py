@@ -158,6 +158,34 @@ def _check_json(plan: object, budget: Measure, derivation: Derivation, status: s
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False)
 
 
+def parse_assumptions(items: Sequence[str]) -> dict[str, object]:
+    """``--assume`` values as :func:`~dpalg.graph._summary.summarise` takes them.
+
+    ``NAME=VALUE`` is plan-wide; ``PATH:NAME=VALUE`` is for the node at ``PATH``.
+    A value is an int when it is one, else an exact fraction.
+
+    Examples:
+        >>> parse_assumptions(["n=15000", "Compose/1:denominator=500", "Compose/2:distance=3"])
+        {'n': 15000, 'Compose/1': {'denominator': 500}, 'Compose/2': {'distance': 3}}
+    """
+    out: dict[str, object] = {}
+    for item in items:
+        target, sep, value = item.partition("=")
+        path, colon, name = target.rpartition(":")
+        if not sep or not name.isidentifier() or (colon and not path):
+            raise UsageError(f"--assume {item!r}: expected NAME=VALUE or PATH:NAME=VALUE")
+        text = value.strip()
+        number: object = int(text) if text.lstrip("-").isdigit() else to_fraction(text, owner="--assume", field=name)
+        if colon:
+            node = out.setdefault(path, {})
+            if not isinstance(node, dict):
+                raise UsageError(f"--assume {item!r}: {path!r} is already a plan-wide name")
+            node[name] = number
+        else:
+            out[name] = number
+    return out
+
+
 _SUMMARY_NODES = 200  # larger plans: the summary is one call away (plan.summary()), not a screenful
 
 
@@ -166,7 +194,8 @@ def _print_summary(args: argparse.Namespace, plan: AbstractMeasurement[PureDP] |
     from dpalg.graph._summary import PlanSummary, summarise
 
     alpha = _call_user(args.plan, lambda: to_fraction(args.alpha, owner="--alpha", field="alpha"), "reading --alpha")
-    summary = cast(PlanSummary, _call_user(args.plan, lambda: summarise(plan, cast(Fraction, alpha)), "summarising the plan"))
+    assume = parse_assumptions(args.assume)
+    summary = cast(PlanSummary, _call_user(args.plan, lambda: summarise(plan, cast(Fraction, alpha), assume=assume), "summarising the plan"))
     rows = summary.rows
     print()
     if len(rows) > _SUMMARY_NODES:
@@ -384,6 +413,11 @@ def _parser() -> argparse.ArgumentParser:
     p_check.add_argument("--strict", action="store_true", help="refuse (exit 1) a plan relying on an unproven symbolic check")
     p_check.add_argument("--json", action="store_true", help="print the derivation as JSON (machine-readable, for CI)")
     p_check.add_argument("--alpha", default="0.05", help="failure probability of the accuracy column (default 0.05)")
+    p_check.add_argument(
+        "--assume", action="append", default=[], metavar="[PATH:]NAME=VALUE",
+        help="a public assumption for conditional accuracy statements, e.g. n=15000 (every node that needs n) "
+        "or Compose/1:denominator=500 (one node); repeatable",
+    )
     p_check.set_defaults(func=_cmd_check)
     p_audit = sub.add_parser(
         "audit", help="re-derive a certificate's claim, or audit mechanisms empirically",

@@ -21,7 +21,7 @@ from __future__ import annotations
 import abc
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from fractions import Fraction
 from typing import Generic, Protocol, TypeVar, cast
 
@@ -56,7 +56,11 @@ DERIVE: Provided[Callable[[object], Derivation]] = Provided("the accountant", "d
 #: the accountant's budget check (:func:`dpalg.graph._accountant.check`)
 CHECK: Provided[Callable[[object, Measure], Derivation]] = Provided("the accountant", "dpalg.graph._accountant")
 #: the plan table (:func:`dpalg.graph._summary.summarise`)
-SUMMARISE: Provided[Callable[[object, ExactLike], PlanSummary]] = Provided("the plan summary", "dpalg.graph._summary")
+class _Summarise(Protocol):
+    def __call__(self, plan: object, alpha: ExactLike = ..., *, assume: Mapping[str, object] | None = None) -> PlanSummary: ...
+
+
+SUMMARISE: Provided[_Summarise] = Provided("the plan summary", "dpalg.graph._summary")
 #: the plan as an indented tree (:func:`dpalg.graph._pretty.plan_tree`)
 PLAN_TREE: Provided[Callable[[object], str]] = Provided("the plan printer", "dpalg.graph._pretty")
 #: the runner (:func:`dpalg.release._release.run_checked`): it builds the certificate, one floor up
@@ -206,12 +210,16 @@ class AbstractMeasurement(abc.ABC, Generic[M]):
         alpha_param(type(self).__name__, alpha)
         raise Unsupported(f"{type(self).__name__}: no accuracy statement (see plan.summary() for its parts, docs/accuracy.md)")
 
-    def summary(self, alpha: ExactLike = Fraction(1, 20)) -> PlanSummary:
+    def summary(self, alpha: ExactLike = Fraction(1, 20), *, assume: Mapping[str, object] | None = None) -> PlanSummary:
         """A table over the plan's nodes: cost, noise and (1 − ``alpha``) accuracy. No data touched.
 
-        ``str(plan.summary())`` is the table ``dpalg check`` prints.
+        ``str(plan.summary())`` is the table ``dpalg check`` prints. ``assume``
+        gives the public assumptions that conditional statements need, once for
+        the whole plan (``{"n": 15000}``) or per node path
+        (``{"Compose/1": {"denominator": 500}}``); see
+        :func:`dpalg.graph._summary.summarise`.
         """
-        return SUMMARISE.impl(self, alpha)
+        return SUMMARISE.impl(self, alpha, assume=assume)
 
     def __str__(self) -> str:
         """The plan as an indented tree, short decimals for exact numbers (``repr`` stays exact)."""

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
+from pathlib import Path
 
 import attrs
 import numpy as np
@@ -255,3 +257,61 @@ def _per_coordinate_bound(node: CalibratedLaplaceSum | CalibratedGaussianSum, i:
     if isinstance(node, CalibratedLaplaceSum):
         return laplace_tail_quantile(v / Fraction(2) ** k, alpha)[0] * Fraction(2) ** k
     return gaussian_tail_quantile(v / Fraction(4) ** k, alpha)[0] * Fraction(2) ** k
+
+
+# --- public assumptions: a whole plan gets numbers -------------------------------------------------
+
+
+def _conditional_plan() -> Compose[PureDP]:
+    from dpalg.mechanisms import KSWRatio, PrivateRatio
+
+    return Compose(Laplace(Query.mean("x") | Clip(0, 100), epsilon=1), KSWRatio(PrivateRatio("c"), epsilon=1), Laplace(Query.count(), epsilon=1))
+
+
+def test_summary_without_assumptions_leaves_conditional_rows() -> None:
+    rows = _conditional_plan().summary().rows
+    assert [r.accuracy.error is None for r in rows if r.accuracy is not None] == [True, True, False]
+
+
+def test_summary_assumptions_give_every_row_a_number_and_say_what_they_assumed() -> None:
+    from dpalg.mechanisms import KSWRatio
+
+    plan = _conditional_plan()
+    rows = plan.summary(assume={"n": 15000, "Compose/1": {"denominator": 500}}).rows
+    mean, ratio, count = (r.accuracy for r in rows[1:])
+    assert mean is not None and ratio is not None and count is not None
+    first, second, third = plan.children
+    assert isinstance(first, Laplace) and isinstance(second, KSWRatio)
+    assert mean == first.accuracy(n=15000)  # the same statement the node gives
+    assert ratio == second.accuracy(denominator=500)
+    assert count == third.accuracy()  # unconditional: the plan-wide n is not applied to it
+    assert "at least 15000" in mean.describe() and "at least 500" in ratio.describe()
+
+
+@pytest.mark.parametrize(
+    ("assume", "fragment"),
+    [
+        ({"nn": 3}, "nn"),  # a typo: no node takes it
+        ({"Compose/9": {"n": 1}}, "Compose/9"),  # no such path
+        ({"Compose/1": {"n": 3}}, "takes no ['n']"),  # a name this node does not take
+        ({"n": 5}, "n=5"),  # a value the node refuses (below its bound's threshold)
+    ],
+)
+def test_summary_assumptions_are_checked(assume: dict[str, object], fragment: str) -> None:
+    with pytest.raises(InvalidArgument, match=re.escape(fragment)):
+        _conditional_plan().summary(assume=assume)
+
+
+def test_dpalg_check_takes_assumptions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from dpalg.cli import main
+
+    path = tmp_path / "plan.py"
+    path.write_text(
+        "from dpalg import Clip, Compose, Query\nfrom dpalg.mechanisms import KSWRatio, Laplace, PrivateRatio\n"
+        "plan = Compose(Laplace(Query.mean('x') | Clip(0, 100), epsilon=1), KSWRatio(PrivateRatio('c'), epsilon=1))\n"
+    )
+    assert main(["check", f"{path}:plan", "--budget", "eps=2", "--assume", "n=15000", "--assume", "Compose/1:denominator=500"]) == 0
+    out = capsys.readouterr().out
+    assert "if the true count is at least 15000" in out and "if the true denominator b is at least 500" in out
+    assert "pass n=" not in out
+    assert main(["check", f"{path}:plan", "--budget", "eps=2", "--assume", "n"]) == 2
