@@ -94,7 +94,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from dpalg._errors import InvalidArgument, Unsupported
+from dpalg._errors import InvalidArgument, Unsupported, name_param, optional_name_param
 from dpalg.data._column_type import ColumnType, Library, numpy_column_type, pandas_column_type
 from dpalg.data._keys import Key, key_codes, key_index
 from dpalg.data._numeric import as_column, numeric_dtype_problem, to_float
@@ -126,9 +126,7 @@ def _relation(value: str) -> Relation:
 
 
 def _unit(value: str | None) -> str | None:
-    if value is not None and (not isinstance(value, str) or not value):
-        raise InvalidArgument("Neighbouring", "unit", value, "must be None (one row) or a non-empty id column name")
-    return value
+    return optional_name_param("Neighbouring", "unit", value, "must be None (one row) or a non-empty id column name")
 
 
 @final
@@ -186,9 +184,7 @@ def _version_pairs(pairs: Mapping[str, str] | Iterable[tuple[str, str]]) -> tupl
 
 
 def _backend_name(value: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise InvalidArgument("BackendInfo", "name", value, "must be a non-empty string")
-    return value
+    return name_param("BackendInfo", "name", value, "must be a non-empty string")
 
 
 @final
