@@ -1,7 +1,8 @@
-"""Shared helpers: the table row, timing, peer discovery, printing, and the backend benchmarks' column and questions."""
+"""Shared helpers: the command line, the table row, timing, peer discovery, printing, and the backend benchmarks' column and questions."""
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import math
 import time
@@ -16,6 +17,17 @@ import numpy as np
 import numpy.typing as npt
 
 from dpalg.data import OrderWindow, Reductions, SumSpec
+
+
+def parse_arguments(flags: dict[str, str] | None = None, **integers: int) -> argparse.Namespace:
+    """A benchmark script's command line: ``--NAME N`` for each integer keyword (its default; ``_`` is spelt ``-``)
+    and an on/off ``--FLAG`` for each entry of ``flags`` (flag name -> help)."""
+    parser = argparse.ArgumentParser()
+    for name, default in integers.items():
+        parser.add_argument("--" + name.replace("_", "-"), type=int, default=default)
+    for flag, help_text in (flags or {}).items():
+        parser.add_argument("--" + flag, action="store_true", help=help_text)
+    return parser.parse_args()
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,6 @@ Run: ``python -m benchmarks.bench_per_unit [--rows N] [--users U] [--repeat R] [
 
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
 import time
@@ -40,7 +39,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from benchmarks._common import interleaved_medians
+from benchmarks._common import interleaved_medians, parse_arguments
 from dpalg.data import NumpyReductions, Reductions, as_dataset, as_reductions
 
 QUESTIONS: list[tuple[str, float | None, float | None, int]] = [
@@ -77,13 +76,7 @@ def _spark_session(shuffle_partitions: int) -> Any | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--users", type=int, default=1_000_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--shuffle-partitions", type=int, default=4)
-    parser.add_argument("--no-spark", action="store_true")
-    args = parser.parse_args()
+    args = parse_arguments({"no-spark": "numpy and polars only (no Spark session)"}, rows=10_000_000, users=1_000_000, repeat=3, shuffle_partitions=4)
     print(f"{args.rows:,} rows, {args.users:,} users; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} at start")
 
     gen = np.random.default_rng(0)  # synthetic data only

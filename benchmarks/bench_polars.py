@@ -23,13 +23,12 @@ Run: ``python -m benchmarks.bench_polars [--rows N] [--small] [--repeat R]``
 
 from __future__ import annotations
 
-import argparse
 import os
 
 import numpy as np
 import polars as pl
 
-from benchmarks._common import gappy_column, time_reductions
+from benchmarks._common import gappy_column, parse_arguments, time_reductions
 from dpalg.data import NumpyReductions, Reductions, as_dataset, as_reductions
 
 
@@ -47,11 +46,7 @@ def measure(rows: int, repeat: int) -> list[tuple[str, list[float]]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--small", action="store_true", help="10^6 rows (a quick check)")
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
+    args = parse_arguments({"small": "10^6 rows (a quick check)"}, rows=10_000_000, repeat=5)
     rows = 1_000_000 if args.small else args.rows
     print(f"{rows:,} rows; polars {pl.__version__}, {pl.thread_pool_size()} threads, {os.cpu_count()} cores; "
           f"load average {os.getloadavg()[0]:.2f} at start")  # fmt: skip

@@ -19,7 +19,6 @@ Run: ``python -m benchmarks.bench_reductions [--rows N] [--ptr-rows N] [--repeat
 
 from __future__ import annotations
 
-import argparse
 import os
 import tracemalloc
 from collections.abc import Callable
@@ -28,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from benchmarks._common import best_of
+from benchmarks._common import best_of, parse_arguments
 from dpalg import Clip, Query
 from dpalg.data import Dataset, as_dataset
 from dpalg.mechanisms import ExponentialQuantile, Laplace, ProposeTest, SmoothBound
@@ -96,11 +95,7 @@ def measure(rows: int, ptr_rows: int, repeat: int, log: Callable[[str], None] = 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--ptr-rows", type=int, default=1_000_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    args = parse_arguments(rows=10_000_000, ptr_rows=1_000_000, repeat=3)
     print(f"{args.rows:,} rows (PTR: {args.ptr_rows:,}); load average {os.getloadavg()[0]:.2f} at start")
     print("| path | dpalg | baseline | ratio | peak memory / column | goal |")
     print("| --- | --- | --- | --- | --- | --- |")

@@ -7,18 +7,18 @@ distribution). Baselines in the same run: the clipped user sum with the clip tha
 is best in hindsight (Laplace noise C/eps), and R2T-style truncation (Dong et al.
 SIGMOD 2022) with thresholds 2^j.
 
-Run: ``python benchmarks/bench_shifted.py [--users N] [--releases R]``
+Run: ``python -m benchmarks.bench_shifted [--users N] [--releases R]`` (from the repository root)
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from fractions import Fraction
 
 import numpy as np
 
+from benchmarks._common import parse_arguments
 from dpalg import Query
 from dpalg.data import as_dataset, per_unit_sums
 from dpalg.mechanisms import ShiftedInverse, ShiftedInverseSearch, ShiftedInverseSearchZCDP
@@ -30,10 +30,7 @@ DOMAIN = (0, 2**40 - 1)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--users", type=int, default=1_000_000)
-    parser.add_argument("--releases", type=int, default=100)
-    args = parser.parse_args()
+    args = parse_arguments(users=1_000_000, releases=100)
     gen = np.random.default_rng(0)  # synthetic population only
     n_rows = 3 * args.users
     uid = gen.integers(0, args.users, size=n_rows)

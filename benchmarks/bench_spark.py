@@ -28,14 +28,13 @@ pyspark and Java: ``pip install -e '.[spark]'``).
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 from typing import Any
 
 import numpy as np
 
-from benchmarks._common import gappy_column, time_reductions
+from benchmarks._common import gappy_column, parse_arguments, time_reductions
 from dpalg.data import NumpyReductions, Reductions, as_dataset, as_reductions
 
 GOALS = {"clipped sum + count": "<= 5x", "order window (median, 2001 ranks)": "<= 20x"}
@@ -76,11 +75,7 @@ def measure(spark: Any, rows: int, repeat: int) -> list[tuple[str, list[float]]]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--small", action="store_true", help="10^6 rows (a quick check)")
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    args = parse_arguments({"small": "10^6 rows (a quick check)"}, rows=10_000_000, repeat=3)
     rows = 1_000_000 if args.small else args.rows
     started = time.perf_counter()
     spark = session()

@@ -13,12 +13,11 @@ Run: ``python benchmarks/bench_user_level.py [--users N] [--rows-per-user R]``
 
 from __future__ import annotations
 
-import argparse
 import os
 
 import numpy as np
 
-from benchmarks._common import best_of
+from benchmarks._common import best_of, parse_arguments
 from dpalg import Clip, ClipPerUser, MaxRowsPerUser, Query
 from dpalg.data import as_dataset
 from dpalg.mechanisms import Laplace
@@ -26,11 +25,7 @@ from dpalg.noise import SeededRandomness
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--users", type=int, default=1_000_000)
-    parser.add_argument("--rows-per-user", type=int, default=3)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    args = parse_arguments(users=1_000_000, rows_per_user=3, repeat=3)
     import pandas as pd
 
     gen = np.random.default_rng(0)  # synthetic population only

@@ -49,6 +49,19 @@ class InvalidArgument(DPAlgError, ValueError):
         super().__init__(f"{owner}: {field}={_short_value(value)} {constraint}")
 
 
+
+def name_param(owner: str, field: str, value: object, constraint: str) -> str:
+    """``value`` if it is a non-empty ``str`` (a column or id name); else ``InvalidArgument(owner, field, value, constraint)``."""
+    if not isinstance(value, str) or not value:
+        raise InvalidArgument(owner, field, value, constraint)
+    return value
+
+
+def optional_name_param(owner: str, field: str, value: object, constraint: str) -> str | None:
+    """:func:`name_param`, with ``None`` (no name) accepted as itself."""
+    return None if value is None else name_param(owner, field, value, constraint)
+
+
 _LONG = 120
 
 # type -> its short text for messages. This module is the lowest floor: the types that

@@ -23,12 +23,8 @@ noise with the seeded generator (reproducible, NOT secure: examples only).
 
 from __future__ import annotations
 
-import argparse
-import csv
-import os
 import time
 from fractions import Fraction
-from pathlib import Path
 
 import matplotlib
 
@@ -42,6 +38,7 @@ from dpalg.data import Dataset, as_dataset  # noqa: E402
 from dpalg.graph import AbstractPrimitive  # noqa: E402
 from dpalg.mechanisms import Laplace, ProposeTest, SampleAggregateMean, SmoothBound  # noqa: E402
 from dpalg.noise import SeededRandomness  # noqa: E402
+from _support import parse_arguments, save, write_csv  # noqa: E402
 
 N_ADULT = 32_561
 
@@ -59,11 +56,8 @@ def block_mean(block: Dataset) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--small", action="store_true", help="fewer trials and block counts (for the test suite)")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
-    args = parser.parse_args()
-    small = args.small or os.environ.get("DPALG_EXAMPLES_SMALL") == "1"
+    args = parse_arguments(__doc__, "fewer trials and block counts (for the test suite)")
+    small = args.small
     trials = 20 if small else 100
     block_counts = [10, 1000] if small else [10, 1000, 6000]
     start = time.time()
@@ -101,11 +95,7 @@ def main() -> None:
         mean = float(np.mean(pct)) if pct.size else float("nan")
         print(f"{name:28s} {cost!r:28s} {med:15.4f} {mean:13.4f} {bottoms:7d}")
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    with open(args.out / "mean_of_ages.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=["mechanism", "target", "released", "percent_error"])
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(args.out / "mean_of_ages.csv", rows, ["mechanism", "target", "released", "percent_error"])
 
     fig, ax = plt.subplots(figsize=(9, 5))
     names = list(errors)
@@ -115,9 +105,7 @@ def main() -> None:
     ax.set_yscale("log")
     ax.set_ylabel(f"percent error, {trials} releases\n(box: quartiles, whiskers: 5-95%)")
     ax.set_title(f"Typical age of {N_ADULT:,} people, eps = 1 (delta = 1/n^2 for PTR and smooth sensitivity)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(args.out / "mean_of_ages.png", dpi=100)
-    plt.close(fig)
+    save(fig, args.out / "mean_of_ages.png")
 
     gs = float(np.median(errors["GS Laplace mean"]))
     best_sa = min((n for n in names if n.startswith("sample")), key=lambda n: float(np.median(errors[n])))

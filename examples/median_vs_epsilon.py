@@ -23,11 +23,7 @@ discrete noise with the seeded generator (reproducible, NOT secure: examples onl
 
 from __future__ import annotations
 
-import argparse
-import csv
-import os
 import time
-from pathlib import Path
 
 import matplotlib
 
@@ -42,6 +38,7 @@ from dpalg.graph import AbstractPrimitive  # noqa: E402
 from dpalg.measures import ApproxDP, PureDP  # noqa: E402
 from dpalg.mechanisms import ExponentialQuantile, SmoothBound, SmoothBoundCauchy  # noqa: E402
 from dpalg.noise import SeededRandomness  # noqa: E402
+from _support import label_panel, number, parse_arguments, save, write_csv  # noqa: E402
 
 N = 10_000
 DELTA = "1e-6"
@@ -60,17 +57,9 @@ def rows_truth(rows: list[dict[str, str | float]], label: str) -> float:
     return float(next(r["truth"] for r in rows if r["data"] == label))
 
 
-def _num(value: object) -> float:
-    assert isinstance(value, (int, float)), type(value)
-    return float(value)
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--small", action="store_true", help="fewer epsilons and trials (for the test suite)")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
-    args = parser.parse_args()
-    small = args.small or os.environ.get("DPALG_EXAMPLES_SMALL") == "1"
+    args = parse_arguments(__doc__, "fewer epsilons and trials (for the test suite)")
+    small = args.small
     trials = 10 if small else 40
     epsilons = ["0.5", "2"] if small else ["0.2", "0.5", "1", "2", "5"]
     start = time.time()
@@ -88,16 +77,12 @@ def main() -> None:
                 ("SmoothBoundCauchy (eps-DP)", SmoothBoundCauchy(query, epsilon=eps, relation=RELATION)),
             ]
             for name, node in nodes:
-                outs = np.array([_num(node.release(ds, rng)) for _ in range(trials)])
+                outs = np.array([number(node.release(ds, rng)) for _ in range(trials)])
                 err = np.abs(outs - truth)
                 rows.append({"data": label, "epsilon": eps, "mechanism": name, "mae": float(err.mean()),
                              "median_ae": float(np.median(err)), "truth": truth})  # fmt: skip
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    with open(args.out / "median_vs_epsilon.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=["data", "epsilon", "mechanism", "mae", "median_ae", "truth"])
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(args.out / "median_vs_epsilon.csv", rows, ["data", "epsilon", "mechanism", "mae", "median_ae", "truth"])
 
     labels = list(dict.fromkeys(str(r["data"]) for r in rows))
     names = list(dict.fromkeys(str(r["mechanism"]) for r in rows))
@@ -112,13 +97,8 @@ def main() -> None:
         for name in names:
             pts = [(float(r["epsilon"]), max(float(r["median_ae"]), floor)) for r in rows if r["data"] == label and r["mechanism"] == name]
             ax.loglog([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
-        ax.set_title(f"{label}, n = {N:,}, add/remove", fontsize=9)
-        ax.set_xlabel("epsilon")
-        ax.set_ylabel(f"median |error| of the median ({trials} releases)")
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(args.out / "median_vs_epsilon.png", dpi=100)
-    plt.close(fig)
+        label_panel(ax, f"{label}, n = {N:,}, add/remove", "epsilon", f"median |error| of the median ({trials} releases)", title_size=9)
+    save(fig, args.out / "median_vs_epsilon.png")
 
     print("\nConclusion (by median |error|; Cauchy noise has no mean, so mean errors are not comparable):")
     for label in labels:

@@ -10,12 +10,9 @@ and compared with the derived ratio.
 
 from __future__ import annotations
 
-import argparse
-import csv
 import math
 import time
 from fractions import Fraction
-from pathlib import Path
 
 import matplotlib
 
@@ -26,6 +23,7 @@ import numpy as np  # noqa: E402
 from dpalg import Clip, Query  # noqa: E402
 from dpalg.mechanisms.global_noise._per_coordinate import CalibratedGaussianSum, CalibratedLaplaceSum, derived_error_ratio  # noqa: E402
 from dpalg.noise import SeededRandomness  # noqa: E402
+from _support import label_panel, parse_arguments, save, write_csv  # noqa: E402
 
 D = 10
 DELTAS = [Fraction(1, 2**i) for i in range(1, D + 1)]
@@ -33,12 +31,9 @@ QUERIES = [Query.sum(f"x{i}") | Clip(0, DELTAS[i - 1]) for i in range(1, D + 1)]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", "--small", action="store_true", help="fewer trials (for the test suite)")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
-    args = parser.parse_args()
-    trials = 1000 if args.quick else 100_000
-    ps = [Fraction(2)] if args.quick else [Fraction(1), Fraction(2), Fraction(4)]
+    args = parse_arguments(__doc__, "fewer trials (for the test suite)")
+    trials = 1000 if args.small else 100_000
+    ps = [Fraction(2)] if args.small else [Fraction(1), Fraction(2), Fraction(4)]
     rng = SeededRandomness(7)
     start = time.time()
     rows: list[dict[str, str | float]] = []
@@ -89,19 +84,10 @@ def main() -> None:
         ax.semilogy(idx, per_rms, marker="o", label="per-coordinate")
         ax.semilogy(idx, iso_rms, marker="s", label="isotropic")
         ax.semilogy(idx, [float(d) for d in DELTAS], "k:", label="Δ_i")
-        ax.set_xlabel("coordinate i")
-        ax.set_ylabel("RMS noise")
-        ax.set_title(f"{kind}, p = 2 ({'ρ = 1/2' if kind == 'gaussian' else 'ε = 1'})")
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(args.out / "per_coordinate.png", dpi=100)
-    plt.close(fig)
+        label_panel(ax, f"{kind}, p = 2 ({'ρ = 1/2' if kind == 'gaussian' else 'ε = 1'})", "coordinate i", "RMS noise")
+    save(fig, args.out / "per_coordinate.png")
 
-    fields = list(rows[0])
-    with open(args.out / "per_coordinate.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(args.out / "per_coordinate.csv", rows)
     lines = [f"# Per-coordinate vs isotropic noise, d = {D}, Δ_i = 2^-i, {trials} trials (measured ratio ± SE)", ""]
     lines.append("| noise | p | derived ratio | ratio of chosen parameters | measured ratio | SE |")
     lines.append("|---|---|---|---|---|---|")

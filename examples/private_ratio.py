@@ -12,11 +12,8 @@ reveals b); it shows what bounding LS privately costs.
 
 from __future__ import annotations
 
-import argparse
-import csv
 import time
 from fractions import Fraction
-from pathlib import Path
 
 import matplotlib
 
@@ -29,6 +26,7 @@ from dpalg.mechanisms.bounded_ls._bounded_ls import lattice_release  # noqa: E40
 from dpalg.mechanisms.bounded_ls._ratio import PrivateRatio  # noqa: E402
 from dpalg.mechanisms.bounded_ls._ratio_sensitivity import ratio_local_sensitivity
 from dpalg.noise import SeededRandomness  # noqa: E402
+from _support import label_panel, parse_arguments, save, write_csv  # noqa: E402
 
 FRACTION_IN_A = Fraction(3, 10)
 DELTA = "1e-6"
@@ -42,13 +40,10 @@ def oracle(a: int, b: int, epsilon: Fraction, trials: int, rng: SeededRandomness
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", "--small", action="store_true", help="few trials and settings (for the test suite)")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
-    args = parser.parse_args()
-    trials = 200 if args.quick else 3000
-    bs = [10, 100, 1000] if args.quick else [10, 30, 100, 300, 1000, 3000, 10_000, 30_000]
-    epsilons = ["1"] if args.quick else ["0.5", "1", "2"]
+    args = parse_arguments(__doc__, "few trials and settings (for the test suite)")
+    trials = 200 if args.small else 3000
+    bs = [10, 100, 1000] if args.small else [10, 30, 100, 300, 1000, 3000, 10_000, 30_000]
+    epsilons = ["1"] if args.small else ["0.5", "1", "2"]
     splits = ["0.1", "0.3"]
     ratio = PrivateRatio("in_a")
     rng = SeededRandomness(20240601)
@@ -79,18 +74,10 @@ def main() -> None:
             pts = [(int(r["b"]), float(r["mae"])) for r in rows if r["epsilon"] == eps_text and r["mechanism"] == name]
             style = "--" if "oracle" in name else "-"
             ax.loglog([p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=name)
-        ax.set_title(f"a/b = {FRACTION_IN_A}, eps = {eps_text}, delta = {DELTA} (bounded LS)")
-        ax.set_xlabel("b")
-        ax.set_ylabel(f"mean absolute error over {trials} trials")
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(args.out / "private_ratio.png", dpi=100)
-    plt.close(fig)
+        label_panel(ax, f"a/b = {FRACTION_IN_A}, eps = {eps_text}, delta = {DELTA} (bounded LS)", "b", f"mean absolute error over {trials} trials")
+    save(fig, args.out / "private_ratio.png")
 
-    with open(args.out / "private_ratio.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=["epsilon", "b", "mechanism", "mae"])
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(args.out / "private_ratio.csv", rows, ["epsilon", "b", "mechanism", "mae"])
 
     lines = [f"# Private ratio a/b = {FRACTION_IN_A}: mean absolute error over {trials} trials", ""]
     lines.append("| eps | b | " + " | ".join(names) + " | best private |")

@@ -22,10 +22,7 @@ under add/remove. Every release uses exact discrete noise and the seeded generat
 
 from __future__ import annotations
 
-import argparse
-import csv
 import time
-from pathlib import Path
 
 import matplotlib
 
@@ -38,6 +35,7 @@ from dpalg import Clip, Query  # noqa: E402
 from dpalg.data import Dataset, as_dataset  # noqa: E402
 from dpalg.mechanisms import Laplace, SampleAggregateMean, SampleAggregateMedian  # noqa: E402
 from dpalg.noise import SeededRandomness  # noqa: E402
+from _support import parse_arguments, write_csv  # noqa: E402
 
 N_ROWS = 32_561
 LOWER, UPPER = 20, 80
@@ -62,13 +60,10 @@ def pct_error(truth: float, estimate: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", "--small", action="store_true", help="few trials (for a smoke test)")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
-    args = parser.parse_args()
-    trials = 10 if args.quick else 100
-    median_trials = 10 if args.quick else 40  # the extra line; keeps the run under a minute
-    blocks = [10, 100, 1000, 6000] if args.quick else [10, 30, 100, 300, 1000, 3000, 6000]
+    args = parse_arguments(__doc__, "few trials (for a smoke test)")
+    trials = 10 if args.small else 100
+    median_trials = 10 if args.small else 40  # the extra line; keeps the run under a minute
+    blocks = [10, 100, 1000, 6000] if args.small else [10, 30, 100, 300, 1000, 3000, 6000]
     ages = synthetic_ages()
     data = as_dataset({"age": ages})
     truth = float(np.mean(ages))
@@ -92,11 +87,7 @@ def main() -> None:
             rows.append({"m": m, "mechanism": name, "cost": cost, "median_pct_error": float(np.median(err)),
                          "mean_pct_error": float(np.mean(err)), "p90_pct_error": float(np.quantile(err, 0.9))})  # fmt: skip
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    with open(args.out / "sample_aggregate.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(args.out / "sample_aggregate.csv", rows)
     lines = [
         f"# Sample-and-aggregate mean of ages (synthetic Adult-like, n = {N_ROWS:,}, true mean {truth:.3f}, "
         f"eps = {EPSILON}, {trials} releases each, {median_trials} for the smooth median)",

@@ -24,11 +24,7 @@ exact discrete noise from :mod:`dpalg.noise` with the seeded generator
 
 from __future__ import annotations
 
-import argparse
-import csv
-import os
 import time
-from pathlib import Path
 
 import matplotlib
 
@@ -41,6 +37,7 @@ from dpalg import Clip, PureDP, Query  # noqa: E402
 from dpalg.data import as_dataset, per_unit_sums  # noqa: E402
 from dpalg.mechanisms import Laplace, ShiftedInverse, ShiftedInverseSearch  # noqa: E402
 from dpalg.noise import SeededRandomness  # noqa: E402
+from _support import label_panel, number, parse_arguments, save, write_csv  # noqa: E402
 
 DOMAIN = (0, 2**32 - 1)
 
@@ -54,17 +51,9 @@ def synthetic_users(users: int, seed: int) -> dict[str, npt.NDArray[np.generic]]
     return {"uid": uid, "pages": pages}
 
 
-def _num(value: object) -> float:
-    assert isinstance(value, (int, float)), type(value)
-    return float(value)
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--small", action="store_true", help="fewer users, trials and settings (for the test suite)")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
-    args = parser.parse_args()
-    small = args.small or os.environ.get("DPALG_EXAMPLES_SMALL") == "1"
+    args = parse_arguments(__doc__, "fewer users, trials and settings (for the test suite)")
+    small = args.small
     users = 3_000 if small else 30_000
     trials = 10 if small else 60
     epsilons = ["1"] if small else ["0.5", "1", "2"]
@@ -93,17 +82,13 @@ def main() -> None:
     for eps in epsilons:
         for node in (ShiftedInverse(pages, domain=DOMAIN, epsilon=eps), ShiftedInverseSearch(pages, domain=DOMAIN, epsilon=eps)):
             assert node.cost() == PureDP(eps)
-            record(eps, type(node).__name__, "", np.array([_num(node.release(ds, rng)) for _ in range(trials)]))
+            record(eps, type(node).__name__, "", np.array([number(node.release(ds, rng)) for _ in range(trials)]))
         for j in clip_exponents:
             node_c = Laplace(Query.sum("total") | Clip(0, 2**j), epsilon=eps)
             assert node_c.cost() == PureDP(eps)
-            record(eps, "clipping", 2**j, np.array([_num(node_c.release(per_user, rng)) for _ in range(trials)]))
+            record(eps, "clipping", 2**j, np.array([number(node_c.release(per_user, rng)) for _ in range(trials)]))
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    with open(args.out / "shifted_vs_clipping.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=["epsilon", "method", "clip", "mae", "median_ae", "above_truth"])
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(args.out / "shifted_vs_clipping.csv", rows, ["epsilon", "method", "clip", "mae", "median_ae", "above_truth"])
 
     fig, axes = plt.subplots(1, len(epsilons), figsize=(5.2 * len(epsilons), 4.2), squeeze=False)
     print(f"\nerror over {trials} releases, relative to the true total (median |error|, mean |error|, share of releases above the truth):")
@@ -118,13 +103,8 @@ def main() -> None:
         best = min(clip_rows, key=lambda r: float(r["median_ae"]))
         name = f"clipping, best C in hindsight 2^{int(best['clip']).bit_length() - 1}"
         print(f"  eps={eps}: {name:34s} {float(best['median_ae']) / truth:8.2%} {float(best['mae']) / truth:10.2%} {float(best['above_truth']):6.0%}")
-        ax.set_title(f"user-level sum, eps = {eps} ({users:,} users)")
-        ax.set_xlabel("clip C (per-user total)")
-        ax.set_ylabel(f"median |error| / true total ({trials} releases)")
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(args.out / "shifted_vs_clipping.png", dpi=100)
-    plt.close(fig)
+        label_panel(ax, f"user-level sum, eps = {eps} ({users:,} users)", "clip C (per-user total)", f"median |error| / true total ({trials} releases)")
+    save(fig, args.out / "shifted_vs_clipping.png")
 
     eps_mid = "1" if "1" in epsilons else epsilons[0]
     em = next(float(r["median_ae"]) for r in rows if r["epsilon"] == eps_mid and r["method"] == "ShiftedInverse")

@@ -17,9 +17,7 @@ the seeded generator (reproducible, NOT secure: examples only).
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import time
 from typing import Any
 
@@ -29,6 +27,7 @@ import numpy.typing as npt
 from dpalg import ApproxDP, Clip, Compose, PureToApprox, Query
 from dpalg.graph import AbstractMeasurement
 from dpalg.mechanisms import Laplace, SmoothBound
+from _support import parse_arguments
 
 SEED = 20261126
 
@@ -67,10 +66,8 @@ def released(data: object) -> tuple[object, dict[str, Any], float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--small", action="store_true", help="20,000 rows (for the test suite)")
-    args = parser.parse_args()
-    small = args.small or os.environ.get("DPALG_EXAMPLES_SMALL") == "1"
+    args = parse_arguments(__doc__, "20,000 rows (for the test suite)", out=False)
+    small = args.small
     n = 20_000 if small else 1_000_000
     columns = synthetic(n)
     print(f"{n:,} rows, {len(np.unique(columns['user'])):,} users")

@@ -22,11 +22,8 @@ Run: ``python examples/user_level.py [--small] [--out DIR]``. Writes
 
 from __future__ import annotations
 
-import argparse
-import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -40,6 +37,7 @@ from dpalg import Clip, ClipPerUser, GroupPrivacy, MaxKeysPerUser, MaxRowsPerUse
 from dpalg import ZCDP, AbstractMeasurement, PureDP, Session  # noqa: E402
 from dpalg.mechanisms import AutoClipSum, Gaussian, Laplace, ShiftedInverse  # noqa: E402
 from dpalg.noise import SeededRandomness  # noqa: E402
+from _support import parse_arguments, number, save  # noqa: E402
 
 CATEGORIES = tuple(f"c{i}" for i in range(8))
 
@@ -65,18 +63,9 @@ def _session(node: AbstractMeasurement[PureDP] | AbstractMeasurement[ZCDP], tria
     return Session(ZCDP(cost.rho * trials))
 
 
-def _num(value: object) -> float:
-    assert isinstance(value, (int, float)), type(value)
-    return float(value)
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--small", action="store_true", help="fewer users and trials (for the test suite)")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
-    parser.add_argument("--trials", type=int, default=None)
-    args = parser.parse_args()
-    small = args.small or os.environ.get("DPALG_EXAMPLES_SMALL") == "1"
+    args = parse_arguments(__doc__, "fewer users and trials (for the test suite)", more=lambda parser: parser.add_argument("--trials", type=int, default=None))
+    small = args.small
     users = 2_000 if small else 20_000
     trials = args.trials or (5 if small else 50)
     start = time.time()
@@ -92,7 +81,7 @@ def main() -> None:
 
     table: list[tuple[str, str, float, float, float]] = []  # statistic, method, truth, median |err|, mean |err|
 
-    def study(statistic: str, method: str, node: Any, truth: float, read: Callable[[object], float] = _num) -> None:
+    def study(statistic: str, method: str, node: Any, truth: float, read: Callable[[object], float] = number) -> None:
         session = _session(node, trials)
         outs = np.array([read(session.run(node, raw, rng=rng).value) for _ in range(trials)])
         err = np.abs(outs - truth)
@@ -112,7 +101,7 @@ def main() -> None:
 
     def the_sum(value: object) -> float:
         assert isinstance(value, dict)
-        return _num(value["sum"])
+        return number(value["sum"])
 
     study("total amount", "AutoClipSum(upper_limit=2**30), no bound", AutoClipSum(amount, epsilon=1, upper_limit=2**30), truth, read=the_sum)
     study("total amount", "ShiftedInverse (no bound)", ShiftedInverse(Query.user_sum("amount", user="uid"), domain=(0, 2**40 - 1), epsilon=1), truth)
@@ -135,7 +124,7 @@ def main() -> None:
 
     def l1(value: object) -> float:
         assert isinstance(value, dict)
-        return sum(abs(_num(value[k]) - true_counts[k]) for k in CATEGORIES) + total_rows  # study() subtracts the truth
+        return sum(abs(number(value[k]) - true_counts[k]) for k in CATEGORIES) + total_rows  # study() subtracts the truth
 
     for label, q in (("MaxKeysPerUser(2, rows_per_key=3)", hist | MaxKeysPerUser(2, rows_per_key=3)), ("MaxRowsPerUser(5)", hist | MaxRowsPerUser(5))):
         study("histogram (L1 error)", f"Laplace, {label}", Laplace(q, epsilon=1), total_rows, read=l1)
@@ -157,9 +146,7 @@ def main() -> None:
     ax.invert_yaxis()
     ax.set_xlabel(f"median |error| / true value ({trials} releases, ε = 1)")
     ax.set_title(f"user-level releases on {users:,} heavy-tailed users")
-    fig.tight_layout()
-    fig.savefig(args.out / "user_level.png", dpi=100)
-    plt.close(fig)
+    save(fig, args.out / "user_level.png")
     print(f"Wrote {args.out / 'user_level.md'} and user_level.png in {time.time() - start:.1f} s.")
 
 

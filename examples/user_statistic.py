@@ -52,7 +52,6 @@ warning inside ``warnings.catch_warnings()`` around its release loop only.
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 import warnings
@@ -74,6 +73,7 @@ from dpalg.mechanisms import (
     SmoothBoundCauchy,
 )
 from dpalg.noise import SeededRandomness
+from _support import parse_arguments
 
 UPPER = 1_000_000
 FORMULA = "log(1 + upper)/Max(n - k, 1) + log(1 + upper)/2**45"
@@ -172,10 +172,7 @@ def _plot(cells: list[Cell], path: Path, title: str) -> bool:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--small", action="store_true", help="few rows and releases (a smoke test)")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out")
-    args = parser.parse_args()
+    args = parse_arguments(__doc__, "few rows and releases (a smoke test)")
     n_rows, releases = (20_000, 5) if args.small else (200_000, 50)
     start = time.time()
     incomes = np.random.default_rng(3).lognormal(mean=10.5, sigma=1.0, size=n_rows)

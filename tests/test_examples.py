@@ -17,16 +17,26 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+# examples/_support.py (the scripts' shared command line and figure helpers) is not an example
+EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
+
+
+def _shared_arguments(source: str) -> bool:
+    """The script reads its command line with examples/_support.py: ``--small`` always, ``--out`` unless ``out=False``."""
+    return "parse_arguments(" in source
+
+
+def _takes_out(source: str) -> bool:
+    return '"--out"' in source or (_shared_arguments(source) and "out=False" not in source)
 
 
 def _arguments(source: str, out: Path) -> list[str]:
     args: list[str] = []
-    if '"--small"' in source:
+    if '"--small"' in source or _shared_arguments(source):
         args.append("--small")
     elif '"--quick"' in source:
         args.append("--quick")
-    if '"--out"' in source:
+    if _takes_out(source):
         args += ["--out", str(out)]
     return args
 
@@ -74,7 +84,7 @@ def test_example_runs_small(script: Path, tmp_path: Path) -> None:
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300 if _needs_spark(script) else 120,
     )  # fmt: skip
     assert result.returncode == 0, f"{script.name} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
-    if '"--out"' in source and ".png" in source:
+    if _takes_out(source) and ".png" in source:
         assert list(tmp_path.glob("*.png")), f"{script.name} wrote no PNG into --out"
     check = WRITES.get(script.name)
     assert check is None or check(tmp_path), f"{script.name} wrote unexpected output into --out"

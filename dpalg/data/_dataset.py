@@ -1,5 +1,8 @@
 """The data layer: columns of numpy arrays, the privacy unit and the neighbouring relation.
 
+The privacy unit and relation are defined in :mod:`dpalg.data._neighbouring` and the
+backend record in :mod:`dpalg.data._backend_info`; both are re-exported here.
+
 Data policy (the reference: documented once here, implemented once in
 :mod:`dpalg.data._numeric` and :mod:`dpalg.data._keys`, used everywhere). Its
 aim is the invariant "releases are total" (``docs/architecture.md``): after the charge nothing observable may
@@ -84,142 +87,24 @@ Keys and unit ids (:meth:`Dataset.key_index`, :func:`dpalg.data._keys.normalise_
 from __future__ import annotations
 
 import contextlib
-import functools
-import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Literal, Protocol, final
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol, final
 
 import attrs
 import numpy as np
 import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument, Unsupported
+from dpalg.data._backend_info import BackendInfo, package_version
 from dpalg.data._column_type import ColumnType, Library, numpy_column_type, pandas_column_type
 from dpalg.data._keys import Key, key_codes, key_index
+from dpalg.data._neighbouring import ROW, Neighbouring, Relation, check_relation
 from dpalg.data._numeric import as_column, numeric_dtype_problem, to_float
 
 if TYPE_CHECKING:
     from dpalg.data._reductions import Reductions
 
-__all__ = ["BackendInfo", "ColumnSource", "Dataset", "DataLike", "FrameBackend", "Neighbouring", "Relation", "as_dataset", "in_memory_reductions", "run_data", "package_version", "register_frame_backend", "register_in_memory_reductions", "ROW"]
-
-Relation = Literal["add_remove", "substitution"]
-
-
-def check_relation(value: object, owner: str) -> Relation:
-    """``value`` as a :data:`Relation`, or :class:`~dpalg.InvalidArgument` naming ``owner`` and the field ``relation``.
-
-    Examples:
-        >>> check_relation("substitution", "smooth_sensitivity")
-        'substitution'
-    """
-    if value == "add_remove":
-        return "add_remove"
-    if value == "substitution":
-        return "substitution"
-    raise InvalidArgument(owner, "relation", value, "must be 'add_remove' or 'substitution'")
-
-
-def _relation(value: str) -> Relation:
-    return check_relation(value, "Neighbouring")
-
-
-def _unit(value: str | None) -> str | None:
-    if value is not None and (not isinstance(value, str) or not value):
-        raise InvalidArgument("Neighbouring", "unit", value, "must be None (one row) or a non-empty id column name")
-    return value
-
-
-@final
-@attrs.frozen
-class Neighbouring:
-    """Which datasets are neighbours: the privacy unit and the relation.
-
-    Args:
-        unit: ``None`` for one row, or the name of the id column whose value
-            identifies a user (then a unit is *all* rows of one user).
-        relation: ``"add_remove"`` (default: add or remove one unit) or
-            ``"substitution"`` (replace one unit's data).
-    """
-
-    unit: str | None = attrs.field(default=None, converter=_unit)
-    relation: Relation = attrs.field(default="add_remove", converter=_relation)
-
-    def describe(self) -> str:
-        """A sentence for docs and certificates."""
-        who = "one row" if self.unit is None else f"one user (all rows sharing {self.unit!r})"
-        how = "adding or removing" if self.relation == "add_remove" else "replacing"
-        return f"neighbours differ by {how} {who}"
-
-
-ROW = Neighbouring()
-
-
-@functools.cache
-def package_version(distribution: str) -> str:
-    """The installed version of ``distribution``, read from its metadata: the package is never imported to ask.
-
-    When no distribution of that name is installed but a module of that name is
-    imported already (``polars-lts-cpu`` installs the module ``polars``), its
-    ``__version__``; otherwise ``"unknown"``. Read once per process.
-
-    Examples:
-        >>> package_version("numpy") == np.__version__
-        True
-        >>> package_version("no-such-distribution-here")
-        'unknown'
-    """
-    try:
-        return version(distribution)
-    except PackageNotFoundError:
-        found = getattr(sys.modules.get(distribution), "__version__", None)
-        return found if isinstance(found, str) else "unknown"
-
-
-def _version_pairs(pairs: Mapping[str, str] | Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
-    items = pairs.items() if isinstance(pairs, Mapping) else pairs
-    out = tuple(sorted((str(k), str(v)) for k, v in items))
-    if len({k for k, _ in out}) != len(out):
-        raise InvalidArgument("BackendInfo", "versions", [k for k, _ in out], "must name each package once")
-    return out
-
-
-def _backend_name(value: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise InvalidArgument("BackendInfo", "name", value, "must be a non-empty string")
-    return value
-
-
-@final
-@attrs.frozen
-class BackendInfo:
-    """Which backend computes a dataset's answers, and the versions it runs on (recorded in a release's certificate).
-
-    Attributes:
-        name: ``"numpy"`` (numpy columns: a mapping of arrays or lists, or a
-            pandas DataFrame), ``"polars"`` (a polars DataFrame or LazyFrame),
-            ``"spark"`` (a classic pyspark DataFrame) or ``"spark-connect"``
-            (a Spark Connect DataFrame).
-        versions: ``(package, version)`` pairs sorted by package; a mapping is
-            accepted. Besides installed packages, ``"spark"`` is the Spark
-            version of the frame's session.
-
-    Examples:
-        >>> BackendInfo("polars", {"polars": "1.2.3", "numpy": "2.0.0"})
-        BackendInfo(name='polars', versions=(('numpy', '2.0.0'), ('polars', '1.2.3')))
-        >>> BackendInfo.installed("numpy", ["numpy"]).name
-        'numpy'
-    """
-
-    name: str = attrs.field(converter=_backend_name)
-    versions: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_version_pairs)
-
-    @classmethod
-    def installed(cls, name: str, packages: Sequence[str], extra: Mapping[str, str] | None = None) -> BackendInfo:
-        """The backend ``name`` with the installed versions of ``packages`` (metadata only, see :func:`package_version`) and ``extra``."""
-        return cls(name, {**{p: package_version(p) for p in packages}, **(extra or {})})
-
+__all__ = ["BackendInfo", "ColumnSource", "Dataset", "DataLike", "FrameBackend", "Neighbouring", "Relation", "as_dataset", "check_relation", "in_memory_reductions", "run_data", "package_version", "register_frame_backend", "register_in_memory_reductions", "ROW"]
 
 ArrayLike1D = npt.ArrayLike
 DataLike = Mapping[str, ArrayLike1D] | object

@@ -41,7 +41,7 @@ from typing import Literal, final
 import attrs
 import numpy as np
 
-from dpalg._errors import InvalidArgument
+from dpalg._errors import InvalidArgument, name_param
 from dpalg.data._column_type import ColumnType
 from dpalg.data._dataset import Dataset
 
@@ -54,9 +54,7 @@ _ROLES = ("numeric", "key", "id")
 
 
 def _name(value: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise InvalidArgument("ColumnUse", "name", value, "must be a non-empty column name")
-    return value
+    return name_param("ColumnUse", "name", value, "must be a non-empty column name")
 
 
 def _role(value: str) -> ColumnRole:

@@ -18,7 +18,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from dpalg._errors import InvalidArgument
+from dpalg._errors import InvalidArgument, name_param
 from dpalg.data import Dataset, Neighbouring, keyed_hashes, row_hashes, select_rows, unit_index
 from dpalg.graph._node import AbstractMeasurement, M
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
@@ -87,9 +87,7 @@ def _max_rows(value: int) -> int:
 
 
 def _unit(value: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise InvalidArgument("GroupPrivacy", "unit", value, "must name the id column (a non-empty str)")
-    return value
+    return name_param("GroupPrivacy", "unit", value, "must name the id column (a non-empty str)")
 
 
 @final

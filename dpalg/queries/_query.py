@@ -16,6 +16,10 @@ Value conventions (n = number of non-missing values after clipping, x sorted):
   their contribution is bounded with :class:`ClipPerUser`, :class:`MaxRowsPerUser`
   or :class:`MaxKeysPerUser` (:mod:`dpalg.queries._bounding`). ``count(user=)``
   counts *rows*, ``count_users(user=)`` counts *users*.
+
+(About 600 lines on purpose: nearly all of it is the one frozen class :class:`Query` -- a
+constructor per kind, the modifiers, the schema it reads and its exact value -- which a split
+would scatter; the user-level modifiers already live in :mod:`dpalg.queries._bounding`.)
 """
 
 from __future__ import annotations

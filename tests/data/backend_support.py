@@ -120,6 +120,15 @@ def window_buckets(buckets: int | None) -> Iterator[None]:
 
 # -- values and questions ---------------------------------------------------------------------
 
+#: the schema table (docs/data_policy.md): the kinds of column each role accepts, on every backend
+ACCEPTS: dict[str, frozenset[str]] = {
+    "numeric": frozenset({"bool", "int", "float", "object"}),
+    "key": frozenset({"bool", "int", "float", "str", "bytes", "object"}),
+    "int-keys": frozenset({"int", "float", "object"}),
+    "str-keys": frozenset({"str", "object"}),
+    "id": frozenset({"int", "float", "str", "bytes", "object"}),
+}
+
 SPECIAL_FLOATS: list[Any] = [
     NAN, None, INF, -INF, -0.0, 0.0, 1e308, -1e308, 0.5, 1.5, 2.5, -0.5, -2.5, 5e-324, 9007199254740993.0,
     4503599627370495.5, 2.0**51 + 0.5, 0.1, 10.0, 7.25,

@@ -13,7 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from backend_support import spark_module_marks
+from backend_support import ACCEPTS, spark_module_marks
 
 pytestmark = spark_module_marks()  # pyspark, or the module is skipped (under DPALG_REQUIRE_SPARK=1: fails)
 
@@ -40,13 +40,6 @@ PLANS: dict[str, tuple[str, Callable[[str], AbstractMeasurement[Any]]]] = {
     "histogram-int-keys": ("int-keys", lambda c: Laplace(Query.histogram(c, keys=(1984, 1990)), epsilon="0.2")),
     "histogram-str-keys": ("str-keys", lambda c: Laplace(Query.histogram(c, keys=("1984", "1990")), epsilon="0.2")),
     "user-count": ("id", lambda c: Laplace(Query.user_count(user=c), epsilon=1)),
-}
-ACCEPTS: dict[str, frozenset[str]] = {
-    "numeric": frozenset({"bool", "int", "float", "object"}),
-    "key": frozenset({"bool", "int", "float", "str", "bytes", "object"}),
-    "int-keys": frozenset({"int", "float", "object"}),
-    "str-keys": frozenset({"str", "object"}),
-    "id": frozenset({"int", "float", "str", "bytes", "object"}),
 }
 
 

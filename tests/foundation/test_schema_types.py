@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from backend_support import ACCEPTS  # the schema table, shared with tests/data/test_schema_types_spark.py (tests/conftest.py puts tests/data on sys.path)
 from dpalg import (
     ApproxDP,
     Clip,
@@ -271,14 +272,6 @@ PLANS: dict[str, tuple[str, Callable[[], AbstractMeasurement[Any]]]] = {
     "group-privacy-unit": ("id", lambda: GroupPrivacy(Laplace(Query.count(), epsilon=1), unit=C, max_rows=2)),
 }  # fmt: skip
 
-#: the schema table (docs/data_policy.md): the kinds each role accepts
-ACCEPTS: dict[str, frozenset[str]] = {
-    "numeric": frozenset({"bool", "int", "float", "object"}),
-    "key": frozenset({"bool", "int", "float", "str", "bytes", "object"}),
-    "int-keys": frozenset({"int", "float", "object"}),
-    "str-keys": frozenset({"str", "object"}),
-    "id": frozenset({"int", "float", "str", "bytes", "object"}),
-}
 #: a column of each role's accepted kind
 CLEAN: dict[str, np.ndarray] = {
     "numeric": np.arange(6.0), "key": np.array(_present(STRS, "zq7")), "int-keys": np.array(_present(INTS, 73519)),

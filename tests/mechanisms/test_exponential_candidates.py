@@ -11,7 +11,7 @@ import itertools
 import json
 import math
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 
 import numpy as np
@@ -122,11 +122,16 @@ def test_halved_sensitivity_is_caught(selection: str, monkeypatch: pytest.Monkey
     assert _worst_ratio(node, "add_remove", dist) > math.exp(0.8) * 1.01
 
 
+def _random_cases(seed: int, cases: int, max_score: int, max_size: int, max_gamma_quarters: int) -> Iterator[tuple[list[int], Fraction]]:
+    """``cases`` random (scores in [0, max_score], 1 <= len < max_size; γ = j/4 with 1 <= j < max_gamma_quarters)."""
+    gen = np.random.default_rng(seed)
+    for _ in range(cases):
+        scores = gen.integers(0, max_score + 1, size=int(gen.integers(1, max_size))).tolist()
+        yield scores, Fraction(int(gen.integers(1, max_gamma_quarters)), 4)
+
+
 def test_permute_and_flip_closed_form_matches_the_permutations() -> None:
-    gen = np.random.default_rng(0)
-    for _ in range(30):
-        scores = gen.integers(0, 6, size=int(gen.integers(1, 5))).tolist()
-        gamma = Fraction(int(gen.integers(1, 9)), 4)
+    for scores, gamma in _random_cases(0, 30, max_score=5, max_size=5, max_gamma_quarters=9):
         by_perm = pf_distribution_by_permutations(scores, gamma)
         assert permute_flip_probabilities(scores, gamma) == pytest.approx(by_perm, abs=1e-12)
         assert sum(by_perm) == pytest.approx(1)
@@ -134,10 +139,7 @@ def test_permute_and_flip_closed_form_matches_the_permutations() -> None:
 
 def test_permute_and_flip_expected_score_never_exceeds_the_exponential_mechanism() -> None:
     """McKenna-Sheldon Theorem 2 on the exact laws, including ties."""
-    gen = np.random.default_rng(1)
-    for _ in range(100):
-        scores = gen.integers(0, 5, size=int(gen.integers(1, 8))).tolist()
-        gamma = Fraction(int(gen.integers(1, 12)), 4)
+    for scores, gamma in _random_cases(1, 100, max_score=4, max_size=8, max_gamma_quarters=12):
         pf = permute_flip_probabilities(scores, gamma)
         w = [math.exp(-float(gamma) * v) for v in scores]
         em = [v / sum(w) for v in w]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
@@ -15,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpalg import ApproxDP, Clip, Compose, InvalidArgument, PureDP, Query, ZCDPToApprox
-from dpalg.data import as_dataset
+from dpalg.data import Dataset, as_dataset
 from dpalg.mechanisms.shifted_inverse._shifted_inverse import ShiftedInverse, ShiftedInverseSearch, ShiftedInverseSearchZCDP
 from dpalg.mechanisms.shifted_inverse._search import search_steps, user_loss
 from dpalg.noise import SeededRandomness
@@ -176,6 +177,18 @@ def _utility_node(
     return ShiftedInverseSearchZCDP(q, domain=domain, rho="0.5", beta=beta)
 
 
+def _assert_failure_rate(node: ShiftedInverse | ShiftedInverseSearch | ShiftedInverseSearchZCDP, data: Dataset, runs: int,
+                         beta: Fraction, holds: Callable[[int], bool]) -> None:
+    """Of ``runs`` seeded releases (each an int), at most a β fraction miss ``holds``, with a binomial margin of 3 standard deviations."""
+    failures = 0
+    for seed in range(runs):
+        out = node.release(data, SeededRandomness(seed))
+        assert isinstance(out, int)
+        if not holds(out):
+            failures += 1
+    assert failures <= runs * float(beta) + 3 * math.sqrt(runs * float(beta))
+
+
 @pytest.mark.parametrize("form", ["em", "laplace", "gaussian"])
 def test_utility_guarantee_on_heavy_tailed_data(form: str) -> None:
     gen = np.random.default_rng(7)
@@ -189,15 +202,7 @@ def test_utility_guarantee_on_heavy_tailed_data(form: str) -> None:
     loss = user_loss(q, data, 0)
     f = loss.value()
     slack = loss.down_sensitivity(2 * node.tau())
-    runs = 200
-    failures = 0
-    for seed in range(runs):
-        out = node.release(data, SeededRandomness(seed))
-        assert isinstance(out, int)
-        if not (f >= out >= f - slack):
-            failures += 1
-    # failure rate <= beta with a binomial margin (3 standard deviations)
-    assert failures <= runs * float(beta) + 3 * math.sqrt(runs * float(beta))
+    _assert_failure_rate(node, data, 200, beta, lambda out: f >= out >= f - slack)
 
 
 @pytest.mark.parametrize("form", ["em", "laplace", "gaussian"])
@@ -217,14 +222,7 @@ def test_utility_guarantee_with_fractional_contributions(form: str) -> None:
     real = UserLoss.user_sum(np.full(n_users, 0.01))
     assert real.value() > 50 and user_loss(q, data, 0).value() == 50
     slack = real.down_sensitivity(2 * node.tau())
-    runs = 100
-    failures = 0
-    for seed in range(runs):
-        out = node.release(data, SeededRandomness(seed))
-        assert isinstance(out, int)
-        if not (real.value() >= out > real.value() - slack - 1):
-            failures += 1
-    assert failures <= runs * float(beta) + 3 * math.sqrt(runs * float(beta))
+    _assert_failure_rate(node, data, 100, beta, lambda out: real.value() >= out > real.value() - slack - 1)
 
 
 def test_unfloored_em_would_be_useless_on_fractional_data() -> None:

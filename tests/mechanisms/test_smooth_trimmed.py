@@ -59,6 +59,18 @@ def drop(trim: Fraction, m: int) -> int:
     return (trim.numerator * m) // trim.denominator
 
 
+def regimes(trim: Fraction, m: int) -> list[tuple[int, int]]:
+    """The (window width, values dropped above it) of the two regimes a neighbour of size m ± 1 can reach."""
+    t = drop(trim, m)
+    c = m - 2 * t
+    out = []
+    if (drop(trim, m - 1) == t or drop(trim, m + 1) == t + 1) and c >= 2:
+        out.append((c - 1, t))
+    if drop(trim, m - 1) == t - 1 or drop(trim, m + 1) == t:
+        out.append((c, t - 1))
+    return out
+
+
 def tmean(y: Data, trim: Fraction) -> Fraction:
     if not y:
         return Fraction(H, 2)
@@ -128,13 +140,7 @@ def config_profile(x: Data, trim: Fraction, kmax: int, h: int = H, pad: Pad | No
 
         for m in range(max(2, n - kmax), n + kmax + 1):
             t = drop(trim, m)
-            c = m - 2 * t
-            regimes = []
-            if (drop(trim, m - 1) == t or drop(trim, m + 1) == t + 1) and c >= 2:
-                regimes.append((c - 1, t))
-            if drop(trim, m - 1) == t - 1 or drop(trim, m + 1) == t:
-                regimes.append((c, t - 1))
-            for w, above in regimes:
+            for w, above in regimes(trim, m):
                 for i in range(t + w + 1):
                     lo, hi = t - i, t - i + w
                     if hi > n:
@@ -261,20 +267,13 @@ def padded_g(y: Data, trim: Fraction, beta: float, h: int = H) -> float:
     if m <= 1:
         return h / 2 if m == 0 else max(abs(y[0] - h / 2), max(y[0], h - y[0]) / 2)
     b0, horizon = _beta0(beta, _SLACK), trimmed_horizon(beta)
-    t = drop(trim, m)
-    c = m - 2 * t
-    regimes = []
-    if (drop(trim, m - 1) == t or drop(trim, m + 1) == t + 1) and c >= 2:
-        regimes.append((c - 1, t))
-    if drop(trim, m - 1) == t - 1 or drop(trim, m + 1) == t:
-        regimes.append((c, t - 1))
     best = 0.0
     for ys in (sorted(y), sorted(h - v for v in y)):
 
         def z(r: int, ys: list[int] = ys) -> int:
             return 0 if r < 0 else (h if r >= m else ys[r])
 
-        for w, above in regimes:
+        for w, above in regimes(trim, m):
             hi = m - above - 1  # the top's rank; the window is [hi − w, hi)
             num = z(hi) - sum(z(r) for r in range(hi - w, hi)) / w
             best = max(best, min((num + float(potential(beta, h)(w, hi - w, z))) / (w + 1), h / 2))

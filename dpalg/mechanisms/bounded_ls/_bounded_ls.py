@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, final
 import attrs
 import numpy as np
 
-from dpalg._errors import InvalidArgument, Unsupported
+from dpalg._errors import InvalidArgument, Unsupported, optional_name_param
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import ColumnUse, Dataset, Neighbouring, Relation
 from dpalg.graph._accuracy import Accuracy, alpha_param
@@ -106,9 +106,7 @@ def _count_name(value: str) -> str:
 
 
 def _count_where(value: str | None) -> str | None:
-    if value is not None and (not isinstance(value, str) or not value):
-        raise InvalidArgument("NoisyCount", "where", value, "must be None (all rows) or a column name")
-    return value
+    return optional_name_param("NoisyCount", "where", value, "must be None (all rows) or a column name")
 
 
 @final

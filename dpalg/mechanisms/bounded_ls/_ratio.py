@@ -26,7 +26,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from dpalg._errors import InvalidArgument
+from dpalg._errors import InvalidArgument, name_param
 from dpalg._numbers import ExactLike
 from dpalg.data import ColumnUse, Dataset, Neighbouring, Relation
 from dpalg.graph._accuracy import Accuracy, alpha_param
@@ -56,9 +56,7 @@ _HALF = Fraction(1, 2)
 
 
 def _column(value: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise InvalidArgument("PrivateRatio", "numerator", value, "must be a non-empty column name")
-    return value
+    return name_param("PrivateRatio", "numerator", value, "must be a non-empty column name")
 
 
 @final

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
-from dpalg._errors import InvalidArgument
+from dpalg._errors import InvalidArgument, optional_name_param
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.mechanisms._common.params import positive_param, unit_interval_param
 from dpalg.mechanisms.sample_aggregate._blocks import BlockFunction, ColumnFunction, QueryStatistic
@@ -35,12 +35,6 @@ def _check_fn(owner: str, value: object) -> BlockFunction | ColumnFunction:
 def _check_blocks(owner: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidArgument(owner, "blocks", value, "must be an int >= 1")
-    return value
-
-
-def _check_name(owner: str, field: str, value: str | None, constraint: str) -> str | None:
-    if value is not None and (not isinstance(value, str) or not value):
-        raise InvalidArgument(owner, field, value, constraint)
     return value
 
 
@@ -68,11 +62,11 @@ def mean_eps(value: ExactLike) -> Fraction:
 
 
 def mean_unit(value: str | None) -> str | None:
-    return _check_name("SampleAggregateMean", "unit", value, _UNIT)
+    return optional_name_param("SampleAggregateMean", "unit", value, _UNIT)
 
 
 def mean_column(value: str | None) -> str | None:
-    return _check_name("SampleAggregateMean", "column", value, _COLUMN)
+    return optional_name_param("SampleAggregateMean", "column", value, _COLUMN)
 
 
 def mean_reads(value: Sequence[str]) -> tuple[str, ...]:
@@ -100,11 +94,11 @@ def median_eps(value: ExactLike) -> Fraction:
 
 
 def median_unit(value: str | None) -> str | None:
-    return _check_name("SampleAggregateMedian", "unit", value, _UNIT)
+    return optional_name_param("SampleAggregateMedian", "unit", value, _UNIT)
 
 
 def median_column(value: str | None) -> str | None:
-    return _check_name("SampleAggregateMedian", "column", value, _COLUMN)
+    return optional_name_param("SampleAggregateMedian", "column", value, _COLUMN)
 
 
 def median_reads(value: Sequence[str]) -> tuple[str, ...]:
@@ -136,11 +130,11 @@ def mode_eps(value: ExactLike) -> Fraction:
 
 
 def mode_unit(value: str | None) -> str | None:
-    return _check_name("SampleAggregateMode", "unit", value, _UNIT)
+    return optional_name_param("SampleAggregateMode", "unit", value, _UNIT)
 
 
 def mode_column(value: str | None) -> str | None:
-    return _check_name("SampleAggregateMode", "column", value, _COLUMN)
+    return optional_name_param("SampleAggregateMode", "column", value, _COLUMN)
 
 
 def mode_reads(value: Sequence[str]) -> tuple[str, ...]:
