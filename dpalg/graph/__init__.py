@@ -9,6 +9,7 @@ from dpalg.graph._group import GroupPrivacy
 from dpalg.graph._node import AbstractMeasurement, AbstractPrimitive, PrivacyClaim
 from dpalg.graph._session import Session
 from dpalg.graph._summary import PlanSummary, SummaryRow
+from dpalg.graph import _readable  # noqa: F401  -- fills the VALUE_ROWS slot (str(release))
 
 __all__ = [
     "AbstractMeasurement", "AbstractPrimitive", "Accuracy", "Compose", "Derivation", "GroupPrivacy", "LedgerError", "Parallel", "PlanSummary", "PrivacyClaim",

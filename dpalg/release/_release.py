@@ -76,7 +76,7 @@ def execute(
         plan, derivation, budget, kind=source.kind, secure=source.secure, session=spend, value=_value_json(value),
         backend=dataset.backend,
     )
-    return Release(value, certificate)
+    return Release(value, certificate, plan)
 
 
 def run_checked(plan: AbstractMeasurement[M], data: object, *, rng: RngLike) -> Release:

@@ -9,6 +9,9 @@ A certificate is untrusted input: anyone can write one. So the report
 * escapes every string taken from the certificate (:func:`html.escape`) and
   replaces control and bidi characters with ``\\uXXXX`` (in the terminal too),
   and clips long strings: a hostile label renders as inert text;
+* shows each released value with its (1 − α) error bar, re-derived from the
+  plan rebuilt from its parameters (never a claimed bar), rounded to what the
+  error and the lattice make meaningful (:mod:`dpalg.graph._readable`);
 * shows amounts short (:mod:`dpalg.measures._display`): costs rounded up,
   budgets and what remains rounded down; the exact fractions are in the HTML
   as tooltips and in ``<details>``.
@@ -33,13 +36,15 @@ from typing import Literal, final
 
 import attrs
 
+from dpalg._bottom import BOTTOM
 from dpalg._errors import DPAlgError
 from dpalg.graph._derivation import measure_from_json
+from dpalg.graph._readable import value_rows
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import decimal_measure as short_measure, decimal_text as short_number
 from dpalg.release._audit import _FIELDS, MAX_CERTIFICATE_BYTES, MAX_JSON_DEPTH, audit_certificate, parse_certificate
 from dpalg.release._certificate import CERTIFICATE_FORMAT, certificate_digest, library_version, verify_signature
-from dpalg.release._serialize import JSON, CertificateMalformed
+from dpalg.release._serialize import JSON, CertificateMalformed, decode
 from dpalg.release._shown import shown
 
 __all__ = ["load_certificate", "render_html", "render_text", "report_command"]
@@ -124,7 +129,7 @@ class _Model:
     bars: tuple[_Bar, ...]
     budget_lines: tuple[str, ...]
     checks: tuple[tuple[str, str, str], ...]  # (status, path, detail)
-    values: tuple[tuple[str, str], ...]  # (path, value)
+    values: tuple[tuple[str, str, str], ...]  # (path, value ± error, confidence)
     tree: _Node | None
 
     @property
@@ -148,55 +153,40 @@ def _node(obj: JSON, depth: int = 0) -> _Node:
     )  # fmt: skip
 
 
-def _value(v: JSON, limit: int = 300) -> str:
-    """A released value for people: ⊥ for ``{"$bottom": true}``, floats from ``{"$float": hex}``, clipped."""
-    parts: list[str] = []
-    used = 0
-
-    def put(s: str) -> bool:
-        nonlocal used
-        parts.append(s)
-        used += len(s)
-        return used <= limit
-
-    def walk(x: JSON, depth: int) -> bool:
-        if isinstance(x, dict) and x == {"$bottom": True}:
-            return put("⊥")
-        if isinstance(x, dict) and set(x) == {"$float"} and isinstance(x["$float"], str):
-            try:
-                return put(repr(float.fromhex(x["$float"])))
-            except (ValueError, OverflowError):
-                return put(repr(x["$float"]))
-        if depth > MAX_JSON_DEPTH:
-            return put("…")
-        if isinstance(x, (list, dict)):
-            items = list(x.items()) if isinstance(x, dict) else [(None, y) for y in x]
-            put("{" if isinstance(x, dict) else "[")
-            for i, (k, y) in enumerate(items):
-                if (i and not put(", ")) or (k is not None and not put(f"{k!r}: ")) or not walk(y, depth + 1):
-                    return False
-            return put("}" if isinstance(x, dict) else "]")
-        return put(repr(x) if isinstance(x, (str, float)) else "null" if x is None else str(x))
-
-    complete = walk(v, 0)
-    text = "".join(parts)
-    return _clean(text if complete else text[:limit] + " …", limit + 40)
+def _python(v: JSON, depth: int = 0) -> object:
+    """A certificate's value as Python: ⊥ for ``{"$bottom": true}``, floats from ``{"$float": hex}``."""
+    if isinstance(v, dict) and v == {"$bottom": True}:
+        return BOTTOM
+    if isinstance(v, dict) and set(v) == {"$float"} and isinstance(v["$float"], str):
+        try:
+            return float.fromhex(v["$float"])
+        except (ValueError, OverflowError):
+            return v["$float"]
+    if depth > MAX_JSON_DEPTH:
+        return "…"
+    if isinstance(v, list):
+        return [_python(x, depth + 1) for x in v]
+    if isinstance(v, dict):
+        return {k: _python(x, depth + 1) for k, x in v.items()}
+    return v
 
 
-def _values(node: JSON, value: JSON, out: list[tuple[str, str]], depth: int = 0) -> None:
-    """One row per released part: a Compose's list is matched to its children, a conversion to its child."""
-    d = node if isinstance(node, dict) else {}
-    raw = d.get("children")
-    kids = raw if isinstance(raw, list) and depth < MAX_JSON_DEPTH else []
-    if len(out) >= _MAX_ROWS:
-        return
-    if d.get("combine") == "convert" and len(kids) == 1:
-        return _values(kids[0], value, out, depth + 1)
-    if d.get("combine") == "sum" and isinstance(value, list) and len(value) == len(kids) and kids:
-        for k, v in zip(kids, value):
-            _values(k, v, out, depth + 1)
-        return
-    out.append((_clean(d.get("path", "value"), 200), _value(value)))
+def _values(cert: Mapping[str, JSON]) -> tuple[tuple[str, str, str], ...]:
+    """One row per released part (path, value ± error, confidence), the error bars re-derived from the rebuilt plan.
+
+    The plan is rebuilt from its parameters (:func:`decode`, as the audit does);
+    a plan that cannot be rebuilt gives one row with the value and no error bar.
+    Nothing the certificate says about accuracy is read.
+    """
+    try:
+        plan: object = decode(cert.get("plan"))
+    except Exception:  # noqa: BLE001 - a hostile plan: no error bars, the value is still shown (and the audit says why)
+        plan = None
+    try:
+        rows = value_rows(plan, _python(cert.get("value")), limit=_MAX_ROWS)
+    except Exception:  # noqa: BLE001 - a value that does not fit its plan's shape: shown alone
+        rows = value_rows(None, _python(cert.get("value")))
+    return tuple((_clean(r.path, 200), _clean(r.text, 340), r.confidence) for r in rows)
 
 
 def _pct(share: Fraction) -> str:
@@ -296,10 +286,9 @@ def _model(cert: Mapping[str, JSON]) -> _Model:
          _clean(c.get("path", "?"), 200), _clean(c.get("detail", "?"), 600))
         for c in (raw_checks if isinstance(raw_checks, list) else []) if isinstance(c, dict)
     )  # fmt: skip
-    values: list[tuple[str, str]] = []
-    _values(cert.get("derivation"), cert.get("value"), values)
+    values = _values(cert)
     tree = _node(cert["derivation"]) if isinstance(cert.get("derivation"), dict) else None
-    return _Model(status, _clean(reason, 800), findings, warnings, facts, secure and passed, kind, bars, budget_lines, checks, tuple(values), tree)
+    return _Model(status, _clean(reason, 800), findings, warnings, facts, secure and passed, kind, bars, budget_lines, checks, values, tree)
 
 
 def _insecure(m: _Model) -> str:
@@ -325,7 +314,8 @@ def _text(m: _Model) -> str:
         out.append("  !!! nothing below is confirmed: the audit did not pass !!!")
     if not m.secure:
         out.append(f"!!! {_insecure(m)} !!!")
-    out += ["", "Released value"] + [f"  {path}: {v}" for path, v in m.values]
+    out += ["", "Released value (± the plan's (1 − α) error bar, re-derived from the rebuilt plan)"]
+    out += [f"  {path}: {v}" + (f"  ({c})" if c else "") for path, v, c in m.values]
     if len(m.values) >= _MAX_ROWS:
         out.append("  … (more values not shown)")
     out += ["", "Budget (costs rounded up, budgets and remaining rounded down)"] + [f"  {line}" for line in m.budget_lines]
@@ -375,7 +365,10 @@ def _html(m: _Model) -> str:
         "verdict": escape(_HEADLINES.get(m.status, m.status.upper())),
         "reason": escape(m.reason) + ("" if m.passed else "<br><strong>Nothing below is confirmed.</strong>"),
         "secure": secure,
-        "values": "".join(f"<tr><td><code>{escape(p)}</code></td><td class=\"value\">{escape(v)}</td></tr>" for p, v in m.values),
+        "values": "".join(
+            f'<tr><td><code>{escape(p)}</code></td><td class="value">{escape(v)}</td><td class="confidence">{escape(c)}</td></tr>'
+            for p, v, c in m.values
+        ),
         "budget_lines": "".join(f"<li>{escape(line)}</li>" for line in m.budget_lines),
         "bars": bars,
         "tree": f'<ul class="tree root">{_tree_html(m.tree)}</ul>' if m.tree else "<p>(no readable derivation)</p>",
