@@ -35,7 +35,7 @@ Dist = Callable[[ExponentialQuantile, tuple[float, ...]], list[float]]
 
 
 def _scores(node: ExponentialQuantile, x: tuple[float, ...]) -> list[int]:
-    assert node.candidates is not None
+    assert isinstance(node.candidates, tuple)
     scores: list[int] = candidate_scores(np.array(x, dtype=np.float64), node.candidates, node.q).tolist()
     return scores
 
