@@ -40,11 +40,15 @@ from dpalg.measures._measures import zero_like
 from dpalg.noise._random import AbstractRandomness, RngLike
 
 __all__ = [
-    "AbstractMeasurement", "AbstractPrimitive", "CHECK", "DERIVE", "M", "PLAN_TREE", "PrivacyClaim", "Provided", "RUN", "SUMMARISE",
+    "ABSENT_IN_CERTIFICATE", "AbstractMeasurement", "AbstractPrimitive", "CHECK", "DERIVE", "M", "PLAN_TREE", "PrivacyClaim", "Provided", "RUN", "SUMMARISE",
     "claim_of", "neighbouring_of", "take_checked",
 ]  # fmt: skip
 
 M = TypeVar("M", PureDP, ApproxDP, ZCDP)
+
+#: attrs field metadata key: the value a certificate that does not record the field (written
+#: before the field existed) meant, when that differs from the field's default for new plans
+ABSENT_IN_CERTIFICATE = "dpalg_absent_in_certificate"
 
 
 class _Run(Protocol):

@@ -7,6 +7,10 @@ A plan is encoded field by field from its attrs definition:
 * a ``Fraction`` is ``{"$fraction": "p/q"}`` (exact);
 * a ``tuple`` is ``{"$tuple": [...]}``;
 * a dpalg attrs class is ``{"$node": "module:QualName", "fields": {...}}``;
+* a field a certificate lacks takes its default, or, when the field says so
+  (attrs metadata :data:`~dpalg.graph._node.ABSENT_IN_CERTIFICATE`), the value
+  its absence meant before the field existed (``ExponentialQuantile.candidates``:
+  absent means the grid, ``None``; new plans default to ``"auto"``);
 * a user callable is ``{"$callable": "module:qualname", "repr": text}``: its name
   and its repr without the memory address (so that a plan rebuilt with a stub
   reads exactly like the original, for a ``functools.partial``, a callable object
@@ -41,6 +45,7 @@ import attrs
 from dpalg._errors import DPAlgError, InvalidArgument
 from dpalg._numbers import to_fraction
 from dpalg.graph._derivation import strip_addresses
+from dpalg.graph._node import ABSENT_IN_CERTIFICATE
 from dpalg.measures import ZCDP, ApproxDP, PureDP
 from dpalg.mechanisms import CERTIFICATE_NAMES
 
@@ -291,6 +296,9 @@ def _decode_node(obj: dict[str, JSON], where: str, depth: int) -> object:
     if unknown or missing:
         raise CertificateMalformed(where, f"{qualname}: unknown fields {unknown}, missing fields {missing}")
     fields = {k: _decode(v, f"{where}.{qualname}.{k}", (qualname, k), depth + 2) for k, v in raw.items()}
+    for f in attrs.fields(cls):  # a field added later whose default for new plans differs from what its absence meant
+        if f.name not in raw and ABSENT_IN_CERTIFICATE in f.metadata:
+            fields[f.name] = f.metadata[ABSENT_IN_CERTIFICATE]
     instance = cls.__new__(cls)
     init = getattr(instance, "__attrs_init__", None)
     try:

@@ -35,7 +35,7 @@ Dist = Callable[[ExponentialQuantile, tuple[float, ...]], list[float]]
 
 
 def _scores(node: ExponentialQuantile, x: tuple[float, ...]) -> list[int]:
-    assert node.candidates is not None
+    assert isinstance(node.candidates, tuple)
     scores: list[int] = candidate_scores(np.array(x, dtype=np.float64), node.candidates, node.q).tolist()
     return scores
 
@@ -221,7 +221,7 @@ MED = Query.median("x") | Clip(0, 10)
         (lambda: ExponentialQuantile(MED, epsilon=1, candidates=(1, 11)), "candidates[1]=11 must lie inside"),
         (lambda: ExponentialQuantile(MED, epsilon=1, candidates=()), "1 to 2**16"),
         (lambda: ExponentialQuantile(MED, epsilon=1, candidates=range(MAX_CANDIDATES + 1)), "65537 values>' must hold 1 to 2**16"),
-        (lambda: ExponentialQuantile(MED, epsilon=1, candidates="123"), "candidates='str' must be None or a sequence"),
+        (lambda: ExponentialQuantile(MED, epsilon=1, candidates="123"), "candidates='123' must be 'auto', 'integers', None"),
         (lambda: ExponentialQuantile(MED, epsilon=1, candidates={1, 2}), "candidates='set'"),  # type: ignore[arg-type]
         (lambda: ExponentialQuantile(MED, epsilon=1, candidates=np.zeros((2, 2))), "one-dimensional"),
         (lambda: ExponentialQuantile(MED, epsilon=1, candidates=(True, 2)), "not a bool"),
@@ -299,19 +299,20 @@ def _golden_data() -> dict[str, np.ndarray]:
     return {"x": np.round(gen.gamma(4.0, 10.0, 300), 2), "u": gen.integers(0, 40, 300)}
 
 
-#: recorded with the code before candidates existed (same data, seeds 0-4)
+#: recorded with the code before candidates existed (same data, seeds 0-4); the default is now
+#: candidates="auto" (shown in the repr), which on these float columns is the same grid: the same outputs
 GOLDEN = [
     (ExponentialQuantile(Query.median("x") | Clip(0, 100), epsilon=1),
-     "ExponentialQuantile(query=Query.median('x') | Clip(0, 100), epsilon=Fraction(1, 1), relation='add_remove', grid_bits=20)",
+     "ExponentialQuantile(query=Query.median('x') | Clip(0, 100), epsilon=Fraction(1, 1), relation='add_remove', grid_bits=20, candidates='auto')",
      [37.127113342285156, 37.5514030456543, 37.363433837890625, 37.17927932739258, 37.35942840576172]),
     (ExponentialQuantile(Query.quantile("x", "0.9") | Clip(0, 100), epsilon="0.5", relation="substitution", grid_bits=8),
-     "ExponentialQuantile(query=Query.quantile('x', '9/10') | Clip(0, 100), epsilon=Fraction(1, 2), relation='substitution', grid_bits=8)",
+     "ExponentialQuantile(query=Query.quantile('x', '9/10') | Clip(0, 100), epsilon=Fraction(1, 2), relation='substitution', grid_bits=8, candidates='auto')",
      [58.203125, 65.234375, 65.625, 69.921875, 67.96875]),
     (ExponentialQuantile(Query.median("x") | Clip(0, 100), epsilon=2, grid_bits=30),
-     "ExponentialQuantile(query=Query.median('x') | Clip(0, 100), epsilon=Fraction(2, 1), relation='add_remove', grid_bits=30)",
+     "ExponentialQuantile(query=Query.median('x') | Clip(0, 100), epsilon=Fraction(2, 1), relation='add_remove', grid_bits=30, candidates='auto')",
      [37.50235354527831, 37.455361895263195, 37.36339891329408, 37.19712942838669, 37.476388085633516]),
     (ExponentialQuantile(Query.median("x", user="u") | ClipPerUser(0, 500), epsilon=1),
-     "ExponentialQuantile(query=Query.median('x', user='u') | ClipPerUser(0, 500), epsilon=Fraction(1, 1), relation='add_remove', grid_bits=20)",
+     "ExponentialQuantile(query=Query.median('x', user='u') | ClipPerUser(0, 500), epsilon=Fraction(1, 1), relation='add_remove', grid_bits=20, candidates='auto')",
      [307.81030654907227, 305.7537078857422, 305.2663803100586, 300.8856773376465, 303.09152603149414]),
 ]  # fmt: skip
 
@@ -319,15 +320,18 @@ GOLDEN = [
 @pytest.mark.parametrize(("node", "text", "outputs"), GOLDEN)
 def test_default_node_is_unchanged(node: ExponentialQuantile, text: str, outputs: list[float]) -> None:
     assert repr(node) == text
-    assert node.candidates is None and node.selection == "exponential"
+    assert node.candidates == "auto" and node.selection == "exponential"
     ds = as_dataset(_golden_data())
     assert [node.release(ds, SeededRandomness(s)) for s in range(5)] == outputs
     assert node.privacy().rule == "exponential mechanism, exp(eps*u/(2*Delta)) (McSherry-Talwar 2007 Thm 6)"
-    assert [k for k, _ in node.privacy().inputs] == ["epsilon", "Delta", "grid"]
+    assert [k for k, _ in node.privacy().inputs] == ["epsilon", "Delta", "candidates", "integers", "grid"]
 
 
 def test_a_certificate_written_before_candidates_still_rebuilds_the_same_plan() -> None:
-    plan = Compose(ExponentialQuantile(MED, epsilon=1, grid_bits=8))
+    # an older dpalg always used the grid: its certificates, lacking the field, mean candidates=None
+    # (not the new default "auto"), so the rebuilt plan is the grid node with the old repr
+    plan = Compose(ExponentialQuantile(MED, epsilon=1, grid_bits=8, candidates=None))
+    assert "candidates" not in repr(plan)
     encoded = json.loads(json.dumps(encode(plan)))
     fields = encoded["$node"] and encoded["fields"]["children"]["$tuple"][0]["fields"]
     old = {k: v for k, v in fields.items() if k not in ("candidates", "selection")}  # as an older dpalg wrote it

@@ -37,7 +37,7 @@ from dpalg.noise import (
 from dpalg.queries import Query
 from dpalg.queries._query import refuse_user_function
 
-__all__ = ["Gaussian", "Laplace", "NoiseTerm", "SUPPORTED_GLOBAL", "noise_terms"]
+__all__ = ["Gaussian", "Laplace", "NoiseTerm", "SUPPORTED_GLOBAL", "counts_nonnegative", "noise_terms"]
 
 SUPPORTED_GLOBAL = ("count", "sum", "mean", "histogram", "count_distinct", "user_count")
 #: kinds released at user level (with a contribution bound per user)
@@ -180,6 +180,8 @@ def _release(node: Laplace | Gaussian, data: Dataset, rng: AbstractRandomness) -
         noise = [_noise(kind, t.param, 1, rng)[0] for t in terms]
     noisy = [t.value + z for t, z in zip(terms, noise)]
     query = node.query
+    if node.nonnegative and counts_nonnegative(query):
+        noisy = [max(0, v) for v in noisy]  # post-processing (Dwork–Roth Prop. 2.1); see counts_nonnegative
     if query.kind == "histogram":
         assert query.keys is not None
         return dict(zip(query.keys, noisy))
@@ -193,6 +195,40 @@ def _release(node: Laplace | Gaussian, data: Dataset, rng: AbstractRandomness) -
         return float((lower + upper) / 2)
     centre = lattice_centre(lower, upper, terms[0].k)[2]
     return float(min(max((Fraction(noisy[0]) / noisy[1] + centre) * step, lower), upper))
+
+
+def counts_nonnegative(query: Query) -> bool:
+    """Whether the released statistic is a count whose true value is ``>= 0`` on every dataset.
+
+    Row counts, ``count_distinct``, ``user_count`` and histogram cells (row or
+    user level) are; a user-level ``count | ClipPerUser(L, U)`` is a sum of
+    ``clamp(rows_u, L, U)`` with ``0 <= L`` (the query refuses a negative ``L``
+    for a count), so it is too. Sums and means are not counts (a clipped sum can
+    be negative) and are never clamped.
+
+    For such a count ``c >= 0`` and any noisy value ``Y``, ``|max(0, Y) − c| <= |Y − c|``
+    (if ``Y >= 0`` nothing changes; if ``Y < 0`` then ``|0 − c| = c < c − Y``), so
+    releasing ``max(0, Y)`` is free post-processing (Dwork–Roth 2014, Prop. 2.1: the
+    privacy guarantee is unchanged) and every accuracy statement about ``Y`` holds
+    for it too, pointwise.
+    """
+    if query.kind == "count" and query.per_user_totals:
+        assert query.user_lower is not None and query.user_lower >= 0  # Query refuses L < 0 for a count
+    return query.kind in ("count", "count_distinct", "user_count", "histogram")
+
+
+def _nonnegative(owner: str, value: bool) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidArgument(owner, "nonnegative", value, "must be True or False")
+    return value
+
+
+def _lap_nonneg(value: bool) -> bool:
+    return _nonnegative("Laplace", value)
+
+
+def _gauss_nonneg(value: bool) -> bool:
+    return _nonnegative("Gaussian", value)
 
 
 def _check_noise_range(node: Laplace | Gaussian) -> None:
@@ -265,6 +301,17 @@ class _GlobalNoise:
     query: Query
     relation: Relation
     granularity: int | None
+    nonnegative: bool
+
+    def __repr__(self) -> str:
+        # the attrs repr, with ``nonnegative`` only when it is off: plans (and the plan_repr of
+        # certificates) written before the option existed read exactly as before
+        budget = f"epsilon={self.epsilon!r}" if isinstance(self, Laplace) else f"rho={self.rho!r}" if isinstance(self, Gaussian) else ""
+        text = (
+            f"{type(self).__name__}(query={self.query!r}, {budget}, "
+            f"relation={self.relation!r}, granularity={self.granularity!r}"
+        )
+        return text + (")" if self.nonnegative else ", nonnegative=False)")
 
     def __attrs_post_init__(self) -> None:
         assert isinstance(self, (Laplace, Gaussian))
@@ -287,13 +334,18 @@ class _GlobalNoise:
         return global_accuracy(self, alpha, n)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
-        """The noisy value (int, float, or dict for histograms)."""
+        """The noisy value (int, float, or dict for histograms).
+
+        A count (row count, ``count_distinct``, ``user_count``, a histogram cell)
+        is released as ``max(0, c + Z)`` unless ``nonnegative=False``
+        (:func:`counts_nonnegative`: free post-processing that never increases the error).
+        """
         assert isinstance(self, (Laplace, Gaussian))
         return _release(self, data, rng)
 
 
 @final
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Laplace(_GlobalNoise, AbstractPrimitive[PureDP]):
     """The Laplace mechanism with exact discrete Laplace noise on a lattice.
 
@@ -309,6 +361,12 @@ class Laplace(_GlobalNoise, AbstractPrimitive[PureDP]):
         relation: ``"add_remove"`` (default) or ``"substitution"``.
         granularity: release multiples of ``2**granularity`` for real-valued
             queries; ``None`` picks ``2**(floor(log2(scale)) - 20)``.
+        nonnegative: release a count (row count, ``count_distinct``,
+            ``user_count``, each histogram cell) as ``max(0, c + Z)`` (default
+            ``True``); ``False`` releases ``c + Z``, possibly negative. Sums and
+            means are never clamped. Free post-processing (Dwork–Roth Prop. 2.1)
+            that can only reduce the error: the cost and every accuracy bound
+            are the same either way (:func:`counts_nonnegative`).
 
     Privacy guarantee:
         ε-DP under the stated relation for one row (one user for
@@ -332,6 +390,7 @@ class Laplace(_GlobalNoise, AbstractPrimitive[PureDP]):
     epsilon: Fraction = attrs.field(converter=_eps)
     relation: Relation = attrs.field(default="add_remove", converter=_lap_relation)
     granularity: int | None = attrs.field(default=None, converter=_lap_k)
+    nonnegative: bool = attrs.field(default=True, converter=_lap_nonneg)
 
     def privacy(self) -> PrivacyClaim[PureDP]:
         """ε, from the parameters only."""
@@ -343,7 +402,7 @@ class Laplace(_GlobalNoise, AbstractPrimitive[PureDP]):
 
 
 @final
-@attrs.frozen
+@attrs.frozen(repr=False)
 class Gaussian(_GlobalNoise, AbstractPrimitive[ZCDP]):
     """The Gaussian mechanism with exact discrete Gaussian noise, ρ-zCDP.
 
@@ -355,6 +414,7 @@ class Gaussian(_GlobalNoise, AbstractPrimitive[ZCDP]):
         rho: ρ > 0.
         relation: ``"add_remove"`` (default) or ``"substitution"``.
         granularity: lattice exponent for real-valued queries (``None``: automatic).
+        nonnegative: counts released as ``max(0, c + Z)`` (default ``True``), as for :class:`Laplace`.
 
     Privacy guarantee:
         ρ-zCDP under the stated relation: adding discrete Gaussian noise of
@@ -368,6 +428,7 @@ class Gaussian(_GlobalNoise, AbstractPrimitive[ZCDP]):
     rho: Fraction = attrs.field(converter=_rho)
     relation: Relation = attrs.field(default="add_remove", converter=_gauss_relation)
     granularity: int | None = attrs.field(default=None, converter=_gauss_k)
+    nonnegative: bool = attrs.field(default=True, converter=_gauss_nonneg)
 
     def privacy(self) -> PrivacyClaim[ZCDP]:
         """ρ, from the parameters only."""

@@ -23,7 +23,7 @@ the output's score is at most ``t − 1`` above the best with probability ``≥ 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Final, Literal, final
 
@@ -52,8 +52,11 @@ from dpalg.noise import AbstractRandomness, prf_secret, sample_exp_runs, sample_
 from dpalg.noise._permute_flip import MAX_PF_CANDIDATES, sample_permute_flip
 from dpalg.queries import Query
 from dpalg.queries._query import refuse_user_function
+from dpalg.graph._node import ABSENT_IN_CERTIFICATE
 
-__all__ = ["MAX_CANDIDATES", "ExponentialQuantile", "NoisyMax", "candidate_scores", "quantile_runs", "quantile_runs_from_counts"]
+__all__ = [
+    "MAX_CANDIDATES", "ExponentialQuantile", "NoisyMax", "candidate_scores", "integer_range", "quantile_runs", "quantile_runs_from_counts",
+]  # fmt: skip
 
 #: the most public candidates an :class:`ExponentialQuantile` accepts
 MAX_CANDIDATES: Final = 1 << 16  # a certificate records every candidate (plan, plan_repr, derivation): 2**16 keeps it far below the auditor's 16 MiB
@@ -107,13 +110,23 @@ def _grid_bits(value: int) -> int:
     return value
 
 
-def _candidates(value: Sequence[ExactLike] | npt.NDArray[np.generic] | None) -> tuple[Fraction, ...] | None:
-    """``None``, or the public candidates as a tuple of exact Fractions, strictly increasing."""
+CandidateRule = Literal["auto", "integers"]
+
+
+def _candidates(
+    value: Sequence[ExactLike] | npt.NDArray[np.generic] | str | None,
+) -> tuple[Fraction, ...] | CandidateRule | None:
+    """``"auto"``, ``"integers"``, ``None`` (the grid), or the public candidates as a tuple of exact Fractions, strictly increasing."""
     owner = "ExponentialQuantile"
     if value is None:
         return None
+    if isinstance(value, str) and value in ("auto", "integers"):
+        return "auto" if value == "auto" else "integers"
     if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
-        raise InvalidArgument(owner, "candidates", type(value).__name__, "must be None or a sequence of numbers (list, tuple, range, 1-D array)")
+        raise InvalidArgument(
+            owner, "candidates", value if isinstance(value, str) else type(value).__name__,
+            "must be 'auto', 'integers', None (the grid) or a sequence of numbers (list, tuple, range, 1-D array)",
+        )
     if isinstance(value, np.ndarray) and value.ndim != 1:
         raise InvalidArgument(owner, "candidates", f"<array of shape {value.shape}>", "must be one-dimensional")
     if not 1 <= len(value) <= MAX_CANDIDATES:
@@ -123,6 +136,29 @@ def _candidates(value: Sequence[ExactLike] | npt.NDArray[np.generic] | None) -> 
         if out[i] <= out[i - 1]:
             raise InvalidArgument(owner, f"candidates[{i}]", _plain(out[i]), f"must be > candidates[{i - 1}]={out[i - 1]} (strictly increasing)")
     return out
+
+
+#: integer candidates are exact as float64 up to here (the clip range must lie inside ±2**53)
+_MAX_EXACT_INT = 1 << 53
+
+
+def integer_range(query: Query) -> tuple[int, int] | None:
+    """The integers ``[a, b]`` of the clip range that ``candidates="integers"`` uses, or ``None``.
+
+    ``a = ceil(l)``, ``b = floor(u)``; ``None`` when the range holds no integer,
+    more than :data:`MAX_CANDIDATES`, or reaches beyond ±2**53 (where float64
+    values stop being exact integers). A function of the public parameters only.
+    """
+    lower, upper = grid_bounds(query)
+    a, b = -((-lower.numerator) // lower.denominator), upper.numerator // upper.denominator
+    if a > b or b - a + 1 > MAX_CANDIDATES or a < -_MAX_EXACT_INT or b > _MAX_EXACT_INT:
+        return None
+    return a, b
+
+
+def _integer_typed(data: Dataset, column: str) -> bool:
+    """Whether the column's *declared* type is an integer (the public schema, never a value)."""
+    return data.column_type(column).dtype.kind in "iu"
 
 
 def _selection(value: str) -> Selection:
@@ -234,8 +270,11 @@ def quantile_runs_from_counts(
 class ExponentialQuantile(AbstractPrimitive[PureDP]):
     """A private quantile by the exponential mechanism (or permute-and-flip) over public candidates.
 
-    By default the candidates are the ``2**grid_bits + 1`` points
-    ``l + j (u − l)/2**grid_bits``. Each record is first snapped to its nearest
+    By default (``candidates="auto"``) the candidates are the integers of the
+    clip range when the column's *declared* type is an integer and ``[l, u]``
+    holds 1 to 2**16 integers (within ±2**53), else the ``2**grid_bits + 1``
+    points ``l + j (u − l)/2**grid_bits`` (``candidates=None`` always uses
+    that grid). On the grid, each record is first snapped to its nearest
     candidate (a per-record map, so neighbouring datasets stay neighbours). The
     utility of candidate c is ``−|(1 − q)·#{x < c} − q·#{x > c}|``; candidates
     with equal utility form O(n) runs, each weighted in one step by the exact
@@ -255,9 +294,11 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
         relation: ``"add_remove"`` (default) or ``"substitution"``.
         grid_bits: log2 of the number of grid intervals (default 20); must stay
             20 when ``candidates`` is given.
-        candidates: ``None`` (the grid) or a public, strictly increasing
-            sequence of finite numbers inside the clip range, stored as exact
-            Fractions.
+        candidates: ``"auto"`` (default: the integers of ``[l, u]`` on an
+            integer-typed column, else the grid), ``"integers"`` (the integers
+            ``ceil(l)..floor(u)``, at most 2**16, whatever the column's type),
+            ``None`` (the grid), or a public, strictly increasing sequence of
+            finite numbers inside the clip range, stored as exact Fractions.
         selection: ``"exponential"`` (default) or ``"permute_and_flip"``
             (needs at most 2**20 + 1 candidates: ``grid_bits <= 20`` or ``candidates``).
 
@@ -278,6 +319,16 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
         lie in [L, U], so Δ is unchanged; with ``| MaxRowsPerUser(k)`` one user adds at
         most k records and Δ = k·max(q, 1 − q). Public candidates do not touch
         the argument: every count is a sum of per-record indicators.
+        The theorem needs the candidate set to be fixed independently of the
+        data: ``"integers"`` is a function of (l, u) alone; ``"auto"`` of (l, u,
+        grid_bits) and the column's declared type, read from the schema
+        (:meth:`dpalg.data.Dataset.column_type`, never a value), which is public
+        and the same on neighbouring datasets (they differ in rows, not in
+        schema). So on each schema the mechanism is the exponential mechanism over
+        one fixed public set, ε-DP with the same Δ; the cost never depends on
+        which set runs. The integer path ranks values on a grid of step 1 (index
+        ``x − l`` of an integer value in ``[l, u]``), which gives every integer
+        candidate the score :func:`candidate_scores` gives it: the same law.
 
     Examples:
         >>> from dpalg import Clip, PureDP, Query
@@ -294,7 +345,10 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
     epsilon: Fraction = attrs.field(converter=_eq_eps)
     relation: Relation = attrs.field(default="add_remove", converter=_eq_relation)
     grid_bits: int = attrs.field(default=20, converter=_grid_bits)
-    candidates: tuple[Fraction, ...] | None = attrs.field(default=None, converter=_candidates)
+    # a certificate written before this field existed meant the grid: it decodes to None (dpalg.release._serialize)
+    candidates: tuple[Fraction, ...] | CandidateRule | None = attrs.field(
+        default="auto", converter=_candidates, metadata={ABSENT_IN_CERTIFICATE: None}
+    )
     selection: Selection = attrs.field(default="exponential", converter=_selection)
 
     def __repr__(self) -> str:
@@ -304,7 +358,9 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
             f"ExponentialQuantile(query={self.query!r}, epsilon={self.epsilon!r}, "
             f"relation={self.relation!r}, grid_bits={self.grid_bits!r}"
         )
-        if self.candidates is not None:
+        if isinstance(self.candidates, str):  # the default "auto" too: a plan says which candidates it uses
+            text += f", candidates={self.candidates!r}"
+        elif self.candidates is not None:
             text += f", candidates=({', '.join(_candidate_text(c) for c in self.candidates)}{',' if len(self.candidates) == 1 else ''})"
         if self.selection != "exponential":
             text += f", selection={self.selection!r}"
@@ -322,14 +378,28 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
 
     @property
     def n_candidates(self) -> int:
-        """N, the number of candidates (public)."""
-        return (1 << self.grid_bits) + 1 if self.candidates is None else len(self.candidates)
+        """N, the number of candidates (public); for ``"auto"`` the larger of the two forms it may take (a bound on N)."""
+        grid = (1 << self.grid_bits) + 1
+        if isinstance(self.candidates, tuple):
+            return len(self.candidates)
+        span = integer_range(self.query)
+        integers = 0 if span is None else span[1] - span[0] + 1
+        if self.candidates == "integers":
+            return integers
+        return grid if self.candidates is None else max(grid, integers)
 
     def __attrs_post_init__(self) -> None:
         check_user_level("ExponentialQuantile", self.query, self.relation, ("median", "quantile"))
-        if self.candidates is not None:
+        if self.candidates == "integers" and integer_range(self.query) is None:
+            lower, upper = grid_bounds(self.query)
+            raise InvalidArgument(
+                "ExponentialQuantile", "candidates", "integers",
+                f"needs 1 to 2**16 = {MAX_CANDIDATES} integers inside the clip range [{lower}, {upper}] (within ±2**53)",
+            )
+        if self.candidates is not None and self.candidates != "auto":
             if self.grid_bits != 20:
                 raise InvalidArgument("ExponentialQuantile", "grid_bits", self.grid_bits, "is unused with candidates: leave it at 20")
+        if isinstance(self.candidates, tuple):
             lower, upper = grid_bounds(self.query)
             for i in (0, len(self.candidates) - 1):  # sorted: the ends decide
                 if not lower <= self.candidates[i] <= upper:
@@ -347,8 +417,18 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
 
     def privacy(self) -> PrivacyClaim[PureDP]:
         """ε from the parameters."""
-        where = ("grid", f"2**{self.grid_bits}") if self.candidates is None else ("candidates", str(len(self.candidates)))
-        params = (("epsilon", str(self.epsilon)), ("Delta", str(self.sensitivity())), where)
+        span = integer_range(self.query)
+        integers = "none" if span is None else f"[{span[0]}, {span[1]}]"
+        where: tuple[tuple[str, str], ...]
+        if self.candidates is None:
+            where = (("grid", f"2**{self.grid_bits}"),)
+        elif self.candidates == "auto":  # which form runs is read from the public schema; eps is the same
+            where = (("candidates", "auto"), ("integers", integers), ("grid", f"2**{self.grid_bits}"))
+        elif self.candidates == "integers":
+            where = (("candidates", "integers"), ("integers", integers))
+        else:
+            where = (("candidates", str(len(self.candidates))),)
+        params = (("epsilon", str(self.epsilon)), ("Delta", str(self.sensitivity())), *where)
         if self.selection == "permute_and_flip":
             return PrivacyClaim(
                 PureDP(self.epsilon),
@@ -369,11 +449,47 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
         """
         return exponential_quantile_accuracy(self, alpha)
 
+    def uses_integers(self, data: Dataset) -> bool:
+        """Whether the release on ``data`` uses the integer candidates: ``"integers"``, or ``"auto"``
+        on a column whose declared type is an integer (the public schema; no value is read)."""
+        if self.candidates == "integers":
+            return True
+        if self.candidates != "auto" or integer_range(self.query) is None:
+            return False
+        assert self.query.column is not None
+        return _integer_typed(data, self.query.column)
+
+    def integer_runs(
+        self, data: Dataset, rng: AbstractRandomness
+    ) -> tuple[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
+        """``(a, runs)``: the score runs over the integer candidates ``a..b`` of an integer-typed
+        column with integer clip bounds, computed like the grid's (a grid of step 1).
+
+        The clipped values are integers in ``[a, b]`` (the column's type is an integer and
+        so are the bounds; per-user totals of integers are integers), so ``x - a`` is the
+        exact index of the candidate each value equals, and the runs' scores are those of
+        :func:`candidate_scores` at every integer candidate: the same weights, so the same law.
+        """
+        span = integer_range(self.query)
+        assert span is not None
+        a, b = span
+        x = _quantile_values(self.query, data, rng)
+        idx = np.rint(x - float(a)).astype(np.int64)  # exact: x is an integer in [a, b] and |x| <= 2**53
+        return a, quantile_runs(idx, b - a, self.q)
+
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
-        """A candidate (a grid point, or one of ``candidates``) as a float."""
-        if self.candidates is not None:
+        """A candidate (an integer, a grid point, or one of ``candidates``) as a float."""
+        if isinstance(self.candidates, tuple):
             return self._release_candidates(data, rng, self.candidates)
         lower, upper = grid_bounds(self.query)
+        if self.uses_integers(data):
+            span = integer_range(self.query)
+            assert span is not None and self.query.column is not None
+            if lower != span[0] or upper != span[1] or not _integer_typed(data, self.query.column):
+                # the values may be non-integers (a float column, or clipped to a fractional bound): exact comparisons
+                return self._release_candidates(data, rng, tuple(Fraction(c) for c in range(span[0], span[1] + 1)))
+            a, (starts, lengths, scores) = self.integer_runs(data, rng)
+            return self._sample_runs(starts, lengths, scores, rng, lambda j: float(a + j))
         size = 1 << self.grid_bits
         if self.query.user is None and self.grid_bits <= MAX_COUNTED_GRID_BITS:
             # row level: the utility reads only how many values fall on each grid point
@@ -388,15 +504,24 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
                 pos = (x * 0.5 - float(lower) * 0.5) * float(Fraction(2 * size) / (upper - lower))
             idx = np.clip(np.rint(pos), 0, size).astype(np.int64)
             starts, lengths, scores = quantile_runs(idx, size, self.q)
+        return self._sample_runs(starts, lengths, scores, rng, lambda j: float(lower + (upper - lower) * Fraction(j, size)))
+
+    def _sample_runs(
+        self,
+        starts: npt.NDArray[np.int64],
+        lengths: npt.NDArray[np.int64],
+        scores: npt.NDArray[np.int64],
+        rng: AbstractRandomness,
+        point: Callable[[int], float],
+    ) -> float:
+        """Candidate ``j`` with probability ∝ exp(−γ·s_j) (or permute-and-flip), returned as ``point(j)``."""
         # scores are integers = den(q)·|…|; exp(-ε·score/(den·2Δ))
         gamma = self.epsilon / (2 * self.sensitivity() * self.q.denominator)
         if self.selection == "permute_and_flip":  # N <= 2**20 + 1 (checked at construction)
-            j = sample_permute_flip(np.repeat(scores, lengths), gamma, rng=rng)
-            return float(lower + (upper - lower) * Fraction(j, size))
+            return point(sample_permute_flip(np.repeat(scores, lengths), gamma, rng=rng))
         run = sample_exp_runs(scores, gamma, lengths, rng=rng)
         length = int(lengths[run])
-        j = int(starts[run]) + (rng.big_below(length) if length > 1 else 0)
-        return float(lower + (upper - lower) * Fraction(j, size))
+        return point(int(starts[run]) + (rng.big_below(length) if length > 1 else 0))
 
     def _release_candidates(self, data: Dataset, rng: AbstractRandomness, candidates: tuple[Fraction, ...]) -> float:
         x = _quantile_values(self.query, data, rng)
@@ -511,7 +636,8 @@ def exponential_quantile_accuracy(node: ExponentialQuantile, alpha: ExactLike) -
     gamma = node.epsilon / (2 * delta_u * den)  # the release's rate per integer score unit
     candidates = node.n_candidates
     gap = exp_mech_gap(candidates, gamma, a)
-    where = "grid points" if node.candidates is None else "public candidates"
+    where = {None: "grid points", "auto": "public candidates (integers or grid points, the larger N)", "integers": "integers"}.get(
+        node.candidates if not isinstance(node.candidates, tuple) else "", "public candidates")
     pf = node.selection == "permute_and_flip"
     if pf:
         noise = f"permute-and-flip over {candidates} {where}, coins exp(eps*(u-u*)/(2*Delta)), Delta={up_text(delta_u)}"
