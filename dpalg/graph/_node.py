@@ -40,7 +40,7 @@ from dpalg.measures._measures import zero_like
 from dpalg.noise._random import AbstractRandomness, RngLike
 
 __all__ = [
-    "ABSENT_IN_CERTIFICATE", "AbstractMeasurement", "AbstractPrimitive", "CHECK", "DERIVE", "M", "PLAN_TREE", "PrivacyClaim", "Provided", "RUN", "SUMMARISE",
+    "ABSENT_IN_CERTIFICATE", "QUIET_DEFAULT", "AbstractMeasurement", "AbstractPrimitive", "CHECK", "DERIVE", "M", "PLAN_TREE", "PrivacyClaim", "Provided", "RUN", "SUMMARISE",
     "claim_of", "neighbouring_of", "take_checked",
 ]  # fmt: skip
 
@@ -49,6 +49,9 @@ M = TypeVar("M", PureDP, ApproxDP, ZCDP)
 #: attrs field metadata key: the value a certificate that does not record the field (written
 #: before the field existed) meant, when that differs from the field's default for new plans
 ABSENT_IN_CERTIFICATE = "dpalg_absent_in_certificate"
+#: attrs field metadata key: when true, the plan tree (``str(plan)``) leaves the field out while it
+#: holds its default, as the node's repr does (an option added later, so older plans read as before)
+QUIET_DEFAULT = "dpalg_quiet_default"
 
 
 class _Run(Protocol):

@@ -23,7 +23,7 @@ import attrs
 from dpalg._errors import DPAlgError
 from dpalg.measures import ZCDP, ApproxDP, PureDP
 from dpalg.measures._display import decimal_measure, decimal_text
-from dpalg.graph._node import PLAN_TREE, AbstractMeasurement
+from dpalg.graph._node import PLAN_TREE, QUIET_DEFAULT, AbstractMeasurement
 
 __all__ = ["plan_tree"]
 
@@ -63,6 +63,8 @@ def _parts(node: object) -> tuple[list[str], list[tuple[str, object]]]:
         ):
             children.extend((repr(p[0]), p[1]) for p in v)
         elif v is None:  # an unset option (granularity, unit, epsilon of a split PTR): not shown; repr keeps it
+            continue
+        elif field.metadata.get(QUIET_DEFAULT) and v == field.default:  # an option at its default, hidden as in repr
             continue
         else:
             params.append(_param(field.name, v))

@@ -116,3 +116,8 @@ def test_session_release_of_an_empty_count_is_zero_or_more() -> None:
     session = Session(PureDP(10))
     values = [session.run(Laplace(Query.count(), epsilon="0.1"), {"x": np.zeros(0)}, rng=s).value for s in range(20)]
     assert all(isinstance(v, int) and v >= 0 for v in values) and any(v == 0 for v in values)
+
+
+def test_the_plan_tree_shows_the_option_only_when_it_is_off() -> None:
+    assert "nonnegative" not in str(Laplace(Query.count(), epsilon=1))
+    assert "nonnegative=False" in str(Laplace(Query.count(), epsilon=1, nonnegative=False))

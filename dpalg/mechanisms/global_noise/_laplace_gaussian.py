@@ -18,7 +18,7 @@ from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
 from dpalg.data import Dataset, LatticeSum, Neighbouring, Reductions, Relation, SumSpec, as_dataset, as_reductions
 from dpalg.graph._accuracy import Accuracy, alpha_param
-from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
+from dpalg.graph._node import QUIET_DEFAULT, AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ZCDP, PureDP
 from dpalg.mechanisms._common.accuracy import up_text
 from dpalg.mechanisms._common.params import floor_log2, granularity_param, positive_param, relation_param
@@ -390,7 +390,7 @@ class Laplace(_GlobalNoise, AbstractPrimitive[PureDP]):
     epsilon: Fraction = attrs.field(converter=_eps)
     relation: Relation = attrs.field(default="add_remove", converter=_lap_relation)
     granularity: int | None = attrs.field(default=None, converter=_lap_k)
-    nonnegative: bool = attrs.field(default=True, converter=_lap_nonneg)
+    nonnegative: bool = attrs.field(default=True, converter=_lap_nonneg, metadata={QUIET_DEFAULT: True})
 
     def privacy(self) -> PrivacyClaim[PureDP]:
         """ε, from the parameters only."""
@@ -428,7 +428,7 @@ class Gaussian(_GlobalNoise, AbstractPrimitive[ZCDP]):
     rho: Fraction = attrs.field(converter=_rho)
     relation: Relation = attrs.field(default="add_remove", converter=_gauss_relation)
     granularity: int | None = attrs.field(default=None, converter=_gauss_k)
-    nonnegative: bool = attrs.field(default=True, converter=_gauss_nonneg)
+    nonnegative: bool = attrs.field(default=True, converter=_gauss_nonneg, metadata={QUIET_DEFAULT: True})
 
     def privacy(self) -> PrivacyClaim[ZCDP]:
         """ρ, from the parameters only."""
