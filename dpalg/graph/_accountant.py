@@ -258,11 +258,12 @@ def _walk(node: object, path: str, dry: bool) -> Derivation | None:
     match known:
         case Compose():
             here = _child_path(path, "Compose")
-            items = _children(known.children, here, None, dry)
+            names = list(known.names) if known.names else None  # a named child sits at {here}/{name}
+            items = _children(known.children, here, names, dry)
             if dry:
                 return None
             total = sum_measures([it.cost for it in items])
-            pending = PendingChildren(here, None, known.children, items)
+            pending = PendingChildren(here, names, known.children, items)
             return Derivation(here, known, _SUM_RULE, (("children", str(len(items))),), total, pending, combine="sum")
         case Parallel():
             here = _child_path(path, f"Parallel(by={known.by!r})")

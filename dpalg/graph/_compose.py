@@ -116,6 +116,20 @@ def _single_measure(owner: str, children: tuple[object, ...]) -> None:
         )
 
 
+def _names(names: object, count: int) -> tuple[str, ...]:
+    """Validate a Compose's child names: none, or one distinct identifier per child."""
+    if not isinstance(names, tuple) or not all(isinstance(n, str) for n in names):
+        raise InvalidArgument("Compose", "names", type(names).__name__, "must be a tuple of str")
+    if names and len(names) != count:
+        raise InvalidArgument("Compose", "names", len(names), f"must name every one of the {count} children, or none")
+    for name in names:
+        if not name.isidentifier() or len(name) > 100:
+            raise InvalidArgument("Compose", "names", name[:100], "must be Python identifiers of at most 100 characters")
+    if len(set(names)) != len(names):
+        raise InvalidArgument("Compose", "names", sorted({n for n in names if names.count(n) > 1}), "must be distinct")
+    return names
+
+
 @final
 @attrs.frozen(init=False, repr=False)
 class Compose(AbstractMeasurement[M]):
@@ -125,23 +139,44 @@ class Compose(AbstractMeasurement[M]):
         Basic composition (Dwork–Roth 2014, Theorem 3.16 for (ε, δ); Bun–Steinke
         2016, Lemma 2.3 for zCDP): the cost is the exact sum of the children's
         costs, under the children's common neighbouring relation (all children
-        must state the same one). The release value is the tuple of the
-        children's values.
+        must state the same one). Names do not change the cost.
+
+    The release value is the tuple of the children's values, or, for keyword
+    children (``Compose(mean=..., median=...)``), the dict name -> value in the
+    given order; a child's name then replaces its index in every path
+    (``Compose/mean/Laplace``). Positional and keyword children do not mix.
 
     Examples:
         >>> from dpalg.graph._testing import Fixed
         >>> Compose(Fixed(PureDP(1)), Fixed(PureDP("0.5"))).cost()
         PureDP('3/2')
+        >>> Compose(a=Fixed(PureDP(1)), b=Fixed(PureDP("0.5"))).labels
+        ('a', 'b')
     """
 
     children: tuple[AbstractMeasurement[M], ...]
+    names: tuple[str, ...] = ()
 
-    def __init__(self, *children: AbstractMeasurement[M]) -> None:
-        self.__attrs_init__(tuple(children))
+    def __init__(self, *children: AbstractMeasurement[M], **named: AbstractMeasurement[M]) -> None:
+        if children and named:
+            raise InvalidArgument(
+                "Compose", "children", f"{len(children)} positional and {len(named)} named",
+                "must be all positional or all named (a release value is a tuple or a dict, not both)",
+            )
+        if named:
+            self.__attrs_init__(tuple(named.values()), tuple(named))
+        else:
+            self.__attrs_init__(tuple(children))
 
     def __attrs_post_init__(self) -> None:
+        _names(self.names, len(self.children))
         _common_neighbouring("Compose", self.children)
         _single_measure("Compose", self.children)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Each child's label in paths: its name, or its index."""
+        return self.names if self.names else tuple(str(i) for i in range(len(self.children)))
 
     @property
     def neighbouring(self) -> Neighbouring:
@@ -149,17 +184,20 @@ class Compose(AbstractMeasurement[M]):
         return self.children[0].neighbouring
 
     def __repr__(self) -> str:
+        if self.names:
+            return f"Compose({', '.join(f'{n}={c!r}' for n, c in zip(self.names, self.children))})"
         return f"Compose({', '.join(repr(c) for c in self.children)})"
 
 
 def compose(*children: AbstractMeasurement[M]) -> Compose[M]:
-    """Builder: flatten nested :class:`Compose` nodes into one.
+    """Builder: flatten nested positional :class:`Compose` nodes into one.
 
     Flattening never changes the cost (composition is associative and exact).
+    A named Compose is kept as one child: flattening it would lose its names.
     """
     flat: list[AbstractMeasurement[M]] = []
     for child in children:
-        if isinstance(child, Compose):
+        if isinstance(child, Compose) and not child.names:
             flat.extend(compose(*child.children).children)
         else:
             flat.append(child)

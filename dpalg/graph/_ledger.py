@@ -108,6 +108,59 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
+MAX_LABEL: Final = 200  # characters; a ledger label is one line of ``dpalg budget``
+
+
+def run_label(label: object) -> str:
+    """Validate the ``label`` given to ``Session.run``: a non-empty str of at most
+    :data:`MAX_LABEL` printable characters (``dpalg budget`` prints it as one line).
+
+    Examples:
+        >>> run_label("weekly means")
+        'weekly means'
+        >>> run_label("a\\nb")
+        Traceback (most recent call last):
+        ...
+        dpalg._errors.InvalidArgument: Session.run: label='a\\nb' must be a non-empty str of at most 200 printable characters (no control characters)
+    """
+    if not isinstance(label, str) or not label or len(label) > MAX_LABEL or not label.isprintable():
+        shown: object = type(label).__name__ if not isinstance(label, str) else (label if len(label) <= 40 else label[:40] + "...")
+        raise InvalidArgument("Session.run", "label", shown, f"must be a non-empty str of at most {MAX_LABEL} printable characters (no control characters)")
+    return label
+
+
+def default_label(plan: object) -> str:
+    """A readable ledger label for ``plan``: its kind and, for a composition, its
+    children's kinds (named children as ``name=Kind``), at most :data:`MAX_LABEL` characters.
+
+    Examples:
+        >>> from dpalg.graph._compose import Compose
+        >>> from dpalg.graph._testing import Fixed
+        >>> from dpalg import PureDP
+        >>> default_label(Compose(Fixed(PureDP(1)), Compose(Fixed(PureDP(1)))))
+        'Compose(Fixed, Compose)'
+        >>> len(default_label(Compose(*[Fixed(PureDP(1))] * 1000))) <= MAX_LABEL
+        True
+    """
+    kind = type(plan).__name__
+    children = getattr(plan, "children", None)
+    if not isinstance(children, tuple):
+        return kind[:MAX_LABEL]
+    names = getattr(plan, "names", ())
+    if not isinstance(names, tuple) or len(names) != len(children):
+        names = ("",) * len(children)
+    parts: list[str] = []
+    size = len(kind) + 2
+    for name, child in zip(names, children):
+        part = f"{name}={type(child).__name__}" if name else type(child).__name__
+        if size + len(part) + 2 > MAX_LABEL - 5:
+            parts.append("...")
+            break
+        parts.append(part)
+        size += len(part) + 2
+    return f"{kind}({', '.join(parts)})"
+
+
 def over_budget(budget: Measure, spent: Measure, cost: Measure, label: str) -> BudgetExceeded:
     remaining = subtract_measures(budget, spent)
     return BudgetExceeded(

@@ -56,7 +56,11 @@ def _parts(node: object) -> tuple[list[str], list[tuple[str, object]]]:
         if isinstance(v, AbstractMeasurement):
             children.append((field.name, v))
         elif isinstance(v, tuple) and v and all(isinstance(c, AbstractMeasurement) for c in v):
-            children.extend((str(i), c) for i, c in enumerate(v))
+            names = getattr(node, "names", ())  # a named Compose: its names replace the indices
+            labels = names if isinstance(names, tuple) and len(names) == len(v) else tuple(str(i) for i in range(len(v)))
+            children.extend((str(label), c) for label, c in zip(labels, v))
+        elif field.name == "names" and isinstance(v, tuple):  # shown as the children's labels
+            continue
         elif (
             isinstance(v, tuple) and v
             and all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[1], AbstractMeasurement) for p in v)

@@ -238,10 +238,15 @@ def _rows(node: object, value: object, alpha: Fraction, path: str, out: list[Val
     if len(out) >= limit:
         return
     match node:
-        case Compose() if isinstance(value, (tuple, list)) and len(value) == len(node.children):
+        case Compose() if not node.names and isinstance(value, (tuple, list)) and len(value) == len(node.children):
             here = _join(path, "Compose")
             for i, (child, v) in enumerate(zip(node.children, value)):
                 _rows(child, v, alpha, f"{here}/{i}", out, limit)
+            return
+        case Compose() if node.names and isinstance(value, dict) and list(value) == list(node.names):
+            here = _join(path, "Compose")
+            for name, child in zip(node.names, node.children):
+                _rows(child, value[name], alpha, f"{here}/{name}", out, limit)
             return
         case Parallel() if isinstance(value, dict):
             here = _join(path, f"Parallel(by={node.by!r})")

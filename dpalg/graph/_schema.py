@@ -32,8 +32,8 @@ def plan_columns(plan: object, path: str = "") -> Iterator[tuple[str, ColumnUse]
     """
     if isinstance(plan, Compose):
         here = _join(path, "Compose")
-        for i, child in enumerate(plan.children):
-            yield from plan_columns(child, _join(here, str(i)))
+        for label, child in zip(plan.labels, plan.children):
+            yield from plan_columns(child, _join(here, label))
     elif isinstance(plan, Parallel):
         here = _join(path, f"Parallel(by={plan.by!r})")
         yield here, ColumnUse(plan.by, "key", keys=tuple(key for key, _ in plan.parts))

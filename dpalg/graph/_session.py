@@ -13,7 +13,9 @@ import attrs
 from dpalg._errors import InvalidArgument
 from dpalg.graph._accountant import add_measures, derive, fits, subtract_measures
 from dpalg.graph._compose import conversion_advice
-from dpalg.graph._ledger import DEFAULT_TIMEOUT, LedgerEntry, LedgerError, _SQLiteLedger, now, over_budget, plan_digest, zero_like
+from dpalg.graph._ledger import (
+    DEFAULT_TIMEOUT, LedgerEntry, LedgerError, _SQLiteLedger, default_label, now, over_budget, plan_digest, run_label, zero_like,
+)
 from dpalg.data._dataset import run_data
 from dpalg.graph._node import AbstractMeasurement, M
 from dpalg.graph._provided import Provided
@@ -228,8 +230,12 @@ class Session(Generic[M]):
         before, after, charge_id = self._ledger.charge(cost, label, digest)
         return cast(M, before), cast(M, after), charge_id
 
-    def run(self, plan: AbstractMeasurement[M], data: object, *, rng: RngLike = None) -> Release:
+    def run(self, plan: AbstractMeasurement[M], data: object, *, rng: RngLike = None, label: str | None = None) -> Release:
         """Charge ``plan``'s static cost, then run it; returns its :class:`~dpalg.Release`.
+
+        The ledger entry is labelled ``label`` (a non-empty line of at most 200
+        printable characters, shown by ``dpalg budget``) or, without it, by
+        the plan's kind and its children's kinds (``Compose(Laplace, Laplace)``).
 
         The data's schema (column names and dtypes) is validated first, so a
         column typo or a complex column costs nothing. The charge is then made
@@ -238,17 +244,19 @@ class Session(Generic[M]):
         exists, its certificate's digest.
 
         Raises:
-            InvalidArgument: a column the plan reads is absent or of the wrong
-                dtype (nothing is charged).
+            InvalidArgument: ``label`` is not a non-empty line of printable
+                characters, or a column the plan reads is absent or of the
+                wrong dtype (nothing is charged).
             BudgetExceeded: the plan's cost does not fit what remains (nothing is charged).
             LedgerError: the ledger file stayed locked past the timeout, or is
                 gone or damaged (nothing is charged).
         """
+        shown = default_label(plan) if label is None else run_label(label)
         derivation = derive(plan)
         with run_data(data) as dataset:  # a frame's cache lives for this run only
             validate_schema(plan, dataset)  # the public schema, before the charge: a typo costs nothing
             digest = plan_digest(plan)
-            before, after, charge_id = self._charge(cast(M, derivation.cost), derivation.path, digest)
+            before, after, charge_id = self._charge(cast(M, derivation.cost), shown, digest)
             spend = SessionSpend(budget=self._budget, spent_before=before, spent_after=after)
             release = EXECUTE.impl(plan, dataset, rng=rng, derivation=derivation, budget=self._budget, session=spend)
         sealed = release.certificate.get("digest")

@@ -103,6 +103,8 @@ def _exec(node: object, data: Dataset, rng: AbstractRandomness, path: str) -> ob
     known: KnownNode = _classify(node, path)
     match known:
         case Compose():
+            if known.names:
+                return {n: _exec(c, data, rng, f"{path}/{n}") for n, c in zip(known.names, known.children)}
             return tuple(_exec(c, data, rng, f"{path}/{i}") for i, c in enumerate(known.children))
         case Parallel():
             return {key: _exec(child, sub, rng, f"{path}/{key!r}") for (key, child), sub in zip(known.parts, _split(known, data))}

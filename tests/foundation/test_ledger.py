@@ -442,3 +442,38 @@ def test_concurrent_creation_is_never_taken_for_a_foreign_file(tmp_path: Path) -
         for w in workers:
             w.join(timeout=30)
         assert outcomes == ["ok"] * 4, outcomes
+
+
+# --- run labels -----------------------------------------------------------------------------------
+
+
+def test_a_run_label_reaches_the_ledger_file_and_dpalg_budget(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "b.db"
+    session = Session.open(path, PureDP(1))
+    session.run(Laplace(Query.count(), epsilon=Fraction(1, 8)), DATA, rng=1, label="weekly count")
+    session.run(Compose(Laplace(Query.count(), epsilon=Fraction(1, 8)), Fixed(PureDP(Fraction(1, 8)))), DATA, rng=1)
+    with sqlite3.connect(path) as conn:  # the file itself, not the object's view of it
+        stored = [row[0] for row in conn.execute("SELECT label FROM charges ORDER BY id")]
+    assert stored == ["weekly count", "Compose(Laplace, Fixed)"]
+    capsys.readouterr()
+    assert main(["budget", str(path)]) == 0
+    first, second = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  #")]
+    assert "  weekly count  " in first and "  Compose(Laplace, Fixed)  " in second
+    assert main(["budget", str(path), "--json"]) == 0
+    assert [c["label"] for c in json.loads(capsys.readouterr().out)["charges"]] == stored
+
+
+def test_the_default_label_of_a_wide_plan_is_bounded(tmp_path: Path) -> None:
+    session = Session(PureDP(1))
+    session.run(Compose(*[Fixed(PureDP(Fraction(1, 1000)))] * 500), DATA, rng=1)
+    (entry,) = session.history()
+    assert entry.label.startswith("Compose(Fixed, Fixed") and entry.label.endswith(", ...)") and len(entry.label) <= 200
+
+
+@pytest.mark.parametrize("label", ["", "a\nb", "tab\there", "\x1b[2Jcleared", "x" * 201, "\u202eevil", 7, b"bytes"])
+def test_a_hostile_run_label_is_refused_before_any_charge(tmp_path: Path, label: object) -> None:
+    path = tmp_path / "b.db"
+    session = Session.open(path, PureDP(1))
+    with pytest.raises(InvalidArgument, match="label"):
+        session.run(Laplace(Query.count(), epsilon=Fraction(1, 8)), DATA, rng=1, label=label)  # type: ignore[arg-type]
+    assert session.history() == () and Session.open(path, PureDP(1)).spent == PureDP(0)
