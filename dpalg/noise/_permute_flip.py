@@ -107,7 +107,10 @@ def sample_permute_flip(scores: npt.NDArray[np.int64], gamma: object, rng: RngLi
     shifted -= shifted.min()
     heads = bernoulli_exp_scores(shifted, g, source)  # every coin, in score-independent work
     keys = source.uint64(int(s.size))
-    masked = np.where(heads, keys, np.uint64(_KEY_MAX))
+    # tails get the largest key, branch-free: np.where(heads, keys, MAX) takes a branch per entry and
+    # ran 3x faster on an all-heads mask than on a mixed one (0.6 vs 1.9 ms at 2**20 entries), which a
+    # stopwatch could see; OR with a 0/MAX mask costs the same whatever the heads (1.26 ms both)
+    masked = keys | ((~heads).astype(np.uint64) * np.uint64(_KEY_MAX))
     smallest = masked.min()
     tied = np.flatnonzero(heads & (keys == smallest))
     # the best candidate's coin is [Y >= 0] = 1, so some head holds the smallest masked key
