@@ -54,6 +54,9 @@ class Accuracy:
         condition: when the statement depends on the data: the condition
             under which it holds (``None``: unconditional).
         notes: further statements (e.g. the probability of ⊥).
+        lattice_k: the release is on the lattice of multiples of ``2**lattice_k``
+            (``None``: not a lattice release, or not stated); displays never show
+            more digits than the step holds.
     """
 
     alpha: Fraction
@@ -63,6 +66,7 @@ class Accuracy:
     tight: bool = False
     condition: str | None = None
     notes: tuple[str, ...] = ()
+    lattice_k: int | None = None
 
     def describe(self) -> str:
         """One line: ``±12.5 absolute (95%, tight); discrete Laplace, scale 10``."""

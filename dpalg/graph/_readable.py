@@ -13,8 +13,8 @@ carry):
   digit is 1, as in ``0.12``), **rounded up** (a bound is never understated),
   and the value is rounded half-even to the same decimal place, never to a
   place left of the units: ``40.53 ± 0.05``, ``100003 ± 3``, ``51 ± 30``;
-* when the node's noise names its lattice step ``2**-k``
-  (:attr:`Accuracy.noise`), no decimal beyond the step's leading digit is shown;
+* when the statement gives its lattice step ``2**k`` (:attr:`Accuracy.lattice_k`),
+  no decimal beyond the step's leading digit is shown;
 * integers (exact counts) are shown as integers, ⊥ as ``⊥``, histogram keys
   with their type (``1984`` for an int key, ``'1984'`` for a str key);
 * a conditional statement (``error is None``) shows the value with
@@ -25,7 +25,6 @@ carry):
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import final
@@ -44,7 +43,6 @@ from dpalg.queries import Query
 
 __all__ = ["ValueRow", "format_value", "value_rows"]
 
-_STEP = re.compile(r"lattice step 2\*\*(-?\d+)")
 _ITEMS = 50  # elements of one array or dict shown before "…"
 _LIMIT = 2000  # characters of one formatted value before "…" (a hostile certificate's value can be large)
 _CONDITION = 80  # characters of a condition's short text
@@ -84,11 +82,10 @@ def _decimals_of_error(error: Fraction) -> int:
 
 
 def _step_decimals(accuracy: Accuracy | None) -> int | None:
-    """Decimal places of the lattice step's leading digit, when the noise names a step ``2**-k``."""
-    match = _STEP.search(accuracy.noise) if accuracy is not None else None
-    if match is None:
+    """Decimal places of the lattice step's leading digit, when the statement gives the step ``2**lattice_k``."""
+    if accuracy is None or accuracy.lattice_k is None:
         return None
-    return max(-_decade(Fraction(2) ** int(match.group(1))), 0)
+    return max(-_decade(Fraction(2) ** accuracy.lattice_k), 0)
 
 
 def _fixed(x: Fraction, decimals: int, up: bool = False) -> str:
@@ -184,7 +181,7 @@ def format_value(value: object, accuracy: Accuracy | None) -> str:
 
     Examples:
         >>> from fractions import Fraction as F
-        >>> bar = Accuracy(F(1, 20), F("0.032"), "absolute", "discrete Laplace, scale 0.01 (lattice step 2**-20)")
+        >>> bar = Accuracy(F(1, 20), F("0.032"), "absolute", "discrete Laplace, scale 0.01 (lattice step 2**-20)", lattice_k=-20)
         >>> format_value(40.52718, bar)
         '40.53 ± 0.04'
         >>> format_value(100003, Accuracy(F(1, 20), F(3), "absolute", "discrete Laplace, scale 1"))

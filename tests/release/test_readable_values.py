@@ -23,8 +23,10 @@ from dpalg.release._report import render_html, render_text
 A = F(1, 20)
 
 
-def acc(error: F | None, unit: str = "absolute", noise: str = "discrete Laplace, scale 1", condition: str | None = None) -> Accuracy:
-    return Accuracy(A, error, unit, noise, condition=condition)
+def acc(
+    error: F | None, unit: str = "absolute", noise: str = "discrete Laplace, scale 1", condition: str | None = None, lattice_k: int | None = None
+) -> Accuracy:
+    return Accuracy(A, error, unit, noise, condition=condition, lattice_k=lattice_k)
 
 
 @pytest.mark.parametrize(
@@ -38,9 +40,9 @@ def acc(error: F | None, unit: str = "absolute", noise: str = "discrete Laplace,
         (51.4247, acc(F("368.9")), "51 ± 369"),  # never rounded left of the units
         (2.5, acc(F(3)), "2 ± 3"),  # half-even
         (-0.3, acc(F(3)), "0 ± 3"),
-        (40.52718, acc(F("0.0001"), noise="discrete Laplace, scale 1 (lattice step 2**-3)"), "40.5 ± 0.1"),  # not past the step
+        (40.52718, acc(F("0.0001"), noise="discrete Laplace, scale 1 (lattice step 2**-3)", lattice_k=-3), "40.5 ± 0.1"),  # not past the step
         (51.42472491878094, acc(None, condition="the true count n > 7; error <= ..."), "51.4247 (error conditional: the true count n > 7)"),
-        (51.42472491878094, acc(None, noise="x (lattice step 2**-7)"), "51.425 (error conditional)"),  # step 0.0078: 3 places
+        (51.42472491878094, acc(None, noise="x (lattice step 2**-7)", lattice_k=-7), "51.425 (error conditional)"),  # step 0.0078: 3 places
         (51.42472491878094, None, "51.4247"),  # no statement: 6 significant digits
         (BOTTOM, acc(F(3)), "⊥"),
         ({1984: 60, 1985: 40}, acc(F(3), "absolute, per key"), "{1984: 60, 1985: 40} ± 3 each"),
@@ -122,3 +124,22 @@ def test_hostile_values_that_fit_the_plan_are_still_escaped(sealed: bool) -> Non
     for out in (page, text):
         assert "\x1b" not in out and "\u202e" not in out and "\\x1b[2J" in out  # shown as its repr: inert
     assert "Compose/0/PureToApprox/Compose/1/Laplace: 3.0000 (error conditional: the true count n > 7)" in text
+
+
+def test_every_lattice_statement_gives_its_step_as_a_field() -> None:
+    """The display reads the step from Accuracy.lattice_k, which each lattice mechanism sets (never parsed from text)."""
+    from dpalg import Clip, Query
+    from dpalg.mechanisms import Laplace, ProposeTest, SampleAggregateMean, SmoothBound
+
+    from dpalg.graph._accuracy import Accuracy as _Accuracy
+
+    nodes: list[Laplace | SmoothBound | ProposeTest | SampleAggregateMean] = [
+        Laplace(Query.sum("x") | Clip(0, 10), epsilon=1),
+        Laplace(Query.mean("x") | Clip(0, 10), epsilon=1),
+        SmoothBound(Query.median("x") | Clip(0, 10), epsilon=1, delta="1e-6"),
+        ProposeTest(Query.mean("x") | Clip(0, 10), bound="0.01", epsilon=1, delta="1e-6"),
+        SampleAggregateMean(lambda d: 0.0, blocks=10, lower=0, upper=1, epsilon=1),
+    ]
+    for node in nodes:
+        statement: _Accuracy = node.accuracy()
+        assert statement.lattice_k is not None and f"2**{statement.lattice_k}" in statement.noise, node

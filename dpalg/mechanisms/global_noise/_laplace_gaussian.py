@@ -462,7 +462,7 @@ def global_accuracy(node: Laplace | Gaussian, alpha: ExactLike, n: int | None = 
         if kind == "histogram" and len(terms) > 1:
             m_all, _ = noise_quantile(laplace, term.param, a / len(terms))
             notes = (f"all {len(terms)} keys at once: ±{up_text(m_all * Fraction(2) ** term.k)} (union bound)",)
-        return Accuracy(a, m * Fraction(2) ** term.k, unit, noise_text(laplace, term.param, term.k), tight, None, notes)
+        return Accuracy(a, m * Fraction(2) ** term.k, unit, noise_text(laplace, term.param, term.k), tight, None, notes, lattice_k=term.k)
     centred, count = terms
     step = Fraction(2) ** centred.k
     m_s, _ = noise_quantile(laplace, centred.param, a / 2)
@@ -473,7 +473,7 @@ def global_accuracy(node: Laplace | Gaussian, alpha: ExactLike, n: int | None = 
     noise = f"sum: {noise_text(laplace, centred.param, centred.k)}; count: {noise_text(laplace, count.param, 0)}"
     formula = f"error <= ({up_text(e_s)} + {m_c}*{up_text(h)})/(n - {m_c})"
     if n is None:
-        return Accuracy(a, None, "absolute", noise, False, f"the true count n > {m_c}", (formula, "pass n= (a public lower bound on n) for a number"))
+        return Accuracy(a, None, "absolute", noise, False, f"the true count n > {m_c}", (formula, "pass n= (a public lower bound on n) for a number"), lattice_k=centred.k)
     if isinstance(n, bool) or not isinstance(n, int) or n <= m_c:
         raise InvalidArgument(f"{owner}.accuracy", "n", n, f"must be an int > {m_c} (the count's noise bound at alpha/2)")
-    return Accuracy(a, (e_s + e_c * h) / (n - e_c), "absolute", noise, False, f"the true count is at least {n}", (formula,))
+    return Accuracy(a, (e_s + e_c * h) / (n - e_c), "absolute", noise, False, f"the true count is at least {n}", (formula,), lattice_k=centred.k)

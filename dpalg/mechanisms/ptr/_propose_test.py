@@ -504,7 +504,7 @@ def ptr_accuracy(node: ProposeTest, alpha: ExactLike, distance: int | None) -> A
             raise InvalidArgument(owner, "distance", distance, "must be an int >= 0 (a public lower bound on the distance)")
         p = ptr_bottom_probability(node.eps_test, node.delta, distance)
         notes = (f"P(⊥) <= {up_text(p)} if the distance to instability at bound {bound} (capped at n + 2) is at least {distance}",)
-    return Accuracy(a, m * step, "absolute", noise, tight, "it releases (no ⊥)", notes)
+    return Accuracy(a, m * step, "absolute", noise, tight, "it releases (no ⊥)", notes, lattice_k=k)
 
 
 def ptr_mode_accuracy(node: PTRMode, alpha: ExactLike, distance: int | None, gap: int | None) -> Accuracy:

@@ -525,7 +525,7 @@ def sample_aggregate_mean_accuracy(node: SampleAggregateMean, alpha: ExactLike) 
         f"error to the mean of the {node.blocks} clipped block outputs of the random partition, "
         "not to the statistic on the full data",
     )
-    return Accuracy(a, m * step, "absolute", noise, tight, None, notes)
+    return Accuracy(a, m * step, "absolute", noise, tight, None, notes, lattice_k=k)
 
 
 def sample_aggregate_median_accuracy(node: SampleAggregateMedian, alpha: ExactLike, smooth_sensitivity: ExactLike | None) -> Accuracy:
@@ -545,11 +545,11 @@ def sample_aggregate_median_accuracy(node: SampleAggregateMedian, alpha: ExactLi
     if smooth_sensitivity is None:
         return Accuracy(a, None, "absolute", noise, False, "the smooth bound S of the block outputs' median is at most s",
                         (f"error <= (s + 2**{k})/{up_text(c.alpha)} * ln(1/alpha) (rounded to the lattice)",
-                         "pass smooth_sensitivity=s (a public upper bound on S) for a number", *notes))  # fmt: skip
+                         "pass smooth_sensitivity=s (a public upper bound on S) for a number", *notes), lattice_k=k)  # fmt: skip
     s = to_fraction(smooth_sensitivity, owner=owner, field="smooth_sensitivity")
     if s < 0:
         raise InvalidArgument(owner, "smooth_sensitivity", s, "must be >= 0")
     b = (s + step) / (c.alpha * step)
     m = rounded_noise_quantile(b, a, None)
     return Accuracy(a, min(m * step, width), "absolute", noise, False,
-                    f"the smooth bound S of the block outputs' median is at most {up_text(s)}", notes)  # fmt: skip
+                    f"the smooth bound S of the block outputs' median is at most {up_text(s)}", notes, lattice_k=k)  # fmt: skip

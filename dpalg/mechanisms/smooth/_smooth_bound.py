@@ -557,7 +557,7 @@ def smooth_accuracy(node: SmoothBound | SmoothBoundCauchy, alpha: ExactLike, smo
         unit_rate = "ln(1/alpha)" if laplace else "(the Cauchy tail quantile)"
         return Accuracy(a, None, "absolute", noise, False, "the node's smooth bound S(x) is at most s",
                         (f"error <= (s + 2**{k})/{up_text(c.alpha)} * {unit_rate} (rounded to the lattice)",
-                         "pass smooth_sensitivity=s (a public upper bound on S(x)) for a number", *notes))
+                         "pass smooth_sensitivity=s (a public upper bound on S(x)) for a number", *notes), lattice_k=k)
     s = to_fraction(smooth_sensitivity, owner=owner, field="smooth_sensitivity")
     if s < 0:
         raise InvalidArgument(owner, "smooth_sensitivity", s, "must be >= 0")
@@ -566,4 +566,4 @@ def smooth_accuracy(node: SmoothBound | SmoothBoundCauchy, alpha: ExactLike, smo
     error = m * step
     if clamp is not None:
         error = min(error, clamp[1] - clamp[0])
-    return Accuracy(a, error, "absolute", noise, False, f"the node's smooth bound S(x) is at most {up_text(s)}", notes)
+    return Accuracy(a, error, "absolute", noise, False, f"the node's smooth bound S(x) is at most {up_text(s)}", notes, lattice_k=k)
