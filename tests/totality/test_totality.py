@@ -334,16 +334,22 @@ def _pandas_refusal(name: str) -> str | None:
 _PANDAS_BASELINE: dict[str, object] = {}
 
 
+def _assert_refused_before_the_charge(plan: AbstractPrimitive[PureDP], data: object, seed: int, refusal: str) -> None:
+    """The schema decides: the same refusal on every dataset of the schema, before the charge."""
+    plan.check(plan.cost())
+    with pytest.raises(InvalidArgument) as info:
+        plan.run(data, rng=seed)
+    assert str(info.value) == refusal
+    plan.run(CLEAN, rng=seed)  # refused before the charge: the checked run is still there
+
+
 def _assert_total_or_refused(name: str, frame: pd.DataFrame, seed: int) -> None:
     refusal = _pandas_refusal(name)
     plan = cast(AbstractPrimitive[PureDP], ALL_PLANS[name]())
-    plan.check(plan.cost())
     if refusal is not None:
-        with pytest.raises(InvalidArgument) as info:
-            plan.run(frame, rng=seed)
-        assert str(info.value) == refusal  # the schema decides: the same refusal on every dataset of the schema
-        plan.run(CLEAN, rng=seed)  # refused before the charge: the checked run is still there
+        _assert_refused_before_the_charge(plan, frame, seed, refusal)
         return
+    plan.check(plan.cost())
     if name not in _PANDAS_BASELINE:
         clean = cast(AbstractPrimitive[PureDP], ALL_PLANS[name]())
         clean.check(clean.cost())
@@ -440,13 +446,8 @@ def _assert_total_or_refused_typed(name: str, data: object, seed: int) -> None:
     refusal = _polars_refusal(name)
     if refusal is None:
         _assert_total(name, as_dataset(data), seed)
-        return
-    plan = cast(AbstractPrimitive[PureDP], PLANS[name]())
-    plan.check(plan.cost())
-    with pytest.raises(InvalidArgument) as info:
-        plan.run(data, rng=seed)
-    assert str(info.value) == refusal
-    plan.run(CLEAN, rng=seed)  # refused before the charge: the checked run is still there
+    else:
+        _assert_refused_before_the_charge(cast(AbstractPrimitive[PureDP], PLANS[name]()), data, seed, refusal)
 
 
 def test_the_typed_polars_schema_refuses_exactly_the_int_key_plans() -> None:
