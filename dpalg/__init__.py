@@ -17,8 +17,12 @@ from dpalg.graph import (
     AbstractPrimitive,
     Compose,
     Derivation,
+    GroupBy,
     GroupPrivacy,
+    KeySet,
+    MaxGroupsPerUser,
     Parallel,
+    PartitionSelection,
     PrivacyClaim,
     PureToApprox,
     PureToZCDP,
@@ -35,7 +39,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BOTTOM", "AbstractMeasurement", "AbstractPrimitive", "ApproxDP", "BackendError", "Bottom", "BudgetExceeded", "Clip", "ClipPerUser", "MaxKeysPerUser", "MaxRowsPerUser",
-    "Compose", "DPAlgError", "Derivation", "GroupPrivacy", "InsecureRandomnessWarning", "InvalidArgument", "Neighbouring", "Parallel", "PrivacyClaim",
+    "Compose", "DPAlgError", "Derivation", "GroupBy", "GroupPrivacy", "InsecureRandomnessWarning", "InvalidArgument", "KeySet", "MaxGroupsPerUser", "Neighbouring", "Parallel", "PartitionSelection", "PrivacyClaim",
     "PureDP", "PureToApprox", "PureToZCDP", "Query", "Release", "Session", "UncheckedPlan", "Unsupported",
     "ZCDP", "ZCDPToApprox", "compose",
 ]  # fmt: skip

@@ -28,6 +28,7 @@ from dpalg._errors import InvalidArgument, Unsupported
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox, conversion_advice
 from dpalg.graph._derivation import BudgetExceeded, Derivation, LeafClaim, PendingChildren
 from dpalg.graph._group import GroupPrivacy, group_cost
+from dpalg.graph._groupby import GroupBy, KeySet, groupby_cost, groups_per_user
 from dpalg.graph._node import _CLAIM_KEY, CHECK, DERIVE, AbstractMeasurement, AbstractPrimitive, M, claim_of
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import short_measure
@@ -40,12 +41,13 @@ KnownNode = Union[
     Parallel[PureDP], Parallel[ApproxDP], Parallel[ZCDP],
     PureToApprox, PureToZCDP, ZCDPToApprox,
     GroupPrivacy[PureDP], GroupPrivacy[ApproxDP], GroupPrivacy[ZCDP],
+    GroupBy[PureDP], GroupBy[ApproxDP], GroupBy[ZCDP],
     AbstractPrimitive[PureDP], AbstractPrimitive[ApproxDP], AbstractPrimitive[ZCDP],
 ]  # fmt: skip
 
 # The node kinds, in the order of the ``match`` in _walk (a subclass is classified as
 # the first base it has, exactly as the match would).
-_KNOWN = (Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox, GroupPrivacy, AbstractPrimitive)
+_KNOWN = (Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox, GroupPrivacy, GroupBy, AbstractPrimitive)
 _LEAF: Final = len(_KNOWN) - 1
 _UNKNOWN: Final = -1
 
@@ -294,6 +296,15 @@ def _walk(node: object, path: str, dry: bool) -> Derivation | None:
                 "(Dwork-Roth Thm 2.2; chained (eps, delta); Bun-Steinke Prop 1.9)",
                 (("unit", known.unit), ("max_rows", str(known.max_rows))), group_cost(sub.cost, known.max_rows), (sub,), combine="convert",
             )
+        case GroupBy():
+            here = _child_path(path, f"GroupBy(by={known.by!r})")
+            sub = _walk(known.plan, here, dry)
+            if sub is None:
+                return None
+            m = groups_per_user(known)
+            return Derivation(
+                here, known, _groupby_rule(known), _groupby_inputs(known, m), groupby_cost(known, sub.cost), (sub,), combine="convert",
+            )
         case AbstractPrimitive():
             here = _child_path(path, type(known).__name__)
             if dry:
@@ -302,6 +313,26 @@ def _walk(node: object, path: str, dry: bool) -> Derivation | None:
             return Derivation(here, known, claim.rule, claim.inputs, claim.cost, (), claim.notes)
         case _:
             assert_never(known)
+
+
+def _groupby_rule(node: GroupBy[PureDP] | GroupBy[ApproxDP] | GroupBy[ZCDP]) -> str:
+    if node.neighbouring.unit is None:
+        rule = "group by: each row is in one group: parallel composition, the aggregates' cost once (McSherry 2009 Thm 4)"
+    else:
+        rule = (
+            "group by, user level: a user changes at most m groups: basic composition, m times the aggregates' cost "
+            "(Dwork-Roth Thm 3.16; Bun-Steinke Lemma 2.3)"
+        )
+    if isinstance(node.keys, KeySet):
+        return rule + "; public keys"
+    return rule + "; plus private key selection (eps, delta) by basic composition (Desfontaines et al. PoPETs 2022 Thm 1; KOV 2015 Thm 3.3)"
+
+
+def _groupby_inputs(node: GroupBy[PureDP] | GroupBy[ApproxDP] | GroupBy[ZCDP], m: int) -> tuple[tuple[str, str], ...]:
+    keys = node.keys
+    if isinstance(keys, KeySet):
+        return (("groups", str(len(keys.labels))), ("m", str(m)))
+    return (("m", str(m)), ("selection_epsilon", str(keys.epsilon)), ("selection_delta", str(keys.delta)))
 
 
 def supports(node: object) -> bool:

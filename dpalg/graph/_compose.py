@@ -60,6 +60,15 @@ def _common_neighbouring(owner: str, children: tuple[AbstractMeasurement[M], ...
 _MEASURE_KIND: dict[type, str] = {}
 
 
+def register_wrapper(kind: type) -> None:
+    """Register a structural node type whose measure is that of its ``plan`` attribute (as ``GroupPrivacy``'s).
+
+    A node defined above this module (it imports ``Compose``) registers itself here,
+    instead of this module importing it (docs/architecture.md, "Registration").
+    """
+    _MEASURE_KIND[kind] = "group"
+
+
 def _measure_kind(node: object) -> str:
     kind = _MEASURE_KIND.get(type(node))
     if kind is None:

@@ -15,6 +15,7 @@ from dpalg.data import ColumnUse, Dataset, check_columns
 from dpalg.data._evaluation import evaluate_input
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._group import GroupPrivacy
+from dpalg.graph._groupby import GroupBy, KeySet
 from dpalg.graph._node import AbstractPrimitive
 
 __all__ = ["plan_columns", "validate_schema"]
@@ -45,10 +46,25 @@ def plan_columns(plan: object, path: str = "") -> Iterator[tuple[str, ColumnUse]
         here = _join(path, "GroupPrivacy")
         yield here, ColumnUse(plan.unit, "id")
         yield from plan_columns(plan.plan, here)
+    elif isinstance(plan, GroupBy):
+        here = _join(path, f"GroupBy(by={plan.by!r})")
+        for j, name in enumerate(plan.by):
+            yield here, ColumnUse(name, "key", keys=_column_keys(plan, j))
+        if plan.bound is not None and plan.neighbouring.unit is not None:
+            yield here, ColumnUse(plan.neighbouring.unit, "id")
+        yield from plan_columns(plan.plan, here)
     elif isinstance(plan, AbstractPrimitive):
         here = _join(path, type(plan).__name__)
         for use in plan.columns():
             yield here, use
+
+
+def _column_keys(plan: GroupBy[Any], j: int) -> tuple[str | int, ...] | None:
+    """The public keys' parts in column ``j`` that the schema check compares with the column's type (str and int)."""
+    if not isinstance(plan.keys, KeySet):
+        return None
+    parts = [k[j] if isinstance(k, tuple) else k for k in plan.keys.keys]
+    return tuple(dict.fromkeys(p for p in parts if isinstance(p, (str, int)) and not isinstance(p, bool)))
 
 
 def validate_schema(plan: object, data: Dataset) -> None:
@@ -94,7 +110,7 @@ def _primitives(plan: object) -> Iterator[AbstractPrimitive[Any]]:
             yield from _primitives(child)
     elif isinstance(plan, (PureToApprox, PureToZCDP, ZCDPToApprox)):
         yield from _primitives(plan.child)
-    elif isinstance(plan, GroupPrivacy):
+    elif isinstance(plan, (GroupPrivacy, GroupBy)):
         yield from _primitives(plan.plan)
     elif isinstance(plan, AbstractPrimitive):
         yield plan

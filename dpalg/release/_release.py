@@ -16,17 +16,20 @@ import numpy.typing as npt
 from dpalg._bottom import BOTTOM, Bottom
 from dpalg._errors import InsecureRandomnessWarning, UncheckedPlan
 from dpalg.data import Dataset, as_dataset, key_codes, key_order, unit_index
+from dpalg.data._groups import bound_groups, distinct_units_per_group, group_index, split_groups
 from dpalg.data._dataset import run_data
 from dpalg.data._evaluation import guarded_run
 from dpalg.graph._accountant import KnownNode, _classify
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._group import GroupPrivacy, bounded_rows
+from dpalg.graph._groupby import GroupBy, KeySet, groups_per_user
 from dpalg.graph._derivation import Derivation
 from dpalg.graph._node import RUN, AbstractMeasurement, AbstractPrimitive, take_checked
 from dpalg.graph._result import SIGN, Release
 from dpalg.graph._schema import plan_columns, validate_schema
 from dpalg.graph._session import EXECUTE, SessionSpend
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
+from dpalg.noise import prf_secret, sample_keep
 from dpalg.noise._random import AbstractRandomness, RngLike, resolve_rng
 from dpalg.release._certificate import SEEDED_WARNING, build_certificate, sign_certificate
 from dpalg.release._serialize import JSON
@@ -113,10 +116,43 @@ def _exec(node: object, data: Dataset, rng: AbstractRandomness, path: str) -> ob
         case GroupPrivacy():
             columns = [use.name for _, use in plan_columns(known.plan)]
             return _exec(known.plan, data.take(bounded_rows(known, data, rng, columns)), rng, path)
+        case GroupBy():
+            return _group_by(known, data, rng, path)
         case AbstractPrimitive():
             return known.release(data, rng)
         case _:
             assert_never(known)
+
+
+def _group_by(node: GroupBy[PureDP] | GroupBy[ApproxDP] | GroupBy[ZCDP], data: Dataset, rng: AbstractRandomness, path: str) -> dict[object, object]:
+    """Run the aggregates on every released group: ``{key: {name: value}}``.
+
+    In order: the groups of the rows (public keys, or the keys present); at user
+    level, each user's rows cut to ``m`` groups (a keyed hash: one fresh secret);
+    private keys: one exact Bernoulli(pi(n)) per present key on its number of
+    distinct users (:func:`dpalg.noise.sample_keep`); then the aggregates, group by
+    group in key order. Randomness is drawn in that order.
+    """
+    here = f"{path}/GroupBy(by={node.by!r})"
+    keys = node.keys
+    owner = f"GroupBy(by={node.by!r})"
+    public = isinstance(keys, KeySet)
+    labels, codes = group_index(
+        data, node.by, keys.keys if isinstance(keys, KeySet) else None, other=isinstance(keys, KeySet) and keys.other is not None, owner=owner,
+    )
+    if isinstance(keys, KeySet):
+        labels = keys.labels
+    unit = node.neighbouring.unit
+    m = groups_per_user(node)
+    if unit is not None and (not public or m < len(labels)):
+        codes = bound_groups(data, unit, node.by, codes, m, prf_secret(rng), owner=owner)
+    if isinstance(keys, KeySet):
+        chosen = list(range(len(labels)))
+    else:
+        users = distinct_units_per_group(data, unit, codes, len(labels), owner=owner)
+        chosen = np.flatnonzero(sample_keep(users, keys.epsilon, keys.delta, rng, max_partitions=m)).tolist()
+    groups = split_groups(data, codes, chosen)
+    return {labels[i]: _exec(node.plan, rows, rng, f"{here}/{labels[i]!r}") for i, rows in zip(chosen, groups)}
 
 
 def _split(node: Parallel[PureDP] | Parallel[ApproxDP] | Parallel[ZCDP], data: Dataset) -> list[Dataset]:
