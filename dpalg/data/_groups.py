@@ -75,8 +75,7 @@ def _tagged(key: GroupKey) -> object:
 def _present_groups(data: Dataset, by: Sequence[str], owner: str) -> tuple[tuple[GroupKey, ...], npt.NDArray[np.intp]]:
     """The distinct present group keys (sorted) and each row's index among them (-1: a part is missing)."""
     if len(by) == 1:
-        keys, codes = key_index(data.column(by[0]), owner=owner)
-        return keys, codes
+        return key_index(data.column(by[0]), owner=owner)
     per_column = [key_index(data.column(name), owner=owner) for name in by]
     stacked = np.stack([codes for _, codes in per_column], axis=1)
     present = np.all(stacked >= 0, axis=1)
@@ -86,8 +85,8 @@ def _present_groups(data: Dataset, by: Sequence[str], owner: str) -> tuple[tuple
     # per-column codes are ranks in key order, so the lexicographic order of the code rows is the key order
     combos, inverse = np.unique(stacked[present], axis=0, return_inverse=True)
     codes[present] = inverse.reshape(-1)
-    keys = tuple(tuple(per_column[j][0][int(c)] for j, c in enumerate(row)) for row in combos.tolist())
-    return keys, codes  # type: ignore[return-value]  # tuples of keys
+    combined: tuple[GroupKey, ...] = tuple(tuple(per_column[j][0][int(c)] for j, c in enumerate(row)) for row in combos.tolist())
+    return combined, codes
 
 
 def group_index(

@@ -37,6 +37,7 @@ from dpalg._errors import DPAlgError
 from dpalg.graph._accuracy import Accuracy, _percent
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._group import GroupPrivacy
+from dpalg.graph._groupby import GroupBy
 from dpalg.graph._node import AbstractMeasurement
 from dpalg.graph._result import VALUE_ROWS
 from dpalg.queries import Query
@@ -254,11 +255,16 @@ def _rows(node: object, value: object, alpha: Fraction, path: str, out: list[Val
         case PureToApprox() | PureToZCDP() | ZCDPToApprox():
             _rows(node.child, value, alpha, _join(path, type(node).__name__), out, limit)
             return
+        case GroupBy() if isinstance(value, dict):
+            here = _join(path, f"GroupBy(by={node.by!r})")
+            for key, per_group in value.items():
+                _rows(node.plan, per_group, alpha, f"{here}/{key!r}", out, limit)
+            return
         case GroupPrivacy():
             _rows(node.plan, value, alpha, _join(path, f"GroupPrivacy(unit={node.unit!r}, max_rows={node.max_rows})"), out, limit)
             return
     accuracy: Accuracy | None = None
-    if isinstance(node, AbstractMeasurement) and not isinstance(node, (Compose, Parallel)):
+    if isinstance(node, AbstractMeasurement) and not isinstance(node, (Compose, Parallel, GroupBy)):
         try:
             accuracy = node.accuracy(alpha)
         except DPAlgError:  # Unsupported: the node gives no statement; the value is shown alone

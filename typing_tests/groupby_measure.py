@@ -1,0 +1,16 @@
+"""GroupBy is typed by its aggregates' measure; private keys (PartitionSelection) need (eps, delta) aggregates."""
+
+from dpalg import ApproxDP, GroupBy, KeySet, PartitionSelection, PureDP, PureToApprox, Query
+from dpalg.mechanisms import Laplace
+
+count = Laplace(Query.count(), epsilon=1)
+
+public = GroupBy("dept", keys=KeySet(["a", "b"]), aggregates={"n": count})
+reveal_type(public)  # R: GroupBy[dpalg.measures._measures.PureDP]
+public.check(PureDP(1))
+public.check(ApproxDP(1, "1e-6"))  # E: incompatible type
+
+private = GroupBy("dept", keys=PartitionSelection(epsilon=1, delta="1e-6"), aggregates={"n": PureToApprox(count)})
+reveal_type(private)  # R: GroupBy[dpalg.measures._measures.ApproxDP]
+
+GroupBy("dept", keys=PartitionSelection(epsilon=1, delta="1e-6"), aggregates={"n": count})  # E: Dict entry 0 has incompatible type
