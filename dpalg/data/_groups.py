@@ -28,7 +28,7 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg.data._dataset import Dataset
 from dpalg.data._keys import Key, _tag, key_index, key_order, normalise_key
-from dpalg.data._row_choice import _mix, _words, keyed_hashes, select_keys
+from dpalg.data._row_choice import _mix, _words, keyed_hashes
 from dpalg.data._user_units import unit_index
 
 __all__ = ["GroupKey", "bound_groups", "distinct_units_per_group", "group_index", "group_key_order", "normalise_group_key", "split_groups"]
@@ -152,9 +152,12 @@ def bound_groups(
 ) -> npt.NDArray[np.intp]:
     """The group codes after each user keeps at most ``max_groups`` groups (dropped rows get ``-1``).
 
-    A user's groups are ranked by a keyed hash of (user, group key)
-    (:func:`~dpalg.data.select_keys`); the ``max_groups`` lowest are kept with
-    all their rows. Rows with a missing id belong to no user and are dropped.
+    A user's groups are ranked by a keyed hash of (user, group key) (the
+    priority of :func:`~dpalg.data.select_keys`, ties broken by the key's hash,
+    then the key); the ``max_groups`` lowest are kept with all their rows. The
+    choice depends only on the secret and that user's groups. Rows with a missing
+    id belong to no user and are dropped. One sort of the rows' (user, group)
+    pairs, then one of the distinct pairs.
 
     Examples:
         >>> from dpalg.data import as_dataset
@@ -168,10 +171,29 @@ def bound_groups(
         raise InvalidArgument(owner, "max_groups", max_groups, "must be >= 1")
     ids = data.column(unit)
     n_units, unit_codes = unit_index(ids, owner=owner)
-    unit_hash = keyed_hashes(ids, secret)
-    key_hash = _group_hashes(data, by, secret)
-    keep = select_keys(unit_codes, n_units, unit_hash, codes, key_hash, max_groups, max(1, int(codes.size)), secret)
-    return np.where(keep, codes, _NO_GROUP)
+    out = np.full(codes.size, _NO_GROUP, dtype=np.intp)
+    rows = np.flatnonzero((unit_codes >= 0) & (codes >= 0))
+    if rows.size == 0:
+        return out
+    words = _words(secret)
+    n_groups = int(codes.max()) + 1
+    # one entry per distinct (user, group): its first row stands for it (the hashes depend on the pair only)
+    pairs, first, inverse = np.unique(unit_codes[rows].astype(np.int64) * n_groups + codes[rows], return_index=True, return_inverse=True)
+    heads = rows[first]
+    users, groups = unit_codes[heads], codes[heads]
+    group_hash = _group_hashes(data.take(heads), by, secret)
+    priority = _mix(keyed_hashes(ids[heads], secret), group_hash, words[2])
+    # a user's groups in order of the keyed priority (ties: the group key's hash, then the key): keep the first m
+    order = np.lexsort((groups, group_hash, priority, users))
+    sorted_users = users[order]
+    new = np.ones(order.size, dtype=np.bool_)
+    new[1:] = sorted_users[1:] != sorted_users[:-1]
+    rank = np.arange(order.size, dtype=np.intp) - np.flatnonzero(new)[np.cumsum(new) - 1]
+    kept = np.empty(order.size, dtype=np.bool_)
+    kept[order] = rank < max_groups
+    keep_rows = kept[inverse.reshape(-1)]
+    out[rows[keep_rows]] = codes[rows[keep_rows]]
+    return out
 
 
 def distinct_units_per_group(data: Dataset, unit: str | None, codes: npt.NDArray[np.intp], n_groups: int, *, owner: str = "GroupBy") -> npt.NDArray[np.int64]:

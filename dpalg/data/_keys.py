@@ -250,7 +250,10 @@ def key_index(values: npt.ArrayLike, *, owner: str = "key_index") -> tuple[tuple
         present: npt.NDArray[np.bool_] = ~np.isnan(arr) if arr.dtype.kind == "f" else np.ones(n, dtype=np.bool_)
         uniq, inverse = np.unique(arr[present], return_inverse=True)
         # distinct floats, ints, strs or bytes stay distinct after normalisation (floats: 0.0 == -0.0 merged by unique)
-        keys = tuple(k for k in (normalise_key(v) for v in uniq.tolist()) if k is not None)
+        if arr.dtype.kind in "iub":  # an int (or bool) is its own key: no per-key call
+            keys = tuple(uniq.tolist())
+        else:
+            keys = tuple(k for k in (normalise_key(v) for v in uniq.tolist()) if k is not None)
         codes[present] = inverse.reshape(-1)
         return keys, codes
     items = arr.tolist()

@@ -35,11 +35,12 @@ from typing import Final, final, overload
 
 import attrs
 
-from dpalg._errors import InvalidArgument, name_param
+from dpalg._errors import InvalidArgument, Unsupported, name_param
 from dpalg._numbers import ExactLike, positive, to_fraction
 from dpalg.data import Neighbouring
 from dpalg.data._groups import GroupKey, group_key_order, normalise_group_key
 from dpalg.graph._compose import Compose, _single_measure, measure_type, register_wrapper
+from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.graph._node import AbstractMeasurement, M
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.noise import certain_keep_count
@@ -70,6 +71,8 @@ def _public_keys(values: Iterable[object]) -> tuple[GroupKey, ...]:
     out: dict[object, GroupKey] = {}
     for i, value in enumerate(raw):
         key = normalise_group_key(value, width)
+        if key is not None and any(isinstance(part, bytes) for part in (key if isinstance(key, tuple) else (key,))):
+            raise InvalidArgument(_OWNER, f"keys[{i}]", "bytes", "must not be bytes (a certificate records keys as text and numbers): decode them to str")
         if key is None:
             raise InvalidArgument(
                 _OWNER, f"keys[{i}]", type(value).__name__,
@@ -364,6 +367,39 @@ class GroupBy(AbstractMeasurement[M]):
     def neighbouring(self) -> Neighbouring:
         """The aggregates' neighbouring relation."""
         return self.plan.neighbouring
+
+    def group_accuracy(self, alpha: ExactLike = Fraction(1, 20), *, simultaneous: bool = False) -> dict[str, Accuracy]:
+        """Each aggregate's (1 − ``alpha``) error statement, which holds for every released group.
+
+        The parameters of an aggregate are the same in every group, so one
+        statement per aggregate serves all keys (per key: ``{key: statements}`` is
+        this dict for each key). With ``simultaneous=True`` (public keys only),
+        ``alpha`` is split evenly over every group and aggregate (a union bound),
+        so that with probability ``≥ 1 − alpha`` *all* released values are within
+        their errors at once. An aggregate without a statement is left out.
+
+        Examples:
+            >>> from dpalg import Query
+            >>> from dpalg.mechanisms import Laplace
+            >>> plan = GroupBy("g", keys=KeySet(["a", "b"]), aggregates={"n": Laplace(Query.count(), epsilon=1)})
+            >>> plan.group_accuracy()["n"].error, plan.group_accuracy(simultaneous=True)["n"].error
+            (Fraction(3, 1), Fraction(4, 1))
+        """
+        a = alpha_param("GroupBy.group_accuracy", alpha)
+        if simultaneous:
+            if not isinstance(self.keys, KeySet):
+                raise InvalidArgument(
+                    "GroupBy.group_accuracy", "simultaneous", True,
+                    "needs public keys (with private keys the number of released groups is not known in advance)",
+                )
+            a = a / (len(self.keys.labels) * len(self.plan.children))
+        out: dict[str, Accuracy] = {}
+        for name, node in zip(self.plan.names, self.plan.children):
+            try:
+                out[name] = node.accuracy(a)
+            except Unsupported:
+                continue
+        return out
 
     def __repr__(self) -> str:
         by = repr(self.by[0]) if len(self.by) == 1 else repr(self.by)

@@ -20,6 +20,7 @@ Privacy checks, each with a broken variant the same check catches:
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 import math
 from fractions import Fraction
 from typing import final
@@ -65,7 +66,7 @@ class Probe(AbstractPrimitive[PureDP]):
         return [(t.value, t.param) for t in terms]
 
 
-def _exec(plan: object, data: dict[str, npt.NDArray[np.generic]], seed: int) -> dict[object, dict[str, object]]:
+def _exec(plan: object, data: Mapping[str, npt.NDArray[np.generic]], seed: int) -> dict[object, dict[str, object]]:
     out = _release._exec(plan, as_dataset(data), SeededRandomness(seed), "")
     assert isinstance(out, dict)
     return out
@@ -254,6 +255,7 @@ def test_private_keys_cost_and_errors() -> None:
         (lambda: KeySet([("a", 1), "b"]), "same width"),
         (lambda: KeySet(["a"], other="a"), "must not be one of the listed keys"),
         (lambda: KeySet("abc"), "list"),
+        (lambda: KeySet([b"a"]), "bytes"),
         (lambda: PartitionSelection(epsilon=0, delta="1e-5"), "epsilon"),
         (lambda: PartitionSelection(epsilon=1, delta=1), "delta"),
         (lambda: MaxGroupsPerUser(0), "MaxGroupsPerUser"),
@@ -339,3 +341,55 @@ def test_public_tuple_other_and_float_keys_round_trip_through_the_certificate() 
 def test_zcdp_group_by_at_user_level() -> None:
     plan = GroupBy("g", keys=KeySet(range(10)), aggregates={"n": Gaussian(Query.count(user="uid") | MaxRowsPerUser(2), rho="0.01")}, bound=MaxGroupsPerUser(3))
     assert plan.cost() == ZCDP("0.03")
+
+
+def test_keys_of_a_kind_the_column_cannot_hold_are_refused_before_the_charge() -> None:
+    session = Session(PureDP(5))
+    plan = GroupBy("g", keys=KeySet(["a", "b"]), aggregates={"n": Laplace(Query.count(), epsilon=1)})
+    with pytest.raises(InvalidArgument, match="str key never matches a number"):
+        session.run(plan, {"g": np.array([1, 2, 3]), "x": np.array([1.0, 2.0, 3.0])})
+    assert session.spent == PureDP(0)
+    with pytest.raises(InvalidArgument, match="not a column"):
+        session.run(GroupBy("missing", keys=KeySet([1]), aggregates={"n": Laplace(Query.count(), epsilon=1)}), {"g": np.array([1])})
+    assert session.spent == PureDP(0)
+
+
+def _many_keys(n: int) -> None:
+    data = {"uid": np.arange(n), "g": np.arange(n), "x": np.zeros(n)}
+    out = _exec(_selection_plan(), data, 0)
+    # one user per key: each is kept with pi(1) = delta = 1e-5 (about n/10**5 keys), each with its own count
+    assert len(out) <= 10 + 5 * n // 10**5
+    assert all(list(v) == ["n"] and isinstance(v["n"], int) for v in out.values())
+
+
+def test_many_distinct_keys_release_the_documented_shape() -> None:
+    _many_keys(2 * 10**5)
+
+
+@pytest.mark.slow
+def test_a_million_distinct_keys_release_the_documented_shape() -> None:
+    _many_keys(10**6)
+
+
+def test_missing_keys_are_in_no_group() -> None:
+    missing = {"uid": np.arange(5), "g": np.array([None, np.nan, None, None, np.nan], dtype=object), "x": np.zeros(5)}
+    assert _exec(_selection_plan(), missing, 0) == {}
+    public = GroupBy("g", keys=KeySet([1, 2]), aggregates={"n": Probe(Laplace(Query.count(), epsilon=1))})
+    assert _exec(public, missing, 0) == {1: {"n": [(0, 1)]}, 2: {"n": [(0, 1)]}}
+
+
+@settings(max_examples=100, deadline=None)
+@given(world=_world, m=st.integers(1, 3), secret=st.binary(min_size=32, max_size=32))
+def test_each_user_keeps_at_most_m_groups_chosen_from_their_own_rows_only(world: World, m: int, secret: bytes) -> None:
+    data = as_dataset(_frame(world))
+    _, codes = group_index(data, ["g"], None)
+    kept = bound_groups(data, "uid", ["g"], codes, m, secret)
+    for user in {r[0] for r in world}:
+        mine = np.flatnonzero(data.column("uid") == user)
+        groups = {int(g) for g in kept[mine] if g >= 0}
+        assert len(groups) <= m
+        assert len(groups) == min(m, len({int(g) for g in codes[mine]}))  # all rows of a kept group stay
+        alone = as_dataset(_frame([r for r in world if r[0] == user]))
+        a_labels, a_codes = group_index(alone, ["g"], None)
+        a_kept = bound_groups(alone, "uid", ["g"], a_codes, m, secret)
+        assert {int(a_labels[g]) for g in a_kept if g >= 0} == {int(group_index(data, ["g"], None)[0][g]) for g in groups}  # type: ignore[arg-type]
