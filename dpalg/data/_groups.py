@@ -31,7 +31,7 @@ from dpalg.data._keys import Key, _tag, key_index, key_order, normalise_key
 from dpalg.data._row_choice import _mix, _words, keyed_hashes
 from dpalg.data._user_units import unit_index
 
-__all__ = ["GroupKey", "bound_groups", "distinct_units_per_group", "group_index", "group_key_order", "normalise_group_key", "split_groups"]
+__all__ = ["GroupKey", "bound_groups", "distinct_units_per_group", "group_index", "group_key_order", "label_hashes", "normalise_group_key", "split_groups"]
 
 #: a group's key: one column's key, or the tuple of several columns' keys
 GroupKey = Key | tuple[Key, ...]
@@ -131,19 +131,26 @@ def group_index(
     return tuple(keys), remap[codes]
 
 
-def _group_hashes(data: Dataset, by: Sequence[str], secret: bytes) -> npt.NDArray[np.uint64]:
-    """A keyed hash per row of its group key: a function of the secret and the key only."""
+def label_hashes(labels: Sequence[GroupKey], secret: bytes) -> npt.NDArray[np.uint64]:
+    """A keyed hash of every group's label: a function of the secret and the label only.
+
+    Hashing the label (not a row's raw key) matters for the "other" group, whose rows
+    hold different raw keys: the group's hash must not depend on which row comes first.
+    """
+    if not labels:
+        return np.zeros(0, dtype=np.uint64)
     words = _words(secret)
-    h = keyed_hashes(data.column(by[0]), secret)
-    for j, name in enumerate(by[1:], start=1):
-        h = _mix(h, keyed_hashes(data.column(name), secret), words[j % 4])
+    parts = [tuple(k) if isinstance(k, tuple) else (k,) for k in labels]
+    h = keyed_hashes(np.array([p[0] for p in parts] + [None], dtype=object)[:-1], secret)
+    for j in range(1, len(parts[0])):
+        h = _mix(h, keyed_hashes(np.array([p[j] for p in parts] + [None], dtype=object)[:-1], secret), words[j % 4])
     return h
 
 
 def bound_groups(
     data: Dataset,
     unit: str,
-    by: Sequence[str],
+    labels: Sequence[GroupKey],
     codes: npt.NDArray[np.intp],
     max_groups: int,
     secret: bytes,
@@ -163,7 +170,7 @@ def bound_groups(
         >>> from dpalg.data import as_dataset
         >>> d = as_dataset({"u": [1, 1, 1, 2], "k": ["a", "b", "c", "a"]})
         >>> keys, codes = group_index(d, ["k"], None)
-        >>> kept = bound_groups(d, "u", ["k"], codes, 2, bytes(32))
+        >>> kept = bound_groups(d, "u", keys, codes, 2, bytes(32))
         >>> int((kept[:3] >= 0).sum()), int(kept[3])
         (2, 0)
     """
@@ -176,12 +183,12 @@ def bound_groups(
     if rows.size == 0:
         return out
     words = _words(secret)
-    n_groups = int(codes.max()) + 1
+    n_groups = max(len(labels), 1)
     # one entry per distinct (user, group): its first row stands for it (the hashes depend on the pair only)
     pairs, first, inverse = np.unique(unit_codes[rows].astype(np.int64) * n_groups + codes[rows], return_index=True, return_inverse=True)
     heads = rows[first]
     users, groups = unit_codes[heads], codes[heads]
-    group_hash = _group_hashes(data.take(heads), by, secret)
+    group_hash = label_hashes(labels, secret)[groups]
     priority = _mix(keyed_hashes(ids[heads], secret), group_hash, words[2])
     # a user's groups in order of the keyed priority (ties: the group key's hash, then the key): keep the first m
     order = np.lexsort((groups, group_hash, priority, users))

@@ -145,7 +145,7 @@ def _group_by(node: GroupBy[PureDP] | GroupBy[ApproxDP] | GroupBy[ZCDP], data: D
     unit = node.neighbouring.unit
     m = groups_per_user(node)
     if unit is not None and (not public or m < len(labels)):
-        codes = bound_groups(data, unit, node.by, codes, m, prf_secret(rng), owner=owner)
+        codes = bound_groups(data, unit, labels, codes, m, prf_secret(rng), owner=owner)
     if isinstance(keys, KeySet):
         chosen = list(range(len(labels)))
     else:

@@ -119,7 +119,7 @@ def test_user_level_worst_log_ratio_is_within_the_certified_cost(world: World, n
 
 def _broken_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     """The broken variant: the per-user group bound is not enforced."""
-    monkeypatch.setattr(_release, "bound_groups", lambda data, unit, by, codes, m, secret, owner="": codes)
+    monkeypatch.setattr(_release, "bound_groups", lambda data, unit, labels, codes, m, secret, owner="": codes)
 
 
 def test_the_same_check_catches_a_missing_group_bound(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -165,7 +165,7 @@ def _selection_counts(rows: World, m: int, by_rows: bool, secret: bytes) -> npt.
     full = np.zeros(10, dtype=np.int64)
     if not labels:
         return full
-    codes = bound_groups(data, "uid", ["g"], codes, m, secret)
+    codes = bound_groups(data, "uid", labels, codes, m, secret)
     counts = distinct_units_per_group(data, None if by_rows else "uid", codes, len(labels))
     for key, c in zip(labels, counts.tolist()):
         full[int(key)] = c  # type: ignore[arg-type]  # int keys
@@ -301,8 +301,8 @@ def test_seeded_release_is_the_same_on_dict_pandas_polars_and_after_a_permutatio
     pl = pytest.importorskip("polars")
     rng = np.random.default_rng(3)
     n = 3000
-    frame = {"uid": rng.integers(0, 300, n), "g": rng.integers(0, 6, n), "x": rng.normal(5, 3, n)}
-    plan = GroupBy("g", keys=KeySet(range(6)), aggregates={
+    frame = {"uid": rng.integers(0, 300, n), "g": rng.choice(np.array(list("abcdef"), dtype=object), n), "x": rng.normal(5, 3, n)}
+    plan = GroupBy("g", keys=KeySet(["a", "b", "c"], other="rest"), aggregates={
         "n": Laplace(Query.count(user="uid") | MaxRowsPerUser(4), epsilon=1),
         "m": Laplace(Query.mean("x", user="uid") | ClipPerUser(0, 40), epsilon=1),
     }, bound=MaxGroupsPerUser(2))
@@ -382,8 +382,8 @@ def test_missing_keys_are_in_no_group() -> None:
 @given(world=_world, m=st.integers(1, 3), secret=st.binary(min_size=32, max_size=32))
 def test_each_user_keeps_at_most_m_groups_chosen_from_their_own_rows_only(world: World, m: int, secret: bytes) -> None:
     data = as_dataset(_frame(world))
-    _, codes = group_index(data, ["g"], None)
-    kept = bound_groups(data, "uid", ["g"], codes, m, secret)
+    labels, codes = group_index(data, ["g"], None)
+    kept = bound_groups(data, "uid", labels, codes, m, secret)
     for user in {r[0] for r in world}:
         mine = np.flatnonzero(data.column("uid") == user)
         groups = {int(g) for g in kept[mine] if g >= 0}
@@ -391,5 +391,5 @@ def test_each_user_keeps_at_most_m_groups_chosen_from_their_own_rows_only(world:
         assert len(groups) == min(m, len({int(g) for g in codes[mine]}))  # all rows of a kept group stay
         alone = as_dataset(_frame([r for r in world if r[0] == user]))
         a_labels, a_codes = group_index(alone, ["g"], None)
-        a_kept = bound_groups(alone, "uid", ["g"], a_codes, m, secret)
+        a_kept = bound_groups(alone, "uid", a_labels, a_codes, m, secret)
         assert {int(a_labels[g]) for g in a_kept if g >= 0} == {int(group_index(data, ["g"], None)[0][g]) for g in groups}  # type: ignore[arg-type]
