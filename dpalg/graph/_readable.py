@@ -42,7 +42,7 @@ from dpalg.graph._node import AbstractMeasurement
 from dpalg.graph._result import VALUE_ROWS
 from dpalg.queries import Query
 
-__all__ = ["ValueRow", "format_value", "value_rows"]
+__all__ = ["GroupTable", "ValueRow", "format_value", "group_tables", "value_rows"]
 
 _ITEMS = 50  # elements of one array or dict shown before "…"
 _LIMIT = 2000  # characters of one formatted value before "…" (a hostile certificate's value can be large)
@@ -295,6 +295,67 @@ def value_rows(plan: object, value: object, alpha: Fraction = Fraction(1, 20), l
     out: list[ValueRow] = []
     _rows(plan, value, alpha, "", out, limit)
     return tuple(out)
+
+
+@final
+@attrs.frozen
+class GroupTable:
+    """A GroupBy's release as a table: one row per released key, one column per aggregate.
+
+    Attributes:
+        path: the GroupBy's path in the derivation.
+        names: the aggregates' names (the columns).
+        rows: ``(key, cells)``: the key's text and each aggregate's value ± error.
+        confidence: ``"95%"`` (1 − α) when some cell has an error bar, else ``""``.
+    """
+
+    path: str
+    names: tuple[str, ...]
+    rows: tuple[tuple[str, tuple[str, ...]], ...]
+    confidence: str
+
+
+def group_tables(plan: object, value: object, alpha: Fraction = Fraction(1, 20), limit: int = 200) -> tuple[GroupTable, ...]:
+    """A :class:`GroupTable` for every GroupBy of ``plan`` whose part of ``value`` is a dict (at most ``limit`` rows each).
+
+    Examples:
+        >>> from dpalg import GroupBy, KeySet, Query
+        >>> from dpalg.mechanisms import Laplace
+        >>> plan = GroupBy("g", keys=KeySet(["a", "b"]), aggregates={"n": Laplace(Query.count(), epsilon=1)})
+        >>> table = group_tables(plan, {"a": {"n": 10}, "b": {"n": 4}})[0]
+        >>> table.names, table.rows
+        (('n',), (("'a'", ('10 ± 3',)), ("'b'", ('4 ± 3',))))
+    """
+    out: list[GroupTable] = []
+    _tables(plan, value, alpha, "", out, limit)
+    return tuple(out)
+
+
+def _tables(node: object, value: object, alpha: Fraction, path: str, out: list[GroupTable], limit: int) -> None:
+    match node:
+        case Compose() if not node.names and isinstance(value, (tuple, list)) and len(value) == len(node.children):
+            for i, (child, v) in enumerate(zip(node.children, value)):
+                _tables(child, v, alpha, f"{_join(path, 'Compose')}/{i}", out, limit)
+        case Compose() if node.names and isinstance(value, dict):
+            for name, child in zip(node.names, node.children):
+                _tables(child, value.get(name), alpha, f"{_join(path, 'Compose')}/{name}", out, limit)
+        case PureToApprox() | PureToZCDP() | ZCDPToApprox():
+            _tables(node.child, value, alpha, _join(path, type(node).__name__), out, limit)
+        case GroupPrivacy():
+            _tables(node.plan, value, alpha, _join(path, f"GroupPrivacy(unit={node.unit!r}, max_rows={node.max_rows})"), out, limit)
+        case GroupBy() if isinstance(value, dict):
+            names = node.plan.names
+            rows: list[tuple[str, tuple[str, ...]]] = []
+            shown = False
+            for key, per_group in list(value.items())[:limit]:
+                cells: list[str] = []
+                for name, child in zip(names, node.plan.children):
+                    part = per_group.get(name) if isinstance(per_group, dict) else None
+                    found = value_rows(child, part, alpha, limit=8)
+                    shown = shown or any(r.confidence for r in found)
+                    cells.append("; ".join(r.text for r in found))
+                rows.append((repr(key), tuple(cells)))
+            out.append(GroupTable(_join(path, f"GroupBy(by={node.by!r})"), names, tuple(rows), _percent(1 - alpha) if shown else ""))
 
 
 VALUE_ROWS.provide(lambda plan, value: [(r.path, r.text, r.confidence) for r in value_rows(plan, value)])  # str(release)

@@ -39,7 +39,7 @@ import attrs
 from dpalg._bottom import BOTTOM
 from dpalg._errors import DPAlgError
 from dpalg.graph._derivation import measure_from_json
-from dpalg.graph._readable import value_rows
+from dpalg.graph._readable import GroupTable, group_tables, value_rows
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import decimal_measure as short_measure, decimal_text as short_number
 from dpalg.release._audit import _FIELDS, MAX_CERTIFICATE_BYTES, MAX_JSON_DEPTH, audit_certificate, parse_certificate
@@ -131,6 +131,7 @@ class _Model:
     checks: tuple[tuple[str, str, str], ...]  # (status, path, detail)
     values: tuple[tuple[str, str, str], ...]  # (path, value ± error, confidence)
     tree: _Node | None
+    groups: tuple[GroupTable, ...] = ()  # every GroupBy's release as a table (key x aggregate)
 
     @property
     def passed(self) -> bool:
@@ -187,6 +188,20 @@ def _values(cert: Mapping[str, JSON]) -> tuple[tuple[str, str, str], ...]:
     except Exception:  # noqa: BLE001 - a value that does not fit its plan's shape: shown alone
         rows = value_rows(None, _python(cert.get("value")))
     return tuple((_clean(r.path, 200), _clean(r.text, 340), r.confidence) for r in rows)
+
+
+def _groups(cert: Mapping[str, JSON]) -> tuple[GroupTable, ...]:
+    """Each GroupBy's release as a table, error bars re-derived from the rebuilt plan (none when it cannot be rebuilt)."""
+    try:
+        plan: object = decode(cert.get("plan"))
+        tables = group_tables(plan, _python(cert.get("value")), limit=_MAX_ROWS)
+    except Exception:  # noqa: BLE001 - a hostile plan or a value of another shape: the flat rows still show the value
+        return ()
+    return tuple(
+        GroupTable(_clean(t.path, 200), tuple(_clean(n, 100) for n in t.names),
+                   tuple((_clean(k, 200), tuple(_clean(c, 200) for c in cells)) for k, cells in t.rows), t.confidence)
+        for t in tables
+    )  # fmt: skip
 
 
 def _pct(share: Fraction) -> str:
@@ -288,7 +303,19 @@ def _model(cert: Mapping[str, JSON]) -> _Model:
     )  # fmt: skip
     values = _values(cert)
     tree = _node(cert["derivation"]) if isinstance(cert.get("derivation"), dict) else None
-    return _Model(status, _clean(reason, 800), findings, warnings, facts, secure and passed, kind, bars, budget_lines, checks, values, tree)
+    return _Model(
+        status, _clean(reason, 800), findings, warnings, facts, secure and passed, kind, bars, budget_lines, checks, values, tree, _groups(cert),
+    )
+
+
+def _group_html(table: GroupTable) -> str:
+    head = "".join(f"<th>{escape(n)}</th>" for n in ("key", *table.names))
+    body = "".join(
+        "<tr>" + f"<td><code>{escape(k)}</code></td>" + "".join(f'<td class="value">{escape(c)}</td>' for c in cells) + "</tr>"
+        for k, cells in table.rows
+    )
+    note = f" ({escape(table.confidence)})" if table.confidence else ""
+    return f'<h3>Per group: <code>{escape(table.path)}</code>{note}</h3><table class="values groups"><tr>{head}</tr>{body}</table>'
 
 
 def _insecure(m: _Model) -> str:
@@ -318,6 +345,13 @@ def _text(m: _Model) -> str:
     out += [f"  {path}: {v}" + (f"  ({c})" if c else "") for path, v, c in m.values]
     if len(m.values) >= _MAX_ROWS:
         out.append("  … (more values not shown)")
+    for table in m.groups:
+        out += ["", f"Per group: {table.path}" + (f" ({table.confidence})" if table.confidence else "")]
+        widths = [max([len("key")] + [len(k) for k, _ in table.rows])] + [
+            max([len(n)] + [len(cells[i]) for _, cells in table.rows]) for i, n in enumerate(table.names)
+        ]
+        out.append("  " + "  ".join(h.ljust(w) for h, w in zip(("key", *table.names), widths)).rstrip())
+        out += ["  " + "  ".join(c.ljust(w) for c, w in zip((k, *cells), widths)).rstrip() for k, cells in table.rows]
     out += ["", "Budget (costs rounded up, budgets and remaining rounded down)"] + [f"  {line}" for line in m.budget_lines]
     for bar in m.bars:
         start = math.floor(min(bar.before, Fraction(1)) * _BAR)
@@ -369,6 +403,7 @@ def _html(m: _Model) -> str:
             f'<tr><td><code>{escape(p)}</code></td><td class="value">{escape(v)}</td><td class="confidence">{escape(c)}</td></tr>'
             for p, v, c in m.values
         ),
+        "groups": "".join(_group_html(t) for t in m.groups),
         "budget_lines": "".join(f"<li>{escape(line)}</li>" for line in m.budget_lines),
         "bars": bars,
         "tree": f'<ul class="tree root">{_tree_html(m.tree)}</ul>' if m.tree else "<p>(no readable derivation)</p>",

@@ -393,3 +393,36 @@ def test_each_user_keeps_at_most_m_groups_chosen_from_their_own_rows_only(world:
         a_labels, a_codes = group_index(alone, ["g"], None)
         a_kept = bound_groups(alone, "uid", a_labels, a_codes, m, secret)
         assert {int(a_labels[g]) for g in a_kept if g >= 0} == {int(group_index(data, ["g"], None)[0][g]) for g in groups}  # type: ignore[arg-type]
+
+
+def test_the_report_shows_one_table_per_group_by_with_hostile_keys_escaped() -> None:
+    from dpalg.release._report import render_html, render_text
+
+    data = {"g": np.array(["<b>x</b>", "y", "y"], dtype=object), "x": np.array([1.0, 2.0, 3.0])}
+    plan = GroupBy("g", keys=KeySet(["<b>x</b>", "y"]), aggregates={"n": Laplace(Query.count(), epsilon=1), "s": Laplace(Query.sum("x") | Clip(0, 4), epsilon=1)})
+    plan.check(PureDP(2))
+    with pytest.warns(Warning):
+        release = plan.run(data, rng=1)
+    text = render_text(release.certificate)
+    assert "Per group: GroupBy(by=('g',))" in text and "'<b>x</b>'" in text
+    html = render_html(release.certificate)
+    assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
+    assert html.count('class="values groups"') == 1
+
+
+def test_beyond_global_sensitivity_aggregates_run_per_group() -> None:
+    from dpalg.mechanisms import ExponentialQuantile, ProposeTest, SampleAggregateMean, SmoothBound
+
+    rng = np.random.default_rng(2)
+    data = {"g": rng.integers(0, 3, 3000), "x": rng.normal(5, 1, 3000)}
+    plan = GroupBy("g", keys=KeySet([0, 1, 2, 9]), aggregates={
+        "smooth": SmoothBound(Query.median("x") | Clip(0, 10), epsilon=1, delta="1e-6"),
+        "ptr": ProposeTest(Query.median("x") | Clip(0, 10), bound=1, epsilon=1, delta="1e-6"),
+        "em": PureToApprox(ExponentialQuantile(Query.median("x") | Clip(0, 10), epsilon=1)),
+        "sa": PureToApprox(SampleAggregateMean(np.median, blocks=100, lower=0, upper=10, epsilon=1, column="x")),
+    })
+    assert plan.cost() == plan.plan.cost()  # row level: the aggregates once
+    out = _exec(plan, data, 4)
+    for key in (0, 1, 2):
+        assert all(abs(float(out[key][name]) - 5) < 1 for name in ("smooth", "em", "sa"))  # type: ignore[arg-type]
+    assert set(out[9]) == {"smooth", "ptr", "em", "sa"}  # an absent public key: each mechanism's empty-data output
