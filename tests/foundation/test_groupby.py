@@ -426,3 +426,35 @@ def test_beyond_global_sensitivity_aggregates_run_per_group() -> None:
     for key in (0, 1, 2):
         assert all(abs(float(out[key][name]) - 5) < 1 for name in ("smooth", "em", "sa"))  # type: ignore[arg-type]
     assert set(out[9]) == {"smooth", "ptr", "em", "sa"}  # an absent public key: each mechanism's empty-data output
+
+
+def _audit_sum_of_counts(trials: int) -> tuple[float, Fraction]:
+    """The built-in empirical auditor on one user with 3 rows in each of 5 groups, projected on the sum of the counts."""
+    from dpalg.release._empirical import Samples, evaluate_samples
+
+    rows = [(u, g) for u in range(20) for g in range(5) if (u + g) % 3 == 0]
+    newcomer = [(99, g) for g in range(5) for _ in range(3)]
+
+    def frame(rs: list[tuple[int, int]]) -> Dataset:
+        return as_dataset({"uid": np.array([r[0] for r in rs]), "g": np.array([r[1] for r in rs])})
+
+    count = Laplace(Query.count(user="uid") | MaxRowsPerUser(3), epsilon=2, nonnegative=False)
+    plan = GroupBy("g", keys=KeySet(range(5)), aggregates={"n": count}, bound=MaxGroupsPerUser(1))
+    rng = SeededRandomness(1)
+    sums = []
+    for data in (frame(rows), frame(rows + newcomer)):
+        out = [_release._exec(plan, data, rng, "") for _ in range(trials)]
+        sums.append(np.array([sum(int(v["n"]) for v in o.values()) for o in out], dtype=np.float64))  # type: ignore[call-overload, union-attr]
+    audit = evaluate_samples(Samples(sums[0], sums[1], tuple(map(str, sums[0])), tuple(map(str, sums[1])), False), delta=0.0)
+    cost = plan.cost()
+    assert isinstance(cost, PureDP)
+    return audit.epsilon_lower, cost.epsilon
+
+
+@pytest.mark.slow
+def test_empirical_audit_of_a_user_in_many_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    found, claimed = _audit_sum_of_counts(5000)
+    assert found <= claimed  # measured 0.51 <= 2
+    _broken_bound(monkeypatch)
+    found, claimed = _audit_sum_of_counts(5000)
+    assert found > claimed  # measured 4.24 > 2: five groups changed, not one
