@@ -218,15 +218,16 @@ def square_terms(terms: npt.NDArray[np.int64] | npt.NDArray[np.object_], centre:
         [0, 0, 0, 2, 8]
     """
     if terms.dtype == np.int64 and half_width <= _SQUARE_INT64:
-        d = terms - np.int64(centre)
-        v = d * d
+        d: npt.NDArray[np.int64] = terms.astype(np.int64) - np.int64(centre)
+        v: npt.NDArray[np.int64] = d * d
         if shift == 0:
             return v
-        q = v >> np.int64(shift)
+        q: npt.NDArray[np.int64] = v >> np.int64(shift)
         r = v - (q << np.int64(shift))
         half = np.int64(1 << (shift - 1))
         up = (r > half) | ((r == half) & ((q & 1) == 1))
-        return q + up.astype(np.int64)
+        out64: npt.NDArray[np.int64] = q + up.astype(np.int64)
+        return out64
     out = np.empty(terms.size, dtype=object)
     out[:] = [square_term(int(t), centre, shift) for t in terms.tolist()]
     return out

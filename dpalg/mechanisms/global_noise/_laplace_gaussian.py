@@ -268,8 +268,9 @@ def moment_value(query: Query, noisy_sum: int, noisy_squares: int, noisy_count: 
     ``[0, ((u − l)/2)²]``; ``ñ <= 0`` gives 0 (the value of empty data).
 
     Examples:
+        >>> from dpalg import Clip
         >>> q = Query.variance("x") | Clip(0, 4)
-        >>> moment_value(q, 2, 20, 4, 0, 0)  # mean of the centred values 1/2, of their squares 5: 5 - 1/4
+        >>> moment_value(q, 2, 20, 4, 0, 0)  # 20/4 - (2/4)**2 = 4.75, clamped to ((4 - 0)/2)**2
         4.0
         >>> moment_value(q, 0, 3, 4, 0, 0), moment_value(q, 5, 5, -1, 0, 0)
         (0.75, 0.0)
