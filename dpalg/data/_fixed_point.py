@@ -12,13 +12,25 @@ sum is a function of the multiset of rounded terms and its sensitivity is exact.
 
 NaN policy: NaN entries are dropped, i.e. treated as absent rows (adding or
 removing a NaN row changes nothing); ``+inf``/``-inf`` are clipped to the bounds.
+
+**Centred squares** (the second moment of a variance). With a public integer
+centre ``c`` and shift ``s >= 0``, a value's *square term* is
+``q(t) = round_half_even((t - c)**2 / 2**s)``, where ``t`` is its lattice term
+above (an integer in ``[L, U]``): a deterministic function of ``t`` computed in
+integer arithmetic, in units of ``2**(2k + s)``. Squaring the clipped *float*
+instead would round (``fl(x*x)`` has a relative error up to ``2**-53`` and
+depends on the value's bits), and a sum of such squares would again inherit the
+float errors this module removes; squaring the integer ``t - c`` is exact. The
+rounding ``round_half_even(v / 2**s)`` is monotone in ``v``, so every square term
+lies in ``[0, Q]`` with ``Q = q`` at ``|t - c| = H = max(c - L, U - c)``
+(:func:`square_term_bound`), whatever the value.
 """
 
 from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Literal
+from typing import Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -26,7 +38,10 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import fraction_ceil, fraction_floor, to_fraction
 
-__all__ = ["clipped_sum_sensitivity", "exact_clipped_sum", "lattice_bounds", "round_to_lattice"]
+__all__ = [
+    "clipped_lattice_terms", "clipped_sum_sensitivity", "exact_clipped_sum", "exact_square_sum", "lattice_bounds",
+    "round_to_lattice", "square_term", "square_term_bound", "square_terms",
+]  # fmt: skip
 
 _INT64_MAX = (1 << 63) - 1
 _INT64_SAFE = 1 << 62
@@ -130,6 +145,28 @@ def exact_clipped_sum(values: npt.ArrayLike, lower: object, upper: object, k: in
     """
     owner = "exact_clipped_sum"
     lo_u, hi_u = lattice_bounds(lower, upper, k, owner)
+    terms = clipped_lattice_terms(values, lower, upper, k, owner=owner)
+    bound = max(abs(lo_u), abs(hi_u))
+    if terms.dtype == np.int64:
+        if bound == 0 or terms.size * bound <= _INT64_MAX:
+            return int(np.sum(terms, dtype=np.int64))
+        chunk = max(1, _INT64_MAX // bound)
+        return sum(int(np.sum(terms[i : i + chunk], dtype=np.int64)) for i in range(0, terms.size, chunk))
+    return sum(int(v) for v in terms.tolist())
+
+
+def clipped_lattice_terms(
+    values: npt.ArrayLike, lower: object, upper: object, k: int, *, owner: str = "clipped_lattice_terms"
+) -> npt.NDArray[np.int64] | npt.NDArray[np.object_]:
+    """The lattice terms :func:`exact_clipped_sum` adds: each an integer in ``[floor(lower/2**k), ceil(upper/2**k)]``.
+
+    NaN entries are dropped; int64 when the bounds allow, else exact Python ints.
+
+    Examples:
+        >>> clipped_lattice_terms([0.5, 7.0, float("nan"), -3.0], 0, 2, -1).tolist()
+        [1, 4, 0]
+    """
+    lo_u, hi_u = lattice_bounds(lower, upper, k, owner)
     arr = np.asarray(values, dtype=np.float64).ravel()
     arr = arr[~np.isnan(arr)]
     # clip at the nearest floats of the bounds; the integer clamp below makes the
@@ -140,14 +177,90 @@ def exact_clipped_sum(values: npt.ArrayLike, lower: object, upper: object, k: in
     f_hi = float(hi_f) if abs(hi_f) < Fraction(10) ** 308 else (-1.7e308 if hi_f < 0 else 1.7e308)
     clipped = np.clip(arr, f_lo, f_hi)
     terms = round_to_lattice(clipped, int(k))
-    bound = max(abs(lo_u), abs(hi_u))
-    if terms.dtype == np.int64 and bound <= _INT64_MAX:
-        t64 = np.clip(terms.astype(np.int64), lo_u, hi_u)
-        if bound == 0 or t64.size * bound <= _INT64_MAX:
-            return int(np.sum(t64, dtype=np.int64))
-        chunk = max(1, _INT64_MAX // bound)
-        return sum(int(np.sum(t64[i : i + chunk], dtype=np.int64)) for i in range(0, t64.size, chunk))
-    return sum(min(max(int(v), lo_u), hi_u) for v in terms.tolist())
+    if terms.dtype == np.int64 and max(abs(lo_u), abs(hi_u)) <= _INT64_MAX:
+        return np.clip(terms.astype(np.int64), lo_u, hi_u)
+    out = np.empty(terms.size, dtype=object)
+    out[:] = [min(max(int(v), lo_u), hi_u) for v in terms.tolist()]
+    return out
+
+
+def square_term(t: int, centre: int, shift: int) -> int:
+    """``round_half_even((t - centre)**2 / 2**shift)``, exactly (module docstring).
+
+    Examples:
+        >>> [square_term(t, 0, 2) for t in (1, 2, 3, 5)]  # 1/4, 4/4, 9/4, 25/4
+        [0, 1, 2, 6]
+        >>> square_term(3, 1, 3)  # 4/8: a tie, to the even 0
+        0
+    """
+    v = (t - centre) * (t - centre)
+    if shift == 0:
+        return v
+    q = v >> shift
+    r = v - (q << shift)
+    half = 1 << (shift - 1)
+    return q + 1 if r > half or (r == half and q & 1) else q
+
+
+#: the largest |t - centre| whose square terms are computed in int64 (the square is below 2**62)
+_SQUARE_INT64: Final = 1 << 31
+
+
+def square_terms(terms: npt.NDArray[np.int64] | npt.NDArray[np.object_], centre: int, shift: int, half_width: int) -> npt.NDArray[np.int64] | npt.NDArray[np.object_]:
+    """:func:`square_term` of every lattice term, given ``half_width >= |t - centre|`` for all of them (public).
+
+    int64 arithmetic when ``half_width <= 2**31`` and the terms are int64 (the
+    square is below ``2**62``); exact Python ints otherwise. Both give the same
+    integers: the amount of work depends on the public sizes only.
+
+    Examples:
+        >>> square_terms(np.array([0, 1, 2, 3, 5]), 1, 1, 4).tolist()  # 1/2, 0, 1/2, 4/2, 16/2
+        [0, 0, 0, 2, 8]
+    """
+    if terms.dtype == np.int64 and half_width <= _SQUARE_INT64:
+        d: npt.NDArray[np.int64] = terms.astype(np.int64) - np.int64(centre)
+        v: npt.NDArray[np.int64] = d * d
+        if shift == 0:
+            return v
+        q: npt.NDArray[np.int64] = v >> np.int64(shift)
+        r = v - (q << np.int64(shift))
+        half = np.int64(1 << (shift - 1))
+        up = (r > half) | ((r == half) & ((q & 1) == 1))
+        out64: npt.NDArray[np.int64] = q + up.astype(np.int64)
+        return out64
+    out = np.empty(terms.size, dtype=object)
+    out[:] = [square_term(int(t), centre, shift) for t in terms.tolist()]
+    return out
+
+
+def square_term_bound(lo_u: int, hi_u: int, centre: int, shift: int) -> int:
+    """The largest square term of a lattice term in ``[lo_u, hi_u]``: ``q`` at the farther end from ``centre``.
+
+    Every square term lies in ``[0, square_term_bound(...)]`` (the rounding is monotone).
+
+    Examples:
+        >>> square_term_bound(0, 20, 10, 0), square_term_bound(-3, 20, 10, 2)  # 10**2; 13**2/4 = 42.25
+        (100, 42)
+    """
+    far = max(abs(lo_u - centre), abs(hi_u - centre))
+    return square_term(far, 0, shift)
+
+
+def exact_square_sum(values: npt.ArrayLike, lower: object, upper: object, k: int, centre: int, shift: int) -> int:
+    """The exact sum of the square terms of ``values`` (NaN dropped), in units of ``2**(2k + shift)``.
+
+    Examples:
+        >>> exact_square_sum([0.0, 1.0, 2.0, float("nan")], 0, 2, 0, 1, 0)  # (0-1)**2 + 0 + (2-1)**2
+        2
+    """
+    lo_u, hi_u = lattice_bounds(lower, upper, k, "exact_square_sum")
+    half_width = max(abs(lo_u - centre), abs(hi_u - centre))
+    squares = square_terms(clipped_lattice_terms(values, lower, upper, k, owner="exact_square_sum"), centre, shift, half_width)
+    bound = square_term_bound(lo_u, hi_u, centre, shift)
+    if squares.dtype == np.int64:
+        chunk = max(1, _INT64_MAX // max(bound, 1))
+        return sum(int(np.sum(squares[i : i + chunk], dtype=np.int64)) for i in range(0, squares.size, chunk))
+    return sum(int(v) for v in squares.tolist())
 
 
 def clipped_sum_sensitivity(

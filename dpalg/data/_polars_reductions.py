@@ -35,6 +35,9 @@ the k extremes. How each reduction is made equal:
   Bounds outside the fast path (``|L|`` or ``|U|`` above ``2**52``, a lattice
   exponent beyond ±1022, a scaled bound that overflows) are exotic; there the
   column is converted to numpy and the numpy backend's exact path answers.
+  A square-term spec (``centre``) squares each term as ``rint((t − c)²·2**−s)``
+  in Float64, exact while ``|t − c| <= 2**26`` (:class:`~dpalg.data._source_reductions.SumPlan`);
+  a wider range goes to the numpy backend.
 * **Rounding** (:func:`rint_expr`). ``fl(v + C) - C`` with ``C = 1.5·2**52`` is
   ``round_half_even(v)`` for ``|v| <= 2**51``: ``v + C`` lies in ``[2**52, 2**53]``,
   where floats are the integers, so the one rounding of the addition is to an
@@ -403,7 +406,11 @@ def _terms(plan: SumPlan, raw: pl.Expr, *, floats: bool) -> pl.Expr:
     float column (``floats``) can hold NaN.
     """
     filled = pl.when(raw.is_nan()).then(0.0).otherwise(raw) if floats else raw  # fill_nan's when/then, one test lighter
-    return rint_expr((filled * plan.scale).clip(plan.a, plan.b), max(abs(plan.a), abs(plan.b)))
+    t = rint_expr((filled * plan.scale).clip(plan.a, plan.b), max(abs(plan.a), abs(plan.b)))
+    if plan.centre is None:
+        return t
+    d = t - float(plan.centre)  # exact: integral floats, |d| <= 2**26 (SumPlan)
+    return rint_expr((d * d) * plan.square_scale, plan.square_bound)
 
 
 def _key_dtype(kind: str, dtype: pl.DataType) -> pl.DataType:

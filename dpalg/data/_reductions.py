@@ -22,7 +22,10 @@ Semantics shared by every backend (the data policy, ``docs/data_policy.md``):
   range;
 * a lattice term is ``round_half_even(clip(x) / 2**k)``, clamped to
   ``[floor(lower/2**k), ceil(upper/2**k)]``; sums of terms are exact Python ints,
-  whatever the order or the partitioning of the rows.
+  whatever the order or the partitioning of the rows;
+* a :class:`SumSpec` with ``centre=c`` (and ``shift=s``) sums the *square terms*
+  ``round_half_even((t - c)**2 / 2**s)`` of the lattice terms ``t`` instead, in units of
+  ``2**(2k + s)``: integer arithmetic, exact (:mod:`dpalg.data._fixed_point`).
 
 **Per-unit questions** (``per_unit_sums``, ``per_unit_row_counts``,
 ``per_unit_max``; the user-level mechanisms' only way to read rows). A unit is
@@ -51,19 +54,53 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from dpalg._errors import InvalidArgument
 from dpalg.data._keys import Key
 
 __all__ = ["LatticeSum", "OrderWindow", "Reductions", "SumSpec"]
 
 
+def _centre(value: int | None) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise InvalidArgument("SumSpec", "centre", value, "must be None or an int (lattice units)")
+    return value
+
+
+def _shift(value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_SHIFT:
+        raise InvalidArgument("SumSpec", "shift", value, f"must be an int in [0, {_MAX_SHIFT}]")
+    return value
+
+
+_MAX_SHIFT = 62
+
+
 @attrs.frozen
 class SumSpec:
-    """One fixed-point sum to compute: ``column`` clipped to ``[lower, upper]`` on the lattice ``2**k``."""
+    """One fixed-point sum to compute: ``column`` clipped to ``[lower, upper]`` on the lattice ``2**k``.
+
+    With ``centre`` set (an integer, in units of ``2**k``) the sum is of the
+    *square terms* ``round_half_even((t - centre)**2 / 2**shift)`` of the lattice
+    terms ``t``, in units of ``2**(2k + shift)`` (the second moment of a
+    variance); ``shift`` applies to square terms only. The default (``centre=None``,
+    ``shift=0``) is the plain sum, so specs written before these fields existed are
+    unchanged.
+
+    Examples:
+        >>> SumSpec("x", Fraction(0), Fraction(10), -2, centre=20, shift=3)
+        SumSpec(column='x', lower=Fraction(0, 1), upper=Fraction(10, 1), k=-2, centre=20, shift=3)
+    """
 
     column: str
     lower: Fraction
     upper: Fraction
     k: int
+    centre: int | None = attrs.field(default=None, converter=_centre)
+    shift: int = attrs.field(default=0, converter=_shift)
+
+    def __attrs_post_init__(self) -> None:
+        if self.centre is None and self.shift != 0:
+            raise InvalidArgument("SumSpec", "shift", self.shift, "must be 0 unless centre is set (it scales square terms)")
 
 
 @attrs.frozen
@@ -71,7 +108,8 @@ class LatticeSum:
     """The exact answer to a :class:`SumSpec`.
 
     Attributes:
-        total: the exact sum of the lattice terms, in units of ``2**k``.
+        total: the exact sum of the lattice terms, in units of ``2**k`` (of the
+            square terms, in units of ``2**(2k + shift)``, for a spec with ``centre``).
         count: how many values were present (not missing).
         k: the lattice exponent.
     """

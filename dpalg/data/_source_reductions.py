@@ -36,6 +36,7 @@ from dpalg._errors import InvalidArgument
 from dpalg._numbers import fraction_ceil, fraction_floor
 from dpalg.data import _numpy_reductions as _numpy_backend
 from dpalg.data._dataset import ColumnSource, Dataset
+from dpalg.data._fixed_point import square_term
 from dpalg.data._keys import Key, key_order, normalise_key
 from dpalg.data._numpy_reductions import MAX_COUNTED_GRID_BITS, NumpyReductions, inside_bounds
 from dpalg.data._reductions import LatticeSum, OrderWindow, SumSpec
@@ -46,6 +47,9 @@ __all__ = [
 ]  # fmt: skip
 
 S = TypeVar("S", bound=ColumnSource)
+
+#: the widest ``|t - centre|`` whose square a backend computes in float64 (the square is at most 2**52, exact)
+SQUARE_FLOAT_WIDTH: Final = 1 << 26
 
 
 class SourceReductions(Generic[S]):
@@ -232,13 +236,28 @@ class SumPlan:
     """The folded clip bounds of one fixed-point sum on the numpy backend's fast path.
 
     A term is ``rint(clip(x·scale, a, b))``, an integer of magnitude at most ``bound``.
+    With ``centre`` (a square-term spec), the term is ``rint((t - centre)**2 · 2**-shift)``
+    of that ``t``, computed in float64 where it is exact: the fast path is taken only
+    when ``|t - centre| <= 2**26`` on the whole range ``[round(a), round(b)]``, so
+    ``t - centre`` (a difference of integral floats) and its square (``<= 2**52``) are
+    exact, the scaling by ``2**-shift`` is exact (a power of two, far from the
+    subnormals), and ``rint`` rounds half to even: the integer
+    :func:`~dpalg.data._fixed_point.square_term` of ``t``, bit for bit. Square terms lie in
+    ``[0, bound]``, ``bound <= 2**52``.
     """
 
-    __slots__ = ("a", "b", "bound", "scale")
+    __slots__ = ("a", "b", "bound", "centre", "scale", "shift", "square_scale", "square_width")
 
-    def __init__(self, scale: float, a: float, b: float) -> None:
+    def __init__(self, scale: float, a: float, b: float, centre: int | None = None, shift: int = 0) -> None:
         self.scale, self.a, self.b = scale, a, b
-        self.bound = max(abs(round(a)), abs(round(b)), 1)  # every term's magnitude is at most this
+        self.centre, self.shift = centre, shift
+        self.square_scale = math.ldexp(1.0, -shift)
+        if centre is None:
+            self.square_width = 0
+            self.bound = max(abs(round(a)), abs(round(b)), 1)  # every term's magnitude is at most this
+        else:
+            self.square_width = max(abs(round(a) - centre), abs(round(b) - centre))
+            self.bound = max(square_term(self.square_width, 0, shift), 1)
 
     @classmethod
     def fast(cls, spec: SumSpec) -> SumPlan | None:
@@ -254,7 +273,9 @@ class SumPlan:
             b = min(hi_in * scale, float(big_u))
         if not (math.isfinite(a) and math.isfinite(b) and a <= b):
             return None
-        return cls(scale, a, b)
+        if spec.centre is not None and max(abs(round(a) - spec.centre), abs(round(b) - spec.centre)) > SQUARE_FLOAT_WIDTH:
+            return None  # a square beyond 2**52 is not exact in float64: the numpy backend's integer path answers
+        return cls(scale, a, b, spec.centre, spec.shift)
 
     @classmethod
     def for_specs(cls, specs: Sequence[SumSpec], computes: Callable[[str], bool]) -> list[SumPlan | None]:
@@ -274,7 +295,13 @@ class SumPlan:
     @property
     def zero_term(self) -> int:
         """The term of ``0.0`` (a backend that maps NaN to 0.0 subtracts it once per NaN)."""
-        return round(min(max(0.0 * self.scale, self.a), self.b))  # Python's round is half to even, as np.rint
+        t = round(min(max(0.0 * self.scale, self.a), self.b))  # Python's round is half to even, as np.rint
+        return t if self.centre is None else square_term(t, self.centre, self.shift)
+
+    @property
+    def square_bound(self) -> float:
+        """The largest ``(t - centre)**2 · 2**-shift`` before its rounding (public; for the rounding expression)."""
+        return float(self.square_width * self.square_width) * self.square_scale
 
 
 # -- the order window ---------------------------------------------------------------------------

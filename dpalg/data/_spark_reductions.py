@@ -21,7 +21,9 @@ with Spark SQL expressions, and every answer is **bit-identical** to
   then (``n·B >= 2**63`` at least), a second job sums the terms as
   ``decimal(38, 0)``, which holds ``n·2**52`` for ``n < 2**74``: exact too, but
   several times slower. The sums and counts of one call are one aggregate, and
-  no row count is asked for first. Bounds off the fast path go to the numpy
+  no row count is asked for first. A square-term spec (``centre``) squares each
+  term as ``rint((t − c)·(t − c)·2**−s)`` in double, exact while ``|t − c| <= 2**26``
+  (:class:`~dpalg.data._source_reductions.SumPlan`); a wider range goes to numpy. Bounds off the fast path go to the numpy
   backend (the column is collected), as they go to its exact path.
 * **Grid counts.** The numpy grid index, op for op, grouped by cell; the occupied
   cells come back through Arrow (a million ``Row`` objects would cost seconds).
@@ -159,7 +161,11 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         exprs: list[Column] = []
         for i, (s, plan) in planned.items():
             x = self._present(s.column)
-            terms[i] = F.rint(_clip(x * F.lit(plan.scale), plan.a, plan.b)).cast("long")
+            t = F.rint(_clip(x * F.lit(plan.scale), plan.a, plan.b))
+            if plan.centre is not None:  # exact in double: |t - centre| <= 2**26 (SumPlan)
+                d = t - F.lit(float(plan.centre))
+                t = F.rint((d * d) * F.lit(plan.square_scale))
+            terms[i] = t.cast("long")
             exprs += [F.try_sum(terms[i]).alias(f"s{i}"), F.count(x).alias(f"n{i}")]  # try_sum: null on overflow
         got = self._agg(*exprs).asDict()
         wide = [F.sum(t.cast("decimal(38,0)")).alias(f"s{i}") for i, t in terms.items() if got[f"s{i}"] is None and got[f"n{i}"]]

@@ -10,6 +10,9 @@ Value conventions (n = number of non-missing values after clipping, x sorted):
 * ``quantile(q)`` is the order statistic ``x[max(0, ceil(q·n) − 1)]`` (0-based);
   ``median`` is ``quantile(1/2)``, the lower median. Empty data: the lower bound.
 * ``mean`` of empty data is the midpoint of the bounds.
+* ``variance`` is the *population* variance ``(1/n)·Σ(x − mean)²`` of the clipped
+  present values (divisor n, not n − 1); ``stdev`` is its square root. Empty
+  data: 0 for both.
 * ``trimmed_mean(trim)`` drops ``floor(trim·n)`` values at each end.
 * ``mode`` is the most frequent value, the smallest among ties; empty: ``nan``.
 * user-level queries (``user=`` given) protect one user with all their rows;
@@ -24,6 +27,7 @@ would scatter; the user-level modifiers already live in :mod:`dpalg.queries._bou
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from collections.abc import Callable
 from typing import Literal, final
@@ -51,12 +55,14 @@ USER_FUNCTION_NODES = (
 
 QueryKind = Literal[
     "count", "sum", "mean", "median", "quantile", "trimmed_mean", "mode", "histogram",
-    "max", "min", "count_distinct", "user_sum", "user_count", "user_max", "function",
+    "max", "min", "count_distinct", "user_sum", "user_count", "user_max", "function", "variance", "stdev",
 ]  # fmt: skip
 _KINDS: tuple[str, ...] = QueryKind.__args__  # type: ignore[attr-defined]
 
 #: kinds whose global or local sensitivity needs a clipping range
-BOUNDED_KINDS: frozenset[str] = frozenset({"sum", "mean", "median", "quantile", "trimmed_mean", "max", "min", "function"})
+BOUNDED_KINDS: frozenset[str] = frozenset(
+    {"sum", "mean", "median", "quantile", "trimmed_mean", "max", "min", "function", "variance", "stdev"}
+)
 _NEEDS_COLUMN: frozenset[str] = frozenset(set(_KINDS) - {"count", "user_count"})
 
 
@@ -263,6 +269,31 @@ class Query:
     def mean(cls, column: str, *, user: str | None = None) -> Query:
         """Mean of a column (needs a clip); user-level with ``user=`` and a contribution bound."""
         return cls("mean", column, user=user)
+
+    @classmethod
+    def variance(cls, column: str) -> Query:
+        """Population variance ``(1/n)·Σ(x − mean)²`` of the clipped values (needs a clip; empty data: 0).
+
+        Row level only: :class:`~dpalg.mechanisms.Laplace` and
+        :class:`~dpalg.mechanisms.Gaussian` release it from a noisy count, sum
+        and sum of squares.
+
+        Examples:
+            >>> q = Query.variance("x") | Clip(0, 10)
+            >>> q, q.evaluate({"x": [2.0, 6.0, 30.0]})  # the values 2, 6, 10: (16 + 0 + 16)/3
+            (Query.variance('x') | Clip(0, 10), 10.666666666666666)
+        """
+        return cls("variance", column)
+
+    @classmethod
+    def stdev(cls, column: str) -> Query:
+        """Population standard deviation, the square root of :meth:`variance` (needs a clip; empty data: 0).
+
+        Examples:
+            >>> (Query.stdev("x") | Clip(0, 10)).evaluate({"x": [1.0, 3.0]})
+            1.0
+        """
+        return cls("stdev", column)
 
     @classmethod
     def median(cls, column: str, *, user: str | None = None) -> Query:
@@ -576,6 +607,9 @@ def evaluate_values(query: Query, values: npt.NDArray[np.float64]) -> float:
             return float(np.sum(values))
         case "mean":
             return float(np.mean(values)) if n else (lo + hi) / 2
+        case "variance" | "stdev":
+            var = float(np.var(values)) if n else 0.0  # population variance (ddof=0)
+            return var if query.kind == "variance" else math.sqrt(var)
         case "median" | "quantile":
             if n == 0:
                 return lo

@@ -35,7 +35,7 @@ import attrs
 import numpy as np
 import pytest
 from backend_support import CLIP_BOUNDS, COMPOSE_BUDGET, ID_VALUES, INF, INT64_BOUNDS, KEYS, NAN, Ask, Question
-from backend_support import answer, ask_strategy, bool_values, comparable, compose_plan, float_values, int_values
+from backend_support import answer, ask_strategy, bool_values, comparable, compose_plan, float_values, int_values, square_specs
 from backend_support import people, seeded_release, window_buckets
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -111,10 +111,12 @@ asks = ask_strategy(BOUNDS, [1, 2, 3, 4, 10], UNIT_BOUNDS)
 def numeric_questions(column: str, ask: Ask) -> list[Question]:
     lower, upper = ask.bounds
     specs = [SumSpec(column, lower, upper, k) for k in ask.ks]
+    squares = square_specs(column, lower, upper, ask.ks)
     out: list[Question] = [
         (f"count({column})", lambda r: r.count(column)),
         (f"count_distinct({column})", lambda r: r.count_distinct(column)),
         (f"clipped_sums({column}, {lower}, {upper}, ks={ask.ks})", lambda r: r.clipped_sums(specs)),
+        (f"clipped_sums({column}, {lower}, {upper}, squares, ks={ask.ks})", lambda r: r.clipped_sums(squares)),
         (f"order_window({column}, {lower}, {upper}, {ask.first}..+{ask.width})",
          lambda r: r.order_window(column, lower, upper, ask.first, ask.first + ask.width)),
         (f"order_window({column}) all", lambda r: r.order_window(column, lower, upper, -3, 10**6)),

@@ -30,7 +30,7 @@ from typing import Any
 
 import attrs
 from backend_support import CLIP_BOUNDS, COMPOSE_BUDGET, ID_VALUES, INF, INT64_BOUNDS, KEYS, NAN, Ask, Question
-from backend_support import answer, ask_strategy, bool_values, canonical, comparable, compose_plan, float_values
+from backend_support import answer, ask_strategy, bool_values, canonical, comparable, compose_plan, float_values, square_specs
 from backend_support import int_values, outcome, people, seeded_release, spark_module_marks, window_buckets
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -94,11 +94,13 @@ asks = ask_strategy(BOUNDS, [1, 2, 3, 4], UNIT_BOUNDS)
 def questions(frame: Frame, ask: Ask) -> list[Question]:
     lower, upper = ask.bounds
     specs = [SumSpec("x", lower, upper, k) for k in ask.ks]
+    squares = square_specs("x", lower, upper, ask.ks)
     out: list[Question] = [
         ("n_rows", lambda r: r.n_rows),
         ("count(x)", lambda r: r.count("x")),
         ("count_distinct(x)", lambda r: r.count_distinct("x")),
         (f"clipped_sums(x, {lower}, {upper}, ks={ask.ks})", lambda r: r.clipped_sums(specs)),
+        (f"clipped_sums(x, {lower}, {upper}, squares, ks={ask.ks})", lambda r: r.clipped_sums(squares)),
         (f"order_window(x, {lower}, {upper}, {ask.first}..+{ask.width})",
          lambda r: r.order_window("x", lower, upper, ask.first, ask.first + ask.width)),
         (f"extremes(x, k={ask.k})", lambda r: r.extremes("x", lower, upper, ask.k)),

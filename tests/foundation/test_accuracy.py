@@ -143,7 +143,7 @@ def test_mean_accuracy_is_conditional_and_holds_where_a_naive_bound_fails(trials
     assert np.mean(errors > naive) > _exceed_limit(float(alpha), trials)  # expected about 0.18 (simulated)
     with pytest.raises(InvalidArgument, match="n="):
         node.accuracy(alpha, n=1)
-    with pytest.raises(InvalidArgument, match="means only"):
+    with pytest.raises(InvalidArgument, match="applies to means, variances and stdevs only"):
         Laplace(Query.count(), epsilon=1).accuracy(alpha, n=100)
 
 

@@ -20,6 +20,29 @@ so both with probability >= 1 − α) and ``n > e_c``::
 (``a = S̃ - S``, ``b = ñ - n``, ``|S| <= n h``); clamping to ``[l, u]`` only
 shrinks the error. The bound decreases in ``n``, so it holds for every true
 count at least the ``n`` given.
+
+**Variance** (and standard deviation). In real units, with ``y`` the clipped values
+centred on ``c·2**k``, ``ŷ`` their lattice terms (``|ŷ − y| <= δ = 2**(k−1)``), ``A``
+the sum of the square terms (``|A − Σŷ²| <= n·δ₂``, ``δ₂ = 2**(2k+s−1)``), ``B = Σŷ``,
+and the noise of the squares, the sum and the count within ``e₂``, ``e₁``, ``e_c``
+(each at α/3; all three with probability >= 1 − α), ``n > e_c``:
+
+* ``|Ã/ñ − A/n| <= (e₂ + e_c·h₂)/(n − e_c)`` as for a mean (``0 <= A/n <= h₂``, the
+  largest square term);
+* ``|B̃/ñ − B/n| <= D = (e₁ + e_c·h₁)/(n − e_c)`` (the mean's bound) and
+  ``|B/n| <= h₁``, so ``|(B̃/ñ)² − (B/n)²| <= D·(2h₁ + D)``;
+* the lattice: replacing the squares by ``A/n`` moves the variance by at most ``δ₂``;
+  rounding each value by at most ``δ`` moves the standard deviation by at most ``δ``
+  (it is ``‖Pv‖/√n`` for the projection ``P`` off the mean, 1-Lipschitz), so the
+  variance by at most ``δ·(2·(u − l)/2 + δ)`` (both standard deviations are at most
+  ``(u − l)/2 + δ``, Popoviciu).
+
+The sum of the three bounds the variance's error; clamping the release to
+``[0, ((u − l)/2)²]``, which holds the true variance, only shrinks it. The standard
+deviation's error is at most the square root of the variance's
+(``|√a − √b| <= √|a − b|``): a valid but loose bound, since the true standard
+deviation is unknown (with it, ``|√a − √b| <= |a − b|/√b`` would be far smaller).
+All bounds decrease in ``n``, so they hold for every true count at least the ``n`` given.
 """
 
 from __future__ import annotations
@@ -29,7 +52,7 @@ from fractions import Fraction
 from dpalg.mechanisms._common.accuracy import up_text
 from dpalg.noise._tails import gaussian_tail_quantile, laplace_tail_quantile
 
-__all__ = ["noise_quantile", "noise_text"]
+__all__ = ["noise_quantile", "noise_text", "sqrt_up"]
 
 
 def noise_text(laplace: bool, param: Fraction, k: int) -> str:
@@ -38,12 +61,12 @@ def noise_text(laplace: bool, param: Fraction, k: int) -> str:
     if laplace:
         text = f"discrete Laplace, scale {up_text(param * step)}"
     else:
-        text = f"discrete Gaussian, sigma {up_text(_sqrt_up(param) * step)}"
+        text = f"discrete Gaussian, sigma {up_text(sqrt_up(param) * step)}"
     return text + (f" (lattice step 2**{k})" if k != 0 else "")
 
 
-def _sqrt_up(x: Fraction) -> Fraction:
-    """sqrt(x) rounded up to 1e-9 relative (display only)."""
+def sqrt_up(x: Fraction) -> Fraction:
+    """An upper bound on sqrt(x) (``x >= 0``), above it by at most ``2e-18``."""
     from math import isqrt
 
     scale = 10**18

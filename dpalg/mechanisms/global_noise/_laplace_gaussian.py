@@ -4,12 +4,50 @@ Both release integers or lattice points with *exact* discrete noise
 (Canonne–Kamath–Steinke 2020); real statistics are computed in fixed point on a
 lattice of multiples of ``2**k`` so that the declared sensitivity holds exactly
 (Casacuberta et al. 2022), and then released as lattice points (Mironov 2012).
+
+**Variance and standard deviation** (``Query.variance`` / ``Query.stdev``, row
+level, ``| Clip(l, u)``). Three integer statistics, each with its own noise and a
+third of the budget (ε/3 each for :class:`Laplace`, ρ/3 each for :class:`Gaussian`):
+
+=================  ==========================================  ==============  ==============
+term               value (lattice units)                       add/remove      substitution
+=================  ==========================================  ==============  ==============
+``count``          n, the present values                       1               1
+``centred_sum``    S1 = Σ (t − c), units ``2**k``               H               U − L
+``centred_squares``S2 = Σ round((t − c)²/2**s), ``2**(2k+s)``  Q               Q
+=================  ==========================================  ==============  ==============
+
+where ``t = round(clip(x)/2**k)`` in ``[L, U] = [floor(l/2**k), ceil(u/2**k)]`` is the
+value's lattice term, ``c = floor((L + U)/2)`` the lattice midpoint, ``H = max(c − L,
+U − c)`` and ``Q = round(H²/2**s)`` the largest square term (:mod:`dpalg.data._fixed_point`:
+the square is of the integer ``t − c``, exact, and the rounding is monotone, so
+every square term lies in ``[0, Q]`` for every value). Adding or removing a row
+adds or removes one ``t − c`` and one square term (a missing value adds neither and
+the count ignores it); substitution replaces them (or drops them, for a value that
+becomes missing: ``|t − c| <= H <= U − L``, a square term in ``[0, Q]`` against 0),
+so the bounds above hold for every dataset. Centring on ``c`` makes the square
+term's bound about ``((u − l)/2)²`` rather than ``max(l², u²)``.
+
+Privacy: :class:`Laplace` adds discrete Laplace noise of scale Δ/(ε/3) to each
+term, ε/3-DP each (Canonne–Kamath–Steinke 2020; the discrete analogue of
+Dwork–Roth 2014 Thm 3.6), ε-DP together by basic composition (Dwork–Roth Thm 3.16).
+:class:`Gaussian` adds discrete Gaussian noise of variance parameter σ² =
+Δ²/(2ρ/3) to each, (ρ/3)-zCDP each (Canonne–Kamath–Steinke 2020 Thm 4 / Thm 14),
+ρ-zCDP together (Bun–Steinke 2016 Lemma 2.3). The rest is post-processing
+(Dwork–Roth Prop. 2.1): with ñ the noisy count, ``var = S̃2·2**(2k+s)/ñ −
+(S̃1·2**k/ñ)²`` clamped to ``[0, ((u − l)/2)²]`` (Popoviciu's bound on the variance
+of values in ``[l, u]``), ``stdev = sqrt(var)``; a noisy count ``ñ <= 0`` releases
+0 (the value of empty data). The exponents: ``k`` as for a mean, from ``(u − l)/2``
+and ε/3 (or ``granularity``); ``s >= 0`` puts the square lattice ``2**(2k+s)`` about
+``2**-20`` of the squares' noise scale ``((u − l)/2)²/(ε/3)``.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
 from typing import Literal, final
+
+import math
 
 import attrs
 import numpy as np
@@ -23,8 +61,9 @@ from dpalg.measures import ZCDP, PureDP
 from dpalg.mechanisms._common.accuracy import up_text
 from dpalg.mechanisms._common.params import floor_log2, granularity_param, positive_param, relation_param
 from dpalg.mechanisms._common.user_level import check_user_level
-from dpalg.mechanisms.global_noise._accuracy import noise_quantile, noise_text
+from dpalg.mechanisms.global_noise._accuracy import noise_quantile, noise_text, sqrt_up as _sqrt_up
 from dpalg.mechanisms.global_noise._user import NoiseTerm, auto_k as _auto_k, lattice_centre, mean_bounds, user_noise_terms
+from dpalg.noise._fixed_point import square_term_bound
 from dpalg.noise._gaussian import MAX_GAUSSIAN_SIGMA2
 from dpalg.noise._laplace import MAX_LAPLACE_SCALE
 from dpalg.noise import (
@@ -39,7 +78,9 @@ from dpalg.queries._query import refuse_user_function
 
 __all__ = ["Gaussian", "Laplace", "NoiseTerm", "SUPPORTED_GLOBAL", "counts_nonnegative", "noise_terms"]
 
-SUPPORTED_GLOBAL = ("count", "sum", "mean", "histogram", "count_distinct", "user_count")
+SUPPORTED_GLOBAL = ("count", "sum", "mean", "histogram", "count_distinct", "user_count", "variance", "stdev")
+#: kinds released from a noisy count, centred sum and centred sum of squares (row level)
+MOMENT_KINDS = ("variance", "stdev")
 #: kinds released at user level (with a contribution bound per user)
 USER_LEVEL_GLOBAL = ("count", "sum", "mean", "histogram")
 
@@ -54,6 +95,8 @@ def _check_query(owner: str, query: Query) -> Query:
             "(use ProposeTest, SmoothBound, ExponentialQuantile or ShiftedInverse)",
         )
     if query.kind in ("sum", "mean") and not query.per_user_totals:
+        query.require_bounds(owner)
+    if query.kind in MOMENT_KINDS:
         query.require_bounds(owner)
     if query.kind == "histogram" and query.keys is None:
         raise InvalidArgument(owner, "query", query, "needs public keys; for an unknown key set use StableHistogram")
@@ -148,6 +191,8 @@ def noise_terms(node: Laplace | Gaussian, data: Dataset, secret: bytes = bytes(3
             return [NoiseTerm(str(key), v, p, 0, sens) for key, v in value.items()]
         return [NoiseTerm(query.kind, value, p, 0, sens)]
 
+    if query.kind in MOMENT_KINDS:
+        return _moment_terms(query, relation, reductions, laplace, budget, node.granularity)
     share = Fraction(1) if query.kind == "sum" else Fraction(1, 2)
     real = _real_sensitivity(query, relation)
     k = node.granularity if node.granularity is not None else _auto_k(max(real, Fraction(1, 2**60)) / (budget * share))
@@ -170,6 +215,78 @@ def noise_terms(node: Laplace | Gaussian, data: Dataset, secret: bytes = bytes(3
     ]
 
 
+#: the budget share of each of the three moment terms (count, centred sum, centred squares)
+MOMENT_SHARE = Fraction(1, 3)
+
+
+def moment_lattice(query: Query, budget: Fraction, granularity: int | None) -> tuple[int, int]:
+    """The exponents ``(k, s)`` of a variance's terms, from public quantities only.
+
+    ``k`` (the values' lattice) puts ``2**k`` about ``2**-20`` of the centred sum's
+    noise scale ``((u − l)/2)/(budget/3)``, unless ``granularity`` fixes it; ``s >= 0``
+    puts the squares' lattice ``2**(2k + s)`` about ``2**-20`` of their noise scale
+    ``((u − l)/2)²/(budget/3)`` (``s = 0`` when ``2**(2k)`` is already coarser).
+    """
+    lower, upper = query.require_bounds(query.kind)
+    half = max((upper - lower) / 2, Fraction(1, 2**60))
+    k = granularity if granularity is not None else _auto_k(half / (budget * MOMENT_SHARE))
+    k2 = _auto_k(half * half / (budget * MOMENT_SHARE))
+    return k, min(max(k2 - 2 * k, 0), 62)
+
+
+def _moment_terms(query: Query, relation: Relation, data: Reductions, laplace: bool, budget: Fraction, granularity: int | None) -> list[NoiseTerm]:
+    """The centred sum, centred sum of squares and count of a variance (module docstring: the table).
+
+    Each term's parameter is that of a third of the budget: Laplace scale Δ/(ε/3),
+    Gaussian σ² = Δ²/(2ρ/3), with Δ the term's sensitivity under ``relation``.
+    """
+    lower, upper = query.require_bounds(query.kind)
+    assert query.column is not None
+    k, s = moment_lattice(query, budget, granularity)
+    lo_u, hi_u, centre = lattice_centre(lower, upper, k)
+    plain, squares = data.clipped_sums([SumSpec(query.column, lower, upper, k), SumSpec(query.column, lower, upper, k, centre=centre, shift=s)])
+    n = plain.count
+    h = Fraction(hi_u - lo_u) if relation == "substitution" else Fraction(max(centre - lo_u, hi_u - centre))
+    q = Fraction(square_term_bound(lo_u, hi_u, centre, s))
+
+    def term(label: str, value: int, delta: Fraction, kk: int) -> NoiseTerm:
+        share = budget * MOMENT_SHARE
+        param = delta / share if laplace else delta * delta / (2 * share)
+        return NoiseTerm(label, value, param, kk, delta if laplace else delta * delta)
+
+    return [
+        term("centred_sum", plain.total - n * centre, h, k),
+        term("centred_squares", squares.total, q, 2 * k + s),
+        term("count", n, Fraction(1), 0),
+    ]
+
+
+def moment_value(query: Query, noisy_sum: int, noisy_squares: int, noisy_count: int, k: int, s: int) -> float:
+    """The released variance or standard deviation from the three noisy terms (post-processing only).
+
+    ``var = S̃2·2**(2k+s)/ñ − (S̃1·2**k/ñ)²`` in exact arithmetic, clamped to
+    ``[0, ((u − l)/2)²]``; ``ñ <= 0`` gives 0 (the value of empty data).
+
+    Examples:
+        >>> from dpalg import Clip
+        >>> q = Query.variance("x") | Clip(0, 4)
+        >>> moment_value(q, 2, 20, 4, 0, 0)  # 20/4 - (2/4)**2 = 4.75, clamped to ((4 - 0)/2)**2
+        4.0
+        >>> moment_value(q, 0, 3, 4, 0, 0), moment_value(q, 5, 5, -1, 0, 0)
+        (0.75, 0.0)
+    """
+    lower, upper = query.require_bounds(query.kind)
+    if noisy_count <= 0:
+        return 0.0
+    m1 = Fraction(noisy_sum, noisy_count) * Fraction(2) ** k
+    m2 = Fraction(noisy_squares, noisy_count) * Fraction(2) ** (2 * k + s)
+    cap = ((upper - lower) / 2) ** 2
+    var = min(max(m2 - m1 * m1, Fraction(0)), cap)
+    if query.kind == "variance":
+        return float(var)
+    return min(math.sqrt(float(var)), float((upper - lower) / 2))
+
+
 def _release(node: Laplace | Gaussian, data: Dataset, rng: AbstractRandomness) -> object:
     kind: Literal["laplace", "gaussian"] = "laplace" if isinstance(node, Laplace) else "gaussian"
     secret = prf_secret(rng) if node.query.max_rows is not None or node.query.max_keys is not None else bytes(32)
@@ -187,6 +304,9 @@ def _release(node: Laplace | Gaussian, data: Dataset, rng: AbstractRandomness) -
         return dict(zip(query.keys, noisy))
     if query.kind in ("count", "count_distinct", "user_count"):
         return noisy[0]
+    if query.kind in MOMENT_KINDS:
+        k = terms[0].k
+        return moment_value(query, noisy[0], noisy[1], noisy[2], k, terms[1].k - 2 * k)
     step = Fraction(2) ** terms[0].k
     if query.kind == "sum":
         return float(noisy[0] * step)
@@ -327,8 +447,9 @@ class _GlobalNoise:
         """The (1 − ``alpha``) error of the release, from the parameters only (no data touched).
 
         Counts, sums and histogram cells: the exact (1 − α) quantile of the
-        noise (``tight``). Means: conditional on the true count, pass ``n`` (a
-        public lower bound on it) for a number. See ``docs/accuracy.md``.
+        noise (``tight``). Means, variances and standard deviations: conditional
+        on the true count, pass ``n`` (a public lower bound on it) for a number
+        (an upper bound, not tight). See ``docs/accuracy.md``.
         """
         assert isinstance(self, (Laplace, Gaussian))
         return global_accuracy(self, alpha, n)
@@ -353,7 +474,10 @@ class Laplace(_GlobalNoise, AbstractPrimitive[PureDP]):
     keys (vector, L1 sensitivity), clipped sums and clipped means (the mean is
     the midpoint plus a noisy *centred* sum / noisy count, ε split in halves, so the
     count is private too; centring on the clip midpoint halves the sum's
-    add/remove sensitivity to about (u − l)/2).
+    add/remove sensitivity to about (u − l)/2), and clipped population variances
+    and standard deviations (``Query.variance`` / ``Query.stdev``, row level: a
+    noisy count, centred sum and centred sum of squares, ε/3 each; module
+    docstring).
 
     Args:
         query: a :class:`~dpalg.Query` (sums and means need ``| Clip(l, u)``).
@@ -378,6 +502,10 @@ class Laplace(_GlobalNoise, AbstractPrimitive[PureDP]):
         outward), so Δ holds exactly in lattice units (Casacuberta et al. 2022).
         Sensitivities: count 1; histogram 1 (add/remove) or 2 (substitution);
         clipped sum max(|l|, |u|) (add/remove) or u − l (substitution).
+        Variance/stdev: three terms at ε/3 each (Dwork–Roth Thm 3.6 per term,
+        basic composition Thm 3.16): count 1; centred sum H (add/remove) or
+        U − L (substitution); centred squares Q (both), in lattice units (module
+        docstring).
 
     Examples:
         >>> from dpalg import Query, Clip, PureDP
@@ -421,7 +549,9 @@ class Gaussian(_GlobalNoise, AbstractPrimitive[ZCDP]):
         variance parameter σ² = Δ₂²/(2ρ) to an integer-valued query of L2
         sensitivity Δ₂ is (Δ₂²/(2σ²))-zCDP (Canonne–Kamath–Steinke 2020,
         Theorem 14). Histograms: Δ₂² = 1 (add/remove) or 2 (substitution); sums
-        on the lattice as for :class:`Laplace`.
+        on the lattice as for :class:`Laplace`. Variance/stdev: three terms at
+        ρ/3 each (CKS 2020 Thm 4 / Thm 14 per term, zCDP composition Bun–Steinke
+        2016 Lemma 2.3) with Δ₂ = the :class:`Laplace` table's sensitivities.
     """
 
     query: Query = attrs.field(converter=_gauss_query)
@@ -452,9 +582,11 @@ def global_accuracy(node: Laplace | Gaussian, alpha: ExactLike, n: int | None = 
     laplace = isinstance(node, Laplace)
     terms = public_noise_terms(node)
     kind = node.query.kind
+    if kind in MOMENT_KINDS:
+        return _moment_accuracy(node, a, n)
     if kind != "mean":
         if n is not None:
-            raise InvalidArgument(f"{owner}.accuracy", "n", n, f"applies to means only (this is a {kind})")
+            raise InvalidArgument(f"{owner}.accuracy", "n", n, f"applies to means, variances and stdevs only (this is a {kind})")
         term = terms[0]
         m, tight = noise_quantile(laplace, term.param, a)
         unit = "absolute, per key" if kind == "histogram" else "absolute"
@@ -477,3 +609,43 @@ def global_accuracy(node: Laplace | Gaussian, alpha: ExactLike, n: int | None = 
     if isinstance(n, bool) or not isinstance(n, int) or n <= m_c:
         raise InvalidArgument(f"{owner}.accuracy", "n", n, f"must be an int > {m_c} (the count's noise bound at alpha/2)")
     return Accuracy(a, (e_s + e_c * h) / (n - e_c), "absolute", noise, False, f"the true count is at least {n}", (formula,), lattice_k=centred.k)
+
+
+def _moment_accuracy(node: Laplace | Gaussian, alpha: Fraction, n: int | None) -> Accuracy:
+    """The (1 − α) accuracy of a variance or standard deviation, given a public lower bound ``n`` on the count.
+
+    Proof (:mod:`dpalg.mechanisms.global_noise._accuracy`, "Variance"): each term's
+    noise within its exact (1 − α/3) quantile, all three with probability >= 1 − α.
+    """
+    owner = type(node).__name__
+    laplace = isinstance(node, Laplace)
+    centred, squares, count = public_noise_terms(node)
+    lower, upper = node.query.require_bounds(node.query.kind)
+    step1, step2 = Fraction(2) ** centred.k, Fraction(2) ** squares.k
+    k, s = centred.k, squares.k - 2 * centred.k
+    lo_u, hi_u, c = lattice_centre(lower, upper, k)
+    h1 = Fraction(max(c - lo_u, hi_u - c)) * step1
+    h2 = Fraction(square_term_bound(lo_u, hi_u, c, s)) * step2
+    m1, _ = noise_quantile(laplace, centred.param, alpha / 3)
+    m2, _ = noise_quantile(laplace, squares.param, alpha / 3)
+    mc, _ = noise_quantile(laplace, count.param, alpha / 3)
+    e1, e2 = m1 * step1, m2 * step2
+    half = (upper - lower) / 2
+    rounding = step2 / 2 + step1 / 2 * (2 * half + step1 / 2)  # the lattices' rounding of the values and of their squares
+    noise = (
+        f"sum: {noise_text(laplace, centred.param, centred.k)}; squares: {noise_text(laplace, squares.param, squares.k)}; "
+        f"count: {noise_text(laplace, count.param, 0)}"
+    )
+    dm = f"d = ({up_text(e1)} + {mc}*{up_text(h1)})/(n - {mc})"
+    var_formula = f"variance error <= ({up_text(e2)} + {mc}*{up_text(h2)})/(n - {mc}) + d*(2*{up_text(h1)} + d) + {up_text(rounding)}, {dm}"
+    notes: tuple[str, ...] = (var_formula,) if node.query.kind == "variance" else (var_formula, "stdev error <= sqrt(variance error)")
+    if n is None:
+        return Accuracy(alpha, None, "absolute", noise, False, f"the true count n > {mc}", (*notes, "pass n= (a public lower bound on n) for a number"), lattice_k=None)
+    if isinstance(n, bool) or not isinstance(n, int) or n <= mc:
+        raise InvalidArgument(f"{owner}.accuracy", "n", n, f"must be an int > {mc} (the count's noise bound at alpha/3)")
+    d = (e1 + mc * h1) / (n - mc)
+    err = (e2 + mc * h2) / (n - mc) + d * (2 * h1 + d) + rounding
+    err = min(err, half * half)  # both the release and the truth lie in [0, ((u - l)/2)**2]
+    if node.query.kind == "stdev":
+        err = min(_sqrt_up(err), half)  # |sqrt(a) - sqrt(b)| <= sqrt(|a - b|)
+    return Accuracy(alpha, err, "absolute", noise, False, f"the true count is at least {n}", notes, lattice_k=None)
