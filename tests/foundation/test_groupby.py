@@ -23,7 +23,7 @@ import itertools
 from collections.abc import Mapping
 import math
 from fractions import Fraction
-from typing import final
+from typing import cast, final
 
 import attrs
 import numpy as np
@@ -443,8 +443,8 @@ def _audit_sum_of_counts(trials: int) -> tuple[float, Fraction]:
     rng = SeededRandomness(1)
     sums = []
     for data in (frame(rows), frame(rows + newcomer)):
-        out = [_release._exec(plan, data, rng, "") for _ in range(trials)]
-        sums.append(np.array([sum(int(v["n"]) for v in o.values()) for o in out], dtype=np.float64))  # type: ignore[call-overload, union-attr]
+        out = [cast(dict[object, dict[str, int]], _release._exec(plan, data, rng, "")) for _ in range(trials)]
+        sums.append(np.array([sum(v["n"] for v in o.values()) for o in out], dtype=np.float64))
     audit = evaluate_samples(Samples(sums[0], sums[1], tuple(map(str, sums[0])), tuple(map(str, sums[1])), False), delta=0.0)
     cost = plan.cost()
     assert isinstance(cost, PureDP)
