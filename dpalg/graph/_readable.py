@@ -37,7 +37,7 @@ from dpalg._errors import DPAlgError
 from dpalg.graph._accuracy import Accuracy, _percent
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._group import GroupPrivacy
-from dpalg.graph._groupby import GroupBy
+from dpalg.graph._groupby import GroupBy, KeySet
 from dpalg.graph._node import AbstractMeasurement
 from dpalg.graph._result import VALUE_ROWS
 from dpalg.queries import Query
@@ -347,7 +347,10 @@ def _tables(node: object, value: object, alpha: Fraction, path: str, out: list[G
             names = node.plan.names
             rows: list[tuple[str, tuple[str, ...]]] = []
             shown = False
+            # a certificate's JSON value holds keys as text: a public key is shown as the key it stands for
+            by_text = {str(k): k for k in node.keys.labels} if isinstance(node.keys, KeySet) else {}
             for key, per_group in list(value.items())[:limit]:
+                key = by_text.get(key, key) if isinstance(key, str) else key
                 cells: list[str] = []
                 for name, child in zip(names, node.plan.children):
                     part = per_group.get(name) if isinstance(per_group, dict) else None

@@ -46,7 +46,11 @@ def _value_json(value: object) -> JSON:
     if isinstance(value, tuple):
         return [_value_json(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): _value_json(v) for k, v in value.items()}
+        texts = [str(k) for k in value]
+        if len(set(texts)) == len(texts):
+            return {t: _value_json(v) for t, v in zip(texts, value.values())}
+        # keys whose text collides (1 and "1" in one GroupBy): pairs, so that no group is lost
+        return {"$pairs": [[_value_json(k), _value_json(v)] for k, v in value.items()]}
     if isinstance(value, np.ndarray):
         return [_value_json(v) for v in value.tolist()]
     if isinstance(value, (np.integer, np.floating, np.bool_)):

@@ -167,9 +167,23 @@ def _python(v: JSON, depth: int = 0) -> object:
         return "…"
     if isinstance(v, list):
         return [_python(x, depth + 1) for x in v]
+    if isinstance(v, dict) and set(v) == {"$pairs"} and isinstance(v["$pairs"], list):
+        pairs = [p for p in v["$pairs"] if isinstance(p, list) and len(p) == 2]
+        return {_key(_python(k, depth + 1)): _python(x, depth + 1) for k, x in pairs}
     if isinstance(v, dict):
         return {k: _python(x, depth + 1) for k, x in v.items()}
     return v
+
+
+def _key(value: object) -> object:
+    """A released key read back from JSON: a list (a tuple key) as a tuple, anything unhashable as its text."""
+    if isinstance(value, list):
+        return tuple(_key(v) for v in value)
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
 
 
 def _values(cert: Mapping[str, JSON]) -> tuple[tuple[str, str, str], ...]:

@@ -20,6 +20,7 @@ Privacy checks, each with a broken variant the same check catches:
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Mapping
 import math
 from fractions import Fraction
@@ -458,3 +459,16 @@ def test_empirical_audit_of_a_user_in_many_groups(monkeypatch: pytest.MonkeyPatc
     _broken_bound(monkeypatch)
     found, claimed = _audit_sum_of_counts(5000)
     assert found > claimed  # measured 4.24 > 2: five groups changed, not one
+
+
+def test_keys_with_the_same_text_keep_their_groups_in_the_certificate() -> None:
+    from dpalg.release._report import render_text
+
+    data = {"g": np.array([1, 2, "1", "1"], dtype=object)}
+    plan = GroupBy("g", keys=KeySet([1, "1"]), aggregates={"n": Laplace(Query.count(), epsilon=1)})
+    plan.check(PureDP(1))
+    with pytest.warns(Warning):
+        release = plan.run(data, rng=1)
+    assert release.certificate["value"] == {"$pairs": [[1, {"n": release.value[1]["n"]}], ["1", {"n": release.value["1"]["n"]}]]}  # type: ignore[index]
+    text = render_text(json.loads(json.dumps(release.certificate)))
+    assert "\n  1    " in text and "\n  '1'  " in text
