@@ -186,17 +186,20 @@ def _key(value: object) -> object:
     return value
 
 
-def _values(cert: Mapping[str, JSON]) -> tuple[tuple[str, str, str], ...]:
-    """One row per released part (path, value ± error, confidence), the error bars re-derived from the rebuilt plan.
-
-    The plan is rebuilt from its parameters (:func:`decode`, as the audit does);
-    a plan that cannot be rebuilt gives one row with the value and no error bar.
-    Nothing the certificate says about accuracy is read.
-    """
+def _rebuilt(cert: Mapping[str, JSON]) -> object:
+    """The plan rebuilt from its parameters (:func:`decode`, as the audit does), or ``None`` when it cannot be."""
     try:
-        plan: object = decode(cert.get("plan"))
+        return decode(cert.get("plan"))
     except Exception:  # noqa: BLE001 - a hostile plan: no error bars, the value is still shown (and the audit says why)
-        plan = None
+        return None
+
+
+def _values(cert: Mapping[str, JSON], plan: object) -> tuple[tuple[str, str, str], ...]:
+    """One row per released part (path, value ± error, confidence), the error bars re-derived from the rebuilt ``plan``.
+
+    A plan that could not be rebuilt (``None``) gives one row with the value and
+    no error bar. Nothing the certificate says about accuracy is read.
+    """
     try:
         rows = value_rows(plan, _python(cert.get("value")), limit=_MAX_ROWS)
     except Exception:  # noqa: BLE001 - a value that does not fit its plan's shape: shown alone
@@ -204,12 +207,13 @@ def _values(cert: Mapping[str, JSON]) -> tuple[tuple[str, str, str], ...]:
     return tuple((_clean(r.path, 200), _clean(r.text, 340), r.confidence) for r in rows)
 
 
-def _groups(cert: Mapping[str, JSON]) -> tuple[GroupTable, ...]:
-    """Each GroupBy's release as a table, error bars re-derived from the rebuilt plan (none when it cannot be rebuilt)."""
+def _groups(cert: Mapping[str, JSON], plan: object) -> tuple[GroupTable, ...]:
+    """Each GroupBy's release as a table, error bars re-derived from the rebuilt ``plan`` (none when it is ``None``)."""
+    if plan is None:
+        return ()
     try:
-        plan: object = decode(cert.get("plan"))
         tables = group_tables(plan, _python(cert.get("value")), limit=_MAX_ROWS)
-    except Exception:  # noqa: BLE001 - a hostile plan or a value of another shape: the flat rows still show the value
+    except Exception:  # noqa: BLE001 - a value of another shape: the flat rows still show the value
         return ()
     return tuple(
         GroupTable(_clean(t.path, 200), tuple(_clean(n, 100) for n in t.names),
@@ -315,10 +319,11 @@ def _model(cert: Mapping[str, JSON]) -> _Model:
          _clean(c.get("path", "?"), 200), _clean(c.get("detail", "?"), 600))
         for c in (raw_checks if isinstance(raw_checks, list) else []) if isinstance(c, dict)
     )  # fmt: skip
-    values = _values(cert)
+    plan = _rebuilt(cert)  # once, for the value rows and the group tables
+    values = _values(cert, plan)
     tree = _node(cert["derivation"]) if isinstance(cert.get("derivation"), dict) else None
     return _Model(
-        status, _clean(reason, 800), findings, warnings, facts, secure and passed, kind, bars, budget_lines, checks, values, tree, _groups(cert),
+        status, _clean(reason, 800), findings, warnings, facts, secure and passed, kind, bars, budget_lines, checks, values, tree, _groups(cert, plan),
     )
 
 
