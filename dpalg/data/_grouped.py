@@ -99,14 +99,13 @@ class GroupedRows:
         [(2, 1), (4, 2)]
     """
 
-    __slots__ = ("_counts", "_data", "_groups", "_n_codes", "_order", "_pos", "_starts")
+    __slots__ = ("_counts", "_data", "_groups", "_missing_counts", "_order", "_pos", "_starts")
 
     def __init__(self, data: Dataset, codes: npt.NDArray[np.intp], n_codes: int, groups: Sequence[int]) -> None:
         wanted = np.asarray(list(groups), dtype=np.intp)
         if wanted.size and (int(wanted.min()) < 0 or int(wanted.max()) >= n_codes or np.unique(wanted).size != wanted.size):
             raise InvalidArgument("GroupedRows", "groups", len(groups), f"must be distinct codes in [0, {n_codes})")
         self._data = data
-        self._n_codes = n_codes
         self._groups = wanted
         c = np.asarray(codes, dtype=np.intp)
         if wanted.size == n_codes and np.array_equal(wanted, np.arange(n_codes)):
@@ -116,6 +115,7 @@ class GroupedRows:
             remap[wanted + 1] = np.arange(1, wanted.size + 1, dtype=np.intp)
             self._pos = remap[c + 1]
         self._counts: npt.NDArray[np.int64] | None = None
+        self._missing_counts: dict[str, npt.NDArray[np.int64]] = {}
         self._order: npt.NDArray[np.intp] | None = None
         self._starts: npt.NDArray[np.intp] | None = None
 
@@ -132,9 +132,8 @@ class GroupedRows:
     def __repr__(self) -> str:  # never prints values
         return f"GroupedRows({self.n_groups} groups of {self._data!r})"
 
-    def _bincount(self, weights: npt.NDArray[np.float64] | None = None, rows: npt.NDArray[np.intp] | None = None) -> npt.NDArray[np.float64] | npt.NDArray[np.intp]:
-        pos = self._pos if rows is None else self._pos[rows]
-        return np.bincount(pos, weights=weights, minlength=self.n_groups + 1)[1:]
+    def _bincount(self, weights: npt.NDArray[np.float64] | None = None) -> npt.NDArray[np.float64] | npt.NDArray[np.intp]:
+        return np.bincount(self._pos, weights=weights, minlength=self.n_groups + 1)[1:]
 
     def row_counts(self) -> npt.NDArray[np.int64]:
         """Each released group's number of rows (missing values included)."""
@@ -142,11 +141,16 @@ class GroupedRows:
             self._counts = self._bincount().astype(np.int64)
         return self._counts
 
+    def _missing(self, column: str, x: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+        """Each released group's number of missing values of ``column`` (the same work whatever the values)."""
+        found = self._missing_counts.get(column)
+        if found is None:
+            found = self._missing_counts[column] = self._bincount(weights=np.isnan(x).astype(np.float64)).astype(np.int64)
+        return found
+
     def present_counts(self, column: str) -> npt.NDArray[np.int64]:
         """Each released group's number of present (not missing) values of a numeric column."""
-        x = self._data.numeric(column)
-        missing = self._bincount(rows=np.flatnonzero(np.isnan(x)))
-        return self.row_counts() - missing.astype(np.int64)
+        return self.row_counts() - self._missing(column, self._data.numeric(column))
 
     def clipped_sums(self, spec: SumSpec) -> list[LatticeSum]:
         """Each released group's exact fixed-point sum (``NumpyReductions(rows).clipped_sums([spec])[0]``, bit for bit)."""
@@ -170,7 +174,7 @@ class GroupedRows:
             return [lattice_sum(x[rows], lower, upper, k) for rows in self._all_rows()]
         bound = max(abs(round(a)), abs(round(b)), 1)
         totals = self._term_sums(x, scale, a, b, bound)
-        missing = self._bincount(rows=np.flatnonzero(np.isnan(x))).tolist()
+        missing = self._missing(spec.column, x).tolist()
         counts = self.row_counts().tolist()
         term_a = int(round(a))  # each missing value added the term rint(a) = round(a) (a is an integer or a clip bound)
         return [LatticeSum(int(t) - m * term_a, c - m, k) for t, m, c in zip(totals, missing, counts)]
