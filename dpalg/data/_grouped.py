@@ -51,7 +51,6 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import fraction_ceil, fraction_floor
 from dpalg.data._dataset import Dataset
-from dpalg.data._keys import Key
 from dpalg.data._numpy_reductions import inside_bounds, lattice_sum
 from dpalg.data._reductions import LatticeSum, SumSpec
 
@@ -230,7 +229,7 @@ class GroupedRows:
 
 
 def public_int_codes(
-    column: npt.NDArray[np.generic], keys: Sequence[Key], *, other: bool = False
+    column: npt.NDArray[np.generic], keys: Sequence[object], *, other: bool = False
 ) -> npt.NDArray[np.intp] | None:
     """Each row's index in a public key list, for an integer column: ``group_index``'s codes in O(n).
 

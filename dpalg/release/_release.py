@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, assert_never
 
 import numpy as np
@@ -169,7 +170,7 @@ def _group_by(node: GroupBy[PureDP] | GroupBy[ApproxDP] | GroupBy[ZCDP], data: D
 
 
 def _aggregate_groups(
-    child: object, groups: GroupedRows, released: list[object], rng: AbstractRandomness, here: str, name: str,
+    child: object, groups: GroupedRows, released: Sequence[object], rng: AbstractRandomness, here: str, name: str,
 ) -> list[object]:
     """One aggregate's value for every released group: all at once when its node can, else group by group."""
     inner = child

@@ -155,7 +155,8 @@ def test_public_int_codes_declines_uint64_and_wide_key_ranges() -> None:
     assert gd.public_int_codes(np.array([1], dtype=np.uint64), [1]) is None
     assert gd.public_int_codes(np.array([1.0]), [1]) is None
     assert gd.public_int_codes(np.array([1]), [0, 2**40]) is None
-    assert gd.public_int_codes(np.array([2**63 - 1, -(2**63), 0]), [-(2**63), -(2**63) + 1]).tolist() == [-1, 0, -1]
+    extreme = gd.public_int_codes(np.array([2**63 - 1, -(2**63), 0]), [-(2**63), -(2**63) + 1])
+    assert extreme is not None and extreme.tolist() == [-1, 0, -1]
 
 
 # --- (b) the grouped release: the per-group statistics, noise parameters and post-processing ----------------
