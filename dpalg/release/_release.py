@@ -143,10 +143,10 @@ def _group_by(node: GroupBy[PureDP] | GroupBy[ApproxDP] | GroupBy[ZCDP], data: D
     owner = f"GroupBy(by={node.by!r})"
     public = isinstance(keys, KeySet)
     fast_codes = None
-    if isinstance(keys, KeySet) and len(node.by) == 1:  # one integer key column: a table lookup, not a sort
+    if isinstance(keys, KeySet) and len(node.by) == 1:  # one integer key column: group_index's codes by a table lookup
         fast_codes = public_int_codes(data.column(node.by[0]), keys.keys, other=keys.other is not None)
-    if isinstance(keys, KeySet) and fast_codes is not None:
-        labels, codes = keys.labels, fast_codes
+    if fast_codes is not None:
+        codes = fast_codes
     else:
         labels, codes = group_index(
             data, node.by, keys.keys if isinstance(keys, KeySet) else None, other=isinstance(keys, KeySet) and keys.other is not None, owner=owner,
