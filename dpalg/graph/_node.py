@@ -30,6 +30,7 @@ import attrs
 from dpalg._errors import UncheckedPlan, Unsupported
 from dpalg._numbers import ExactLike
 from dpalg.data import ColumnUse, Dataset, Neighbouring
+from dpalg.data._grouped import GroupedRows
 from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.graph._derivation import BudgetExceeded, Derivation
 from dpalg.graph._provided import Provided  # re-exported: the slots' class (it lives below the nodes and the Release)
@@ -360,6 +361,22 @@ class AbstractPrimitive(AbstractMeasurement[M]):
         if self.neighbouring.unit is not None:
             uses.append(ColumnUse(self.neighbouring.unit, "id"))
         return tuple(dict.fromkeys(uses))
+
+    def release_groups(self, groups: GroupedRows, rng: AbstractRandomness) -> list[object] | None:
+        """Every released group's value at once, or ``None`` (the default): not supported, run :meth:`release` per group.
+
+        Called by the GROUP BY runner, after the charge, with the rows of all
+        released groups (:class:`~dpalg.data._grouped.GroupedRows`). A node that
+        supports it returns one value per group, in the groups' order, and must
+        return ``None`` before drawing any randomness when it does not. Its
+        privacy must be the per-group release's: for each group the same
+        statistic and the same noise distribution as :meth:`release` on that
+        group's rows, with the groups' noises independent. The joint output
+        distribution is then that of running :meth:`release` on every group, so
+        the GroupBy cost rule holds unchanged (only the order in which the
+        random stream is consumed differs).
+        """
+        return None
 
     def check_backend(self, data: Dataset) -> None:
         """Refuse a backend this node cannot run on, before the charge (the default accepts every backend).

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, assert_never
 
 import numpy as np
@@ -16,7 +17,8 @@ import numpy.typing as npt
 from dpalg._bottom import BOTTOM, Bottom
 from dpalg._errors import InsecureRandomnessWarning, UncheckedPlan
 from dpalg.data import Dataset, as_dataset, key_codes, key_order, unit_index
-from dpalg.data._groups import bound_groups, distinct_units_per_group, group_index, split_groups
+from dpalg.data._grouped import GroupedRows, public_int_codes
+from dpalg.data._groups import bound_groups, distinct_units_per_group, group_index
 from dpalg.data._dataset import run_data
 from dpalg.data._evaluation import guarded_run
 from dpalg.graph._accountant import KnownNode, _classify
@@ -134,16 +136,25 @@ def _group_by(node: GroupBy[PureDP] | GroupBy[ApproxDP] | GroupBy[ZCDP], data: D
     In order: the groups of the rows (public keys, or the keys present); at user
     level, each user's rows cut to ``m`` groups (a keyed hash: one fresh secret);
     private keys: one exact Bernoulli(pi(n)) per present key on its number of
-    distinct users (:func:`dpalg.noise.sample_keep`); then the aggregates, group by
-    group in key order. Randomness is drawn in that order.
+    distinct users (:func:`dpalg.noise.sample_keep`); then the aggregates, one
+    after the other, each over all released groups (in key order). An aggregate
+    whose node releases all groups at once (:meth:`AbstractPrimitive.release_groups`)
+    does so; any other runs on each group's rows in turn. Randomness is drawn in
+    that order, which depends on the plan and the number of released groups only.
     """
     here = f"{path}/GroupBy(by={node.by!r})"
     keys = node.keys
     owner = f"GroupBy(by={node.by!r})"
     public = isinstance(keys, KeySet)
-    labels, codes = group_index(
-        data, node.by, keys.keys if isinstance(keys, KeySet) else None, other=isinstance(keys, KeySet) and keys.other is not None, owner=owner,
-    )
+    fast_codes = None
+    if isinstance(keys, KeySet) and len(node.by) == 1:  # one integer key column: group_index's codes by a table lookup
+        fast_codes = public_int_codes(data.column(node.by[0]), keys.keys, other=keys.other is not None)
+    if fast_codes is not None:
+        codes = fast_codes
+    else:
+        labels, codes = group_index(
+            data, node.by, keys.keys if isinstance(keys, KeySet) else None, other=isinstance(keys, KeySet) and keys.other is not None, owner=owner,
+        )
     if isinstance(keys, KeySet):
         labels = keys.labels
     unit = node.neighbouring.unit
@@ -155,8 +166,25 @@ def _group_by(node: GroupBy[PureDP] | GroupBy[ApproxDP] | GroupBy[ZCDP], data: D
     else:
         users = distinct_units_per_group(data, unit, codes, len(labels), owner=owner)
         chosen = np.flatnonzero(sample_keep(users, keys.epsilon, keys.delta, rng, max_partitions=m)).tolist()
-    groups = split_groups(data, codes, chosen)
-    return {labels[i]: _exec(node.plan, rows, rng, f"{here}/{labels[i]!r}") for i, rows in zip(chosen, groups)}
+    groups = GroupedRows(data, codes, len(labels), chosen)
+    released = [labels[i] for i in chosen]
+    names = node.plan.names
+    values = [_aggregate_groups(child, groups, released, rng, here, name) for name, child in zip(names, node.plan.children)]
+    return {key: dict(zip(names, row)) for key, row in zip(released, zip(*values))}
+
+
+def _aggregate_groups(
+    child: object, groups: GroupedRows, released: Sequence[object], rng: AbstractRandomness, here: str, name: str,
+) -> list[object]:
+    """One aggregate's value for every released group: all at once when its node can, else group by group."""
+    inner = child
+    while isinstance(inner, (PureToApprox, PureToZCDP, ZCDPToApprox)):  # conversions leave the value as it is
+        inner = inner.child
+    if isinstance(inner, AbstractPrimitive):
+        values = inner.release_groups(groups, rng)
+        if values is not None:
+            return values
+    return [_exec(child, groups.rows(i), rng, f"{here}/{key!r}/{name}") for i, key in enumerate(released)]
 
 
 def _split(node: Parallel[PureDP] | Parallel[ApproxDP] | Parallel[ZCDP], data: Dataset) -> list[Dataset]:

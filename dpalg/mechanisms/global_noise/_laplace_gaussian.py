@@ -55,6 +55,7 @@ import numpy as np
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
 from dpalg.data import Dataset, LatticeSum, Neighbouring, Reductions, Relation, SumSpec, as_dataset, as_reductions
+from dpalg.data._grouped import GroupedRows
 from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.graph._node import QUIET_DEFAULT, AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ZCDP, PureDP
@@ -62,6 +63,7 @@ from dpalg.mechanisms._common.accuracy import up_text
 from dpalg.mechanisms._common.params import floor_log2, granularity_param, positive_param, relation_param
 from dpalg.mechanisms._common.user_level import check_user_level
 from dpalg.mechanisms.global_noise._accuracy import noise_quantile, noise_text, sqrt_up as _sqrt_up
+from dpalg.mechanisms.global_noise._grouped import grouped_release, supports_grouped
 from dpalg.mechanisms.global_noise._user import NoiseTerm, auto_k as _auto_k, lattice_centre, mean_bounds, user_noise_terms
 from dpalg.noise._fixed_point import square_term_bound
 from dpalg.noise._gaussian import MAX_GAUSSIAN_SIGMA2
@@ -463,6 +465,15 @@ class _GlobalNoise:
         """
         assert isinstance(self, (Laplace, Gaussian))
         return _release(self, data, rng)
+
+    def release_groups(self, groups: GroupedRows, rng: AbstractRandomness) -> list[object] | None:
+        """Row-level counts, sums and means of every group at once (:func:`grouped_release`); else ``None``."""
+        assert isinstance(self, (Laplace, Gaussian))
+        if not supports_grouped(self.query):
+            return None
+        kind: Literal["laplace", "gaussian"] = "laplace" if isinstance(self, Laplace) else "gaussian"
+        clamp = self.nonnegative and counts_nonnegative(self.query)
+        return grouped_release(self.query, public_noise_terms(self), kind, clamp, groups, rng)
 
 
 @final
