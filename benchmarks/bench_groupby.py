@@ -33,7 +33,9 @@ the statistic on the *whole* data (so the bias of contribution bounding counts):
    ``--insteval`` names its CSV (students there rate in up to 13 departments and
    up to 92 lectures, so bounding drops rows; OpenDP's group truncation runs with
    ``keep="first"``: its ``keep="sample"`` fails on polars 1.36 with "multiple
-   fields with name 'dept'").
+   fields with name 'dept'"), and on either data OpenDP's ``truncate_num_groups(3)``
+   keeps 2 groups per student: it filters a 1-based dense rank with ``< k``, while
+   its accounting assumes 3 (private, but it loses rows).
 
 2. **Per-group median, public keys, row level**, pure ε = 1 per group (parallel
    composition): dpalg ``SmoothBound`` (ε = 1, δ = 1e-6: it is (ε, δ)-DP, the others
