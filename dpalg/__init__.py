@@ -17,6 +17,7 @@ from dpalg.graph import (
     AbstractPrimitive,
     Compose,
     Derivation,
+    GaussianPartitionSelection,
     GroupBy,
     GroupPrivacy,
     KeySet,
@@ -39,7 +40,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BOTTOM", "AbstractMeasurement", "AbstractPrimitive", "ApproxDP", "BackendError", "Bottom", "BudgetExceeded", "Clip", "ClipPerUser", "MaxKeysPerUser", "MaxRowsPerUser",
-    "Compose", "DPAlgError", "Derivation", "GroupBy", "GroupPrivacy", "InsecureRandomnessWarning", "InvalidArgument", "KeySet", "MaxGroupsPerUser", "Neighbouring", "Parallel", "PartitionSelection", "PrivacyClaim",
+    "Compose", "DPAlgError", "Derivation", "GaussianPartitionSelection", "GroupBy", "GroupPrivacy", "InsecureRandomnessWarning", "InvalidArgument", "KeySet", "MaxGroupsPerUser", "Neighbouring", "Parallel", "PartitionSelection", "PrivacyClaim",
     "PureDP", "PureToApprox", "PureToZCDP", "Query", "Release", "Session", "UncheckedPlan", "Unsupported",
     "ZCDP", "ZCDPToApprox", "compose",
 ]  # fmt: skip

@@ -14,3 +14,10 @@ private = GroupBy("dept", keys=PartitionSelection(epsilon=1, delta="1e-6"), aggr
 reveal_type(private)  # R: GroupBy[dpalg.measures._measures.ApproxDP]
 
 GroupBy("dept", keys=PartitionSelection(epsilon=1, delta="1e-6"), aggregates={"n": count})  # E: Dict entry 0 has incompatible type
+
+from dpalg import GaussianPartitionSelection, ZCDP  # noqa: E402
+from dpalg.mechanisms import Gaussian  # noqa: E402
+
+zcdp = GroupBy("dept", keys=GaussianPartitionSelection(rho="0.1", delta="1e-6", conversion_delta="1e-6"), aggregates={"n": Gaussian(Query.count(), rho="0.1")})
+reveal_type(zcdp)  # R: GroupBy[dpalg.measures._measures.ApproxDP]
+zcdp.check(ZCDP("0.5"))  # E: incompatible type

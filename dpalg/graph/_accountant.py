@@ -28,7 +28,7 @@ from dpalg._errors import InvalidArgument, Unsupported
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox, conversion_advice
 from dpalg.graph._derivation import BudgetExceeded, Derivation, LeafClaim, PendingChildren
 from dpalg.graph._group import GroupPrivacy, group_cost
-from dpalg.graph._groupby import GroupBy, KeySet, groupby_cost, groups_per_user
+from dpalg.graph._groupby import GaussianPartitionSelection, GroupBy, KeySet, groupby_cost, groups_per_user
 from dpalg.graph._node import _CLAIM_KEY, CHECK, DERIVE, AbstractMeasurement, AbstractPrimitive, M, claim_of
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import short_measure
@@ -325,6 +325,11 @@ def _groupby_rule(node: GroupBy[PureDP] | GroupBy[ApproxDP] | GroupBy[ZCDP]) -> 
         )
     if isinstance(node.keys, KeySet):
         return rule + "; public keys"
+    if isinstance(node.keys, GaussianPartitionSelection):
+        return rule + (
+            "; plus Gaussian key selection rho: delta-approximately zCDP (Bun-Steinke 2016 Def 8.1), converted to "
+            "(eps, delta_z + e^eps * delta) with the tight zCDP conversion (Canonne-Kamath-Steinke 2020 Cor 13), rounded up"
+        )
     return rule + "; plus private key selection (eps, delta) by basic composition (Desfontaines et al. PoPETs 2022 Thm 1; KOV 2015 Thm 3.3)"
 
 
@@ -332,6 +337,8 @@ def _groupby_inputs(node: GroupBy[PureDP] | GroupBy[ApproxDP] | GroupBy[ZCDP], m
     keys = node.keys
     if isinstance(keys, KeySet):
         return (("groups", str(len(keys.labels))), ("m", str(m)))
+    if isinstance(keys, GaussianPartitionSelection):
+        return (("m", str(m)), ("selection_rho", str(keys.rho)), ("selection_delta", str(keys.delta)), ("conversion_delta", str(keys.conversion_delta)))
     return (("m", str(m)), ("selection_epsilon", str(keys.epsilon)), ("selection_delta", str(keys.delta)))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fractions import Fraction
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import cast, final
 
 import attrs
@@ -60,13 +60,21 @@ def _common_neighbouring(owner: str, children: tuple[AbstractMeasurement[M], ...
 _MEASURE_KIND: dict[type, str] = {}
 
 
-def register_wrapper(kind: type) -> None:
+_OWN_MEASURE: dict[type, Callable[[object], type | None]] = {}
+
+
+def register_wrapper(kind: type, own: Callable[[object], type | None] | None = None) -> None:
     """Register a structural node type whose measure is that of its ``plan`` attribute (as ``GroupPrivacy``'s).
 
-    A node defined above this module (it imports ``Compose``) registers itself here,
-    instead of this module importing it (docs/architecture.md, "Registration").
+    ``own(node)``, when given, names a node's measure when it is not its plan's
+    (a GroupBy whose Gaussian key selection makes zCDP aggregates an (ε, δ) plan),
+    else ``None``. A node defined above this module (it imports ``Compose``)
+    registers itself here, instead of this module importing it
+    (docs/architecture.md, "Registration").
     """
     _MEASURE_KIND[kind] = "group"
+    if own is not None:
+        _OWN_MEASURE[kind] = own
 
 
 def _measure_kind(node: object) -> str:
@@ -91,6 +99,10 @@ def measure_type(node: object) -> type | None:
     if kind == "parallel":
         return measure_type(cast("Parallel[PureDP] | Parallel[ApproxDP] | Parallel[ZCDP]", node).parts[0][1])
     if kind == "group":
+        own = _OWN_MEASURE.get(type(node))
+        decided = own(node) if own is not None else None
+        if decided is not None:
+            return decided
         return measure_type(cast("GroupPrivacy[PureDP] | GroupPrivacy[ApproxDP] | GroupPrivacy[ZCDP]", node).plan)
     return {"approx": ApproxDP, "zcdp": ZCDP}.get(kind)
 

@@ -34,6 +34,8 @@ from fractions import Fraction
 from typing import Final, final, overload
 
 import attrs
+import numpy as np
+import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument, Unsupported, name_param
 from dpalg._numbers import ExactLike, positive, to_fraction
@@ -43,10 +45,11 @@ from dpalg.graph._compose import Compose, _single_measure, measure_type, registe
 from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.graph._node import AbstractMeasurement, M
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
-from dpalg.noise import certain_keep_count
+from dpalg.graph._group import exp_upper
+from dpalg.noise import AbstractRandomness, certain_keep_count, gaussian_selection_threshold, sample_keep, sample_keep_gaussian
 from dpalg.queries._bounding import cap_param
 
-__all__ = ["GroupBy", "KeySet", "MaxGroupsPerUser", "PartitionSelection", "groupby_cost", "groups_per_user"]
+__all__ = ["GaussianPartitionSelection", "GroupBy", "KeySet", "MaxGroupsPerUser", "PartitionSelection", "groupby_cost", "groups_per_user", "selected_keys"]
 
 #: the most public keys a KeySet holds (each is listed in the plan and the certificate)
 MAX_PUBLIC_KEYS: Final = 1 << 20
@@ -208,6 +211,67 @@ class PartitionSelection:
         return f"PartitionSelection(epsilon={_show(self.epsilon)}, delta={_show(self.delta)})"
 
 
+def _sel_rho(value: ExactLike) -> Fraction:
+    return positive(value, owner="GaussianPartitionSelection", field="rho")
+
+
+def _sel_gdelta(value: ExactLike) -> Fraction:
+    d = to_fraction(value, owner="GaussianPartitionSelection", field="delta")
+    if not 0 < d < Fraction(1, 2):
+        raise InvalidArgument("GaussianPartitionSelection", "delta", value, "must be in (0, 1/2)")
+    return d
+
+
+def _sel_conversion(value: ExactLike) -> Fraction:
+    d = to_fraction(value, owner="GaussianPartitionSelection", field="conversion_delta")
+    if not 0 < d < 1:
+        raise InvalidArgument("GaussianPartitionSelection", "conversion_delta", value, "must be in (0, 1)")
+    return d
+
+
+@final
+@attrs.frozen(repr=False)
+class GaussianPartitionSelection:
+    """Select the released keys of a zCDP plan by Gaussian thresholding of the distinct users per key.
+
+    Each key present in the data gets ``n + Z`` with ``Z`` exact discrete Gaussian of
+    variance ``σ² = m / (2ρ)`` (m groups per user: L2 sensitivity √m), and is kept when
+    ``n + Z ≥ τ``, the least threshold with which a key held by one user alone is kept
+    with probability at most ``delta / m`` (:func:`dpalg.noise.sample_keep_gaussian`,
+    :func:`dpalg.noise.gaussian_selection_threshold`).
+
+    Privacy guarantee:
+        The selection, and the GroupBy around it with ρ_agg-zCDP aggregates, is
+        ``delta``-approximately ``(ρ + m·ρ_agg)``-zCDP (Bun–Steinke 2016, Def. 8.1):
+        with probability ≥ 1 − delta no key held only by the added user is kept,
+        and then the release is a post-processing of the Gaussian counts and the
+        aggregates on groups present in both neighbours (CKS 2020 Thm 4; zCDP
+        composition). As (ε, δ)-DP: with ``(ε, δ_z)`` the tight conversion of that
+        zCDP at ``conversion_delta`` (CKS 2020 Cor. 13, rounded up), the GroupBy is
+        ``(ε, δ_z + e^ε·delta)``-DP (:func:`dpalg.noise.sample_keep_gaussian`
+        derives the ``e^ε·delta`` term; ``e^ε`` rounded up). So a GroupBy with this
+        selection costs ``ApproxDP`` although its aggregates are ``ZCDP``.
+
+    Examples:
+        >>> GaussianPartitionSelection(rho="0.1", delta="1e-6", conversion_delta="1e-6")
+        GaussianPartitionSelection(rho='1/10', delta='1/1000000', conversion_delta='1/1000000')
+    """
+
+    rho: Fraction = attrs.field(converter=_sel_rho)
+    delta: Fraction = attrs.field(converter=_sel_gdelta)
+    conversion_delta: Fraction = attrs.field(converter=_sel_conversion)
+
+    def sigma2(self, m: int) -> Fraction:
+        """The noise variance for ``m`` groups per user: ``m / (2ρ)``."""
+        return Fraction(m) / (2 * self.rho)
+
+    def __repr__(self) -> str:
+        return (
+            f"GaussianPartitionSelection(rho={_show(self.rho)}, delta={_show(self.delta)}, "
+            f"conversion_delta={_show(self.conversion_delta)})"
+        )
+
+
 def _show(x: Fraction) -> str:
     return str(x.numerator) if x.denominator == 1 else f"'{x}'"
 
@@ -291,8 +355,8 @@ class GroupBy(AbstractMeasurement[M]):
     """
 
     by: tuple[str, ...]
-    keys: KeySet | PartitionSelection
-    plan: Compose[M]
+    keys: KeySet | PartitionSelection | GaussianPartitionSelection
+    plan: Compose[PureDP] | Compose[ApproxDP] | Compose[ZCDP]
     bound: MaxGroupsPerUser | None = None
 
     @overload
@@ -307,9 +371,15 @@ class GroupBy(AbstractMeasurement[M]):
         aggregates: Mapping[str, AbstractMeasurement[ApproxDP]], bound: MaxGroupsPerUser | None = None,
     ) -> None: ...
 
+    @overload
     def __init__(
-        self, by: str | tuple[str, ...], *, keys: KeySet | PartitionSelection,
-        aggregates: Mapping[str, AbstractMeasurement[M]] | Mapping[str, AbstractMeasurement[ApproxDP]],
+        self: GroupBy[ApproxDP], by: str | tuple[str, ...], *, keys: GaussianPartitionSelection,
+        aggregates: Mapping[str, AbstractMeasurement[ZCDP]], bound: MaxGroupsPerUser | None = None,
+    ) -> None: ...
+
+    def __init__(
+        self, by: str | tuple[str, ...], *, keys: KeySet | PartitionSelection | GaussianPartitionSelection,
+        aggregates: Mapping[str, AbstractMeasurement[M]] | Mapping[str, AbstractMeasurement[ApproxDP]] | Mapping[str, AbstractMeasurement[ZCDP]],
         bound: MaxGroupsPerUser | None = None,
     ) -> None:
         if not isinstance(aggregates, Mapping) or not aggregates:
@@ -323,8 +393,11 @@ class GroupBy(AbstractMeasurement[M]):
         self.__attrs_init__(_by(by), keys, Compose(**aggregates), bound)
 
     def __attrs_post_init__(self) -> None:
-        if not isinstance(self.keys, (KeySet, PartitionSelection)):
-            raise InvalidArgument("GroupBy", "keys", type(self.keys).__name__, "must be a KeySet (public keys) or PartitionSelection (private keys)")
+        if not isinstance(self.keys, (KeySet, PartitionSelection, GaussianPartitionSelection)):
+            raise InvalidArgument(
+                "GroupBy", "keys", type(self.keys).__name__,
+                "must be a KeySet (public keys), PartitionSelection or GaussianPartitionSelection (private keys)",
+            )
         if self.bound is not None and not isinstance(self.bound, MaxGroupsPerUser):
             raise InvalidArgument("GroupBy", "bound", type(self.bound).__name__, "must be MaxGroupsPerUser(m) or None")
         if not isinstance(self.plan, Compose) or not self.plan.names:
@@ -338,6 +411,26 @@ class GroupBy(AbstractMeasurement[M]):
         if isinstance(self.keys, KeySet):
             if self.keys.width != len(self.by):
                 raise InvalidArgument("GroupBy", "keys", f"width {self.keys.width}", f"must match by ({len(self.by)} columns)")
+        elif isinstance(self.keys, GaussianPartitionSelection):
+            kind = measure_type(self.plan)
+            if kind is not None and kind is not ZCDP:
+                raise InvalidArgument(
+                    "GroupBy", "aggregates", kind.__name__,
+                    "must cost ZCDP with GaussianPartitionSelection (use PartitionSelection for (eps, delta) or pure aggregates)",
+                )
+            if nb.unit is not None and self.bound is None:
+                raise InvalidArgument(
+                    "GroupBy", "bound", None,
+                    "must be MaxGroupsPerUser(m) at user level with private keys (a user could touch unboundedly many keys)",
+                )
+            gaussian_selection_threshold(self.keys.sigma2(groups_per_user(self)), self.keys.delta, max_partitions=groups_per_user(self))
+            aggregates = scaled(self.plan.cost(), groups_per_user(self))
+            assert isinstance(aggregates, ZCDP)  # checked above
+            if _gaussian_total(self.keys, aggregates)[1] >= 1:
+                raise InvalidArgument(
+                    "GroupBy", "keys.delta", self.keys.delta,
+                    "makes the total delta delta_z + e^eps * delta reach 1 (a vacuous guarantee); lower the rhos or delta",
+                )
         else:
             kind = measure_type(self.plan)
             if kind is not None and kind is not ApproxDP:
@@ -359,7 +452,7 @@ class GroupBy(AbstractMeasurement[M]):
             raise InvalidArgument("GroupBy", "bound", self.bound, "is for user-level aggregates (user= in their queries); at row level each row is in one group")
 
     @property
-    def aggregates(self) -> dict[str, AbstractMeasurement[M]]:
+    def aggregates(self) -> dict[str, AbstractMeasurement[PureDP] | AbstractMeasurement[ApproxDP] | AbstractMeasurement[ZCDP]]:
         """The aggregates, by name."""
         return dict(zip(self.plan.names, self.plan.children))
 
@@ -394,7 +487,7 @@ class GroupBy(AbstractMeasurement[M]):
                 )
             a = a / (len(self.keys.labels) * len(self.plan.children))
         out: dict[str, Accuracy] = {}
-        for name, node in zip(self.plan.names, self.plan.children):
+        for name, node in self.aggregates.items():
             try:
                 out[name] = node.accuracy(a)
             except Unsupported:
@@ -408,7 +501,7 @@ class GroupBy(AbstractMeasurement[M]):
         return f"GroupBy({by}, keys={self.keys!r}, aggregates={{{aggs}}}{tail})"
 
 
-register_wrapper(GroupBy)  # measure_type(GroupBy) is its aggregates' measure
+register_wrapper(GroupBy, lambda node: ApproxDP if isinstance(getattr(node, "keys", None), GaussianPartitionSelection) else None)
 
 
 def groups_per_user(node: GroupBy[PureDP] | GroupBy[ApproxDP] | GroupBy[ZCDP]) -> int:
@@ -431,10 +524,38 @@ def scaled(cost: Measure, m: int) -> Measure:
     return ApproxDP(cost.epsilon * m, cost.delta * m)
 
 
+def _gaussian_total(keys: GaussianPartitionSelection, aggregates: ZCDP) -> tuple[Fraction, Fraction]:
+    """(ε, δ_z + e^ε·delta) from the delta-approximately (ρ_sel + m·ρ_agg)-zCDP release (GaussianPartitionSelection)."""
+    z = ZCDP(aggregates.rho + keys.rho).to_approx(keys.conversion_delta)
+    return z.epsilon, z.delta + exp_upper(z.epsilon) * keys.delta
+
+
 def groupby_cost(node: GroupBy[PureDP] | GroupBy[ApproxDP] | GroupBy[ZCDP], aggregates_cost: Measure) -> Measure:
     """The GroupBy's cost from its aggregates' composed cost (module docstring)."""
-    total = scaled(aggregates_cost, groups_per_user(node))
+    m = groups_per_user(node)
+    total = scaled(aggregates_cost, m)
+    if isinstance(node.keys, GaussianPartitionSelection):
+        assert isinstance(total, ZCDP)  # checked at construction
+        return ApproxDP(*_gaussian_total(node.keys, total))
     if isinstance(node.keys, PartitionSelection):
         assert isinstance(total, ApproxDP)  # checked at construction
         return ApproxDP(total.epsilon + node.keys.epsilon, total.delta + node.keys.delta)
     return total
+
+
+def selected_keys(
+    node: GroupBy[PureDP] | GroupBy[ApproxDP] | GroupBy[ZCDP], user_counts: npt.NDArray[np.int64], rng: AbstractRandomness,
+) -> npt.NDArray[np.bool_]:
+    """Which present keys a private GroupBy releases, from each key's distinct users (rows at row level).
+
+    :class:`PartitionSelection`: the optimal keep probabilities (:func:`dpalg.noise.sample_keep`);
+    :class:`GaussianPartitionSelection`: Gaussian thresholding (:func:`dpalg.noise.sample_keep_gaussian`).
+    """
+    keys = node.keys
+    m = groups_per_user(node)
+    if isinstance(keys, PartitionSelection):
+        return sample_keep(user_counts, keys.epsilon, keys.delta, rng, max_partitions=m)
+    if isinstance(keys, GaussianPartitionSelection):
+        sigma2 = keys.sigma2(m)
+        return sample_keep_gaussian(user_counts, sigma2, gaussian_selection_threshold(sigma2, keys.delta, max_partitions=m), rng)
+    raise InvalidArgument("selected_keys", "node.keys", type(keys).__name__, "must be a private key selection")

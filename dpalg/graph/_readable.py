@@ -352,7 +352,7 @@ def _tables(node: object, value: object, alpha: Fraction, path: str, out: list[G
             for key, per_group in list(value.items())[:limit]:
                 key = by_text.get(key, key) if isinstance(key, str) else key
                 cells: list[str] = []
-                for name, child in zip(names, node.plan.children):
+                for name, child in node.aggregates.items():
                     part = per_group.get(name) if isinstance(per_group, dict) else None
                     found = value_rows(child, part, alpha, limit=8)
                     shown = shown or any(r.confidence for r in found)

@@ -24,14 +24,14 @@ from dpalg.data._evaluation import guarded_run
 from dpalg.graph._accountant import KnownNode, _classify
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._group import GroupPrivacy, bounded_rows
-from dpalg.graph._groupby import GroupBy, KeySet, groups_per_user
+from dpalg.graph._groupby import GroupBy, KeySet, groups_per_user, selected_keys
 from dpalg.graph._derivation import Derivation
 from dpalg.graph._node import RUN, AbstractMeasurement, AbstractPrimitive, take_checked
 from dpalg.graph._result import SIGN, Release
 from dpalg.graph._schema import plan_columns, validate_schema
 from dpalg.graph._session import EXECUTE, SessionSpend
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
-from dpalg.noise import prf_secret, sample_keep
+from dpalg.noise import prf_secret
 from dpalg.noise._random import AbstractRandomness, RngLike, resolve_rng
 from dpalg.release._certificate import SEEDED_WARNING, build_certificate, sign_certificate
 from dpalg.release._serialize import JSON
@@ -165,7 +165,7 @@ def _group_by(node: GroupBy[PureDP] | GroupBy[ApproxDP] | GroupBy[ZCDP], data: D
         chosen = list(range(len(labels)))
     else:
         users = distinct_units_per_group(data, unit, codes, len(labels), owner=owner)
-        chosen = np.flatnonzero(sample_keep(users, keys.epsilon, keys.delta, rng, max_partitions=m)).tolist()
+        chosen = np.flatnonzero(selected_keys(node, users, rng)).tolist()
     groups = GroupedRows(data, codes, len(labels), chosen)
     released = [labels[i] for i in chosen]
     names = node.plan.names

@@ -472,3 +472,77 @@ def test_keys_with_the_same_text_keep_their_groups_in_the_certificate() -> None:
     assert release.certificate["value"] == {"$pairs": [[1, {"n": release.value[1]["n"]}], ["1", {"n": release.value["1"]["n"]}]]}  # type: ignore[index]
     text = render_text(json.loads(json.dumps(release.certificate)))
     assert "\n  1    " in text and "\n  '1'  " in text
+
+
+# ---------------------------------------------------------------- Gaussian key selection (zCDP aggregates)
+
+
+def _gaussian_plan(m: int = 2) -> GroupBy[ApproxDP]:
+    from dpalg import GaussianPartitionSelection
+
+    count = Gaussian(Query.count(user="uid") | MaxRowsPerUser(5), rho="0.05")
+    keys = GaussianPartitionSelection(rho="0.1", delta="1e-6", conversion_delta="1e-6")
+    return GroupBy("g", keys=keys, aggregates={"n": count}, bound=MaxGroupsPerUser(m))
+
+
+def test_gaussian_selection_cost_is_the_converted_approximate_zcdp() -> None:
+    from dpalg.graph._group import exp_upper
+
+    plan = _gaussian_plan(2)
+    z = ZCDP(Fraction(1, 10) + 2 * Fraction(1, 20)).to_approx("1e-6")
+    assert plan.cost() == ApproxDP(z.epsilon, z.delta + exp_upper(z.epsilon) * Fraction(1, 10**6))
+    with pytest.raises(InvalidArgument, match="must cost ZCDP"):
+        from dpalg import GaussianPartitionSelection
+
+        GroupBy("g", keys=GaussianPartitionSelection(rho=1, delta="1e-6", conversion_delta="1e-6"), aggregates={"n": Laplace(Query.count(), epsilon=1)})  # type: ignore[dict-item]
+
+
+def _discrete_gaussian_tail(sigma2: float, t: int) -> float:
+    """P[Z >= t] for the discrete Gaussian of variance parameter sigma2 (summed exactly enough in floats)."""
+    r = int(40 * math.sqrt(sigma2)) + 40
+    w = [math.exp(-z * z / (2 * sigma2)) for z in range(-r, r + 1)]
+    return sum(w[i] for i, z in enumerate(range(-r, r + 1)) if z >= t) / sum(w)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_gaussian_selection_hockey_stick_within_the_claim(broken: bool) -> None:
+    from dpalg.noise import gaussian_selection_threshold
+
+    plan = _gaussian_plan(2)
+    cost = plan.cost()
+    assert isinstance(cost, ApproxDP)
+    keys = plan.keys
+    assert not isinstance(keys, (KeySet, PartitionSelection))
+    sigma2 = keys.sigma2(2)
+    tau = 1 if broken else gaussian_selection_threshold(sigma2, keys.delta, max_partitions=2)
+    worst = 0.0
+    for before in ([0, 0, 3], [0, 5, 3], [1, 1, 0], [7, 0, 2]):  # the user adds 1 to (at most) the first two keys
+        after = [c + (1 if i < 2 else 0) for i, c in enumerate(before)]
+        p = [0.0 if c == 0 else _discrete_gaussian_tail(float(sigma2), tau - c) for c in after]
+        q = [0.0 if c == 0 else _discrete_gaussian_tail(float(sigma2), tau - c) for c in before]
+        worst = max(worst, _hockey_stick(p, q, float(cost.epsilon)))
+    assert (worst <= float(cost.delta)) is not broken
+
+
+def test_gaussian_selection_runs_and_keeps_big_keys_only() -> None:
+    rows: World = [(u, 1, 0) for u in range(400)] + [(1000 + u, 2, 0) for u in range(3)]
+    out = _exec(_gaussian_plan(1), _frame(rows), 3)
+    assert list(out) == [1] and abs(int(out[1]["n"]) - 400) < 60  # type: ignore[call-overload]
+
+
+def test_a_gaussian_selection_certificate_audits() -> None:
+    rows: World = [(u, u % 3, 0) for u in range(300)]
+    plan = _gaussian_plan(1)
+    plan.check(plan.cost())
+    with pytest.warns(Warning):
+        release = plan.run(_frame(rows), rng=2)
+    report = audit_certificate(release.certificate)
+    assert report.status == "cost_confirmed", report.findings
+
+
+def test_a_vacuous_gaussian_selection_is_refused_at_construction() -> None:
+    from dpalg import GaussianPartitionSelection
+
+    with pytest.raises(InvalidArgument, match="vacuous"):
+        GroupBy("g", keys=GaussianPartitionSelection(rho=1, delta="1e-3", conversion_delta="1e-3"),
+                aggregates={"n": Gaussian(Query.count(), rho=1)})

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 import dpalg
 import dpalg.mechanisms as mechanisms
 from dpalg import (
-    BOTTOM, ZCDP, ApproxDP, Clip, ClipPerUser, GroupBy, InvalidArgument, KeySet, MaxGroupsPerUser, MaxKeysPerUser, MaxRowsPerUser,
+    BOTTOM, ZCDP, ApproxDP, Clip, ClipPerUser, GaussianPartitionSelection, GroupBy, InvalidArgument, KeySet, MaxGroupsPerUser, MaxKeysPerUser, MaxRowsPerUser,
     PartitionSelection, PureDP, PureToApprox, Query,
 )
 from dpalg.data import Dataset, as_dataset
@@ -198,6 +198,9 @@ PLANS: dict[str, Callable[[], Plan]] = {
     "GroupBy-private-users": lambda: GroupBy("k", keys=PartitionSelection(epsilon=1, delta="0.05"), aggregates={
         "n": PureToApprox(Laplace(Query.count(user="u") | MaxRowsPerUser(2), epsilon=1)),
         "q": PureToApprox(ExponentialQuantile(Query.median("x", user="u") | ClipPerUser(0, 100), epsilon=1, grid_bits=8)),
+    }, bound=MaxGroupsPerUser(2)),
+    "GroupBy-gaussian-users": lambda: GroupBy("k", keys=GaussianPartitionSelection(rho="0.1", delta="1e-3", conversion_delta="1e-3"), aggregates={
+        "s": Gaussian(Query.sum("x", user="u") | ClipPerUser(0, 10), rho="0.1"),
     }, bound=MaxGroupsPerUser(2)),
     "GroupBy-two-columns": lambda: GroupBy(("k", "u"), keys=KeySet.product(KeySet(["a", 1, True]), KeySet([1, "1", 2**53 + 1])), aggregates={
         "s": Laplace(Query.sum("x") | Clip(-1e6, 1e6), epsilon=1),
