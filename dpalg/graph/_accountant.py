@@ -29,7 +29,8 @@ from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZC
 from dpalg.graph._derivation import BudgetExceeded, Derivation, LeafClaim, PendingChildren
 from dpalg.graph._group import GroupPrivacy, group_cost
 from dpalg.graph._groupby import GaussianPartitionSelection, GroupBy, KeySet, groupby_cost, groups_per_user
-from dpalg.graph._node import _CLAIM_KEY, CHECK, DERIVE, AbstractMeasurement, AbstractPrimitive, M, claim_of
+from dpalg.graph._tight import epsilon_at, tighten
+from dpalg.graph._node import _CLAIM_KEY, CHECK, DERIVE, EPSILON_AT, AbstractMeasurement, AbstractPrimitive, M, claim_of
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import short_measure
 from dpalg.measures._measures import exact_sum
@@ -465,6 +466,9 @@ def check(node: object, budget: Measure) -> Derivation:
         )
     if fits(d.cost, budget):
         return d
+    tight = tighten(d, budget)  # an (eps, delta) plan: optimal composition or the zCDP route may prove what the sum does not
+    if tight is not None:
+        return tight
     bad, available = _failure(d, budget)
     raise BudgetExceeded(
         f"plan cost {short_measure(d.cost, 'up')} exceeds budget {short_measure(budget, 'down')}; first failing node {bad.path}: "
@@ -475,3 +479,4 @@ def check(node: object, budget: Measure) -> Derivation:
 
 DERIVE.provide(derive)  # plan.derive(), plan.cost()
 CHECK.provide(check)  # plan.check(budget)
+EPSILON_AT.provide(lambda node, delta: epsilon_at(derive(node), delta))  # plan.epsilon_at(delta), plan.privacy_curve()

@@ -21,14 +21,14 @@ from __future__ import annotations
 import abc
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from fractions import Fraction
 from typing import Generic, Protocol, TypeVar, cast
 
 import attrs
 
-from dpalg._errors import UncheckedPlan, Unsupported
-from dpalg._numbers import ExactLike
+from dpalg._errors import InvalidArgument, UncheckedPlan, Unsupported
+from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import ColumnUse, Dataset, Neighbouring
 from dpalg.data._grouped import GroupedRows
 from dpalg.graph._accuracy import Accuracy, alpha_param
@@ -41,7 +41,7 @@ from dpalg.measures._measures import zero_like
 from dpalg.noise._random import AbstractRandomness, RngLike
 
 __all__ = [
-    "ABSENT_IN_CERTIFICATE", "QUIET_DEFAULT", "AbstractMeasurement", "AbstractPrimitive", "CHECK", "DERIVE", "M", "PLAN_TREE", "PrivacyClaim", "Provided", "RUN", "SUMMARISE",
+    "ABSENT_IN_CERTIFICATE", "QUIET_DEFAULT", "AbstractMeasurement", "AbstractPrimitive", "CHECK", "DERIVE", "EPSILON_AT", "M", "PLAN_TREE", "PrivacyClaim", "Provided", "RUN", "SUMMARISE",
     "claim_of", "neighbouring_of", "take_checked",
 ]  # fmt: skip
 
@@ -69,6 +69,8 @@ class _Summarise(Protocol):
 
 
 SUMMARISE: Provided[_Summarise] = Provided("the plan summary", "dpalg.graph._summary")
+#: the smallest certified ε at a δ (:func:`dpalg.graph._tight.epsilon_at` on the plan's derivation)
+EPSILON_AT: Provided[Callable[[object, Fraction], Fraction]] = Provided("the accountant", "dpalg.graph._accountant")
 #: the plan as an indented tree (:func:`dpalg.graph._pretty.plan_tree`)
 PLAN_TREE: Provided[Callable[[object], str]] = Provided("the plan printer", "dpalg.graph._pretty")
 #: the runner (:func:`dpalg.release._release.run_checked`): it builds the certificate, one floor up
@@ -165,6 +167,33 @@ class AbstractMeasurement(abc.ABC, Generic[M]):
     def cost(self) -> M:
         """The static privacy cost: a function of the parameters only."""
         return cast(M, DERIVE.impl(self).cost)  # the measure type is enforced at construction
+
+    def epsilon_at(self, delta: ExactLike) -> Fraction:
+        """The smallest ε, rounded up, any composition rule certifies for this plan at ``delta`` (no data touched).
+
+        For an ε-DP or (ε, δ) plan: the best of basic composition, the zCDP route and
+        optimal composition over its parts (:mod:`dpalg.graph._tight`); for a zCDP plan:
+        the tight conversion. ``check(ApproxDP(eps, delta))`` passes exactly when
+        ``epsilon_at(delta) <= eps`` (for (ε, δ) plans).
+
+        Raises:
+            InvalidArgument: ``delta`` outside [0, 1), or below what the plan's parts need.
+        """
+        return EPSILON_AT.impl(self, to_fraction(delta, owner=type(self).__name__, field="delta"))
+
+    def privacy_curve(self, deltas: Iterable[ExactLike] | None = None) -> tuple[tuple[Fraction, Fraction], ...]:
+        """Points ``(δ, ε)`` of the plan's certified privacy curve, ε rounded up (for plotting).
+
+        ``deltas`` defaults to 10⁻¹ … 10⁻¹² (δ values below what the parts need are skipped).
+        """
+        points: list[tuple[Fraction, Fraction]] = []
+        for raw in (deltas if deltas is not None else (Fraction(1, 10**i) for i in range(1, 13))):
+            delta = to_fraction(raw, owner=type(self).__name__, field="deltas")
+            try:
+                points.append((delta, EPSILON_AT.impl(self, delta)))
+            except InvalidArgument:
+                continue
+        return tuple(points)
 
     def check(self, budget: M) -> Derivation:
         """Prove the cost fits ``budget``; afterwards :meth:`run` is allowed **once**.

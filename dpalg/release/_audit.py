@@ -36,6 +36,7 @@ from typing import Literal, final
 import attrs
 
 from dpalg._errors import DPAlgError, InvalidArgument
+from dpalg.graph._tight import TIGHT_RULE, tighten
 from dpalg.graph._accountant import add_measures, derive, fits
 from dpalg.graph._derivation import measure_from_json, measure_to_json
 from dpalg.graph._node import AbstractMeasurement
@@ -403,6 +404,15 @@ def audit_certificate(
     except DPAlgError as exc:  # Unsupported, or a node whose cost cannot be formed
         findings.append(f"REFUTED: {exc}")
         return AuditReport("refuted", tuple(findings), tuple(warnings))
+    recorded = cert["derivation"]
+    if isinstance(recorded, dict) and str(recorded.get("rule", "")).startswith(TIGHT_RULE):
+        # check() certified the plan by a tighter rule than the sum: re-run the same rules at the recorded budget
+        tight = tighten(derivation, budget)
+        if tight is None:
+            findings.append(f"REFUTED: no composition rule fits the plan within the recorded budget {short_measure(budget, 'down')}")
+            return AuditReport("refuted", tuple(findings), tuple(warnings))
+        derivation = tight
+        findings.append(f"composition re-derived by the tightest rule: {dict(tight.inputs).get('rule', '?')}")
     if stable_repr(repr(plan)) != cert["plan_repr"]:
         refuted.append("REFUTED: plan_repr does not describe the plan (it differs from the rebuilt plan's repr)")
     nb = plan.neighbouring
