@@ -256,6 +256,75 @@ def _conversion(
     return Derivation(here, node, rule, inputs, convert(cost), (sub,), combine="convert")
 
 
+_WHOLE_ZCDP_RULE: Final = "eps-DP implies eps^2/2-zCDP (Bun-Steinke 2016 Prop 1.4)"
+_PER_PART_ZCDP_RULE: Final = (
+    "each pure part converted, then zCDP composition: an eps-DP part is eps^2/2-zCDP (Bun-Steinke 2016 Prop 1.4), "
+    "an eta-bounded-range leaf eta^2/8-zCDP (Cesar-Rogers 2021 Lemmas 3.2, 3.4), the smaller is charged; "
+    "sum over sequential parts (Bun-Steinke 2016 Lemma 2.3), maximum over disjoint parallel parts (one unit changes one part)"
+)
+
+
+def _part_rho(epsilon: Fraction, eta: Fraction | None) -> tuple[Fraction, str]:
+    """The zCDP cost of one ε-DP part (η-bounded-range when ``eta`` is given) and what it contributed, as text."""
+    pure = epsilon * epsilon / 2
+    if eta is not None:
+        br = eta * eta / 8
+        if br <= pure:
+            return br, f"eta={eta} bounded range: eta^2/8={br}"
+    return pure, f"eps={epsilon}: eps^2/2={pure}"
+
+
+def _per_part_rho(node: object, d: Derivation, inputs: list[tuple[str, str]]) -> Fraction:
+    """The zCDP cost of a pure sub-plan converted part by part (:class:`PureToZCDP`, ``per_part=True``).
+
+    ``d`` is the sub-plan's derivation (already made by :func:`_walk`). Sums over a
+    ``Compose``, maximises over a ``Parallel``; a leaf is charged from its cached claim
+    (with its ``bounded_range``), any other node from its derivation's ε. Appends
+    ``(path, contribution)`` for every part to ``inputs``.
+    """
+    if isinstance(node, Compose) and d.combine == "sum":
+        labels, children = node.labels, node.children
+    elif isinstance(node, Parallel) and d.combine == "max":
+        labels, children = tuple(repr(k) for k, _ in node.parts), tuple(c for _, c in node.parts)
+    else:
+        cost = d.cost
+        _convertible(d.path, "PureToZCDP", cost, PureDP)  # the parts of an eps-DP plan are eps-DP; refused otherwise
+        assert isinstance(cost, PureDP)  # for mypy
+        eta = claim_of(cast(_Primitive, node)).bounded_range if isinstance(node, AbstractPrimitive) else None
+        rho, text = _part_rho(cost.epsilon, eta)
+        inputs.append((d.path, text))
+        return rho
+    rhos: list[Fraction] = []
+    for i, (label, child) in enumerate(zip(labels, children)):
+        kind = _KIND.get(type(child))
+        if kind is None:
+            kind = _learn(child)
+        if kind == _LEAF:
+            claim = claim_of(cast(_Primitive, child))  # cached on the node: no leaf derivation is built
+            here = f"{d.path}/{label}/{type(child).__name__}"
+            leaf_cost = claim.cost
+            _convertible(here, "PureToZCDP", leaf_cost, PureDP)
+            assert isinstance(leaf_cost, PureDP)  # for mypy
+            rho, text = _part_rho(leaf_cost.epsilon, claim.bounded_range)
+            inputs.append((here, text))
+            rhos.append(rho)
+        else:
+            rhos.append(_per_part_rho(child, d.child(i), inputs))
+    return exact_sum(rhos) if d.combine == "sum" else max(rhos)
+
+
+def _pure_to_zcdp_per_part(node: PureToZCDP, path: str, dry: bool) -> Derivation | None:
+    """:class:`PureToZCDP` with ``per_part=True``: the child's parts converted one by one, then composed."""
+    here = _child_path(path, "PureToZCDP")
+    sub = _walk(node.child, here, dry)
+    if sub is None:
+        return None
+    _convertible(here, "PureToZCDP", sub.cost, PureDP)
+    inputs: list[tuple[str, str]] = []
+    rho = _per_part_rho(node.child, sub, inputs)
+    return Derivation(here, node, _PER_PART_ZCDP_RULE, (("parts", str(len(inputs))), *inputs), ZCDP(rho), (sub,), combine="convert")
+
+
 def _walk(node: object, path: str, dry: bool) -> Derivation | None:
     known = _classify(node, path)
     match known:
@@ -281,7 +350,9 @@ def _walk(node: object, path: str, dry: bool) -> Derivation | None:
         case PureToApprox():
             return _conversion(known, path, dry, PureDP, PureDP.to_approx, "eps-DP is (eps, 0)-DP", ())
         case PureToZCDP():
-            return _conversion(known, path, dry, PureDP, PureDP.to_zcdp, "eps-DP implies eps^2/2-zCDP (Bun-Steinke 2016 Prop 1.4)", ())
+            if not known.per_part:  # the whole-plan rule (certificates written before per_part existed)
+                return _conversion(known, path, dry, PureDP, PureDP.to_zcdp, _WHOLE_ZCDP_RULE, ())
+            return _pure_to_zcdp_per_part(known, path, dry)
         case ZCDPToApprox():
             return _conversion(
                 known, path, dry, ZCDP, functools.partial(ZCDP.to_approx, delta=known.delta),

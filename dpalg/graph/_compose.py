@@ -12,7 +12,7 @@ from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import Neighbouring
 from dpalg.graph._group import GroupPrivacy
-from dpalg.graph._node import _CLAIM_KEY, _NEIGHBOURING_KEY, AbstractMeasurement, AbstractPrimitive, M, claim_of, neighbouring_of
+from dpalg.graph._node import _CLAIM_KEY, _NEIGHBOURING_KEY, ABSENT_IN_CERTIFICATE, QUIET_DEFAULT, AbstractMeasurement, AbstractPrimitive, M, claim_of, neighbouring_of
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 
 __all__ = ["Compose", "Parallel", "PureToApprox", "PureToZCDP", "ZCDPToApprox", "compose", "conversion_advice"]
@@ -297,12 +297,43 @@ class PureToApprox(AbstractMeasurement[ApproxDP]):
         return f"PureToApprox({self.child!r})"
 
 
+def _per_part(value: bool) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidArgument("PureToZCDP", "per_part", value, "must be True or False")
+    return value
+
+
 @final
 @attrs.frozen(repr=False)
 class PureToZCDP(AbstractMeasurement[ZCDP]):
-    """Explicit conversion: ε-DP implies (ε²/2)-zCDP (Bun–Steinke 2016, Prop. 1.4)."""
+    """Explicit conversion of an ε-DP plan to zCDP.
+
+    Privacy guarantee:
+        ``per_part=True`` (the default): each part of the child is converted on
+        its own and the zCDP costs compose. A part is a leaf of the child's
+        sequential (``Compose``) and parallel (``Parallel``) structure; any other
+        node (``GroupPrivacy``, ``GroupBy``) is one part. An ε-DP part is
+        ε²/2-zCDP (Bun–Steinke 2016, Prop. 1.4); a leaf whose claim states it is
+        also η-bounded-range (``PrivacyClaim.bounded_range``, the exponential
+        mechanism: η = ε) is η²/8-zCDP (Cesar–Rogers 2021, arXiv:2004.07223,
+        Lemmas 3.2 and 3.4); each part is charged the smaller. zCDP composes by
+        the sum (Bun–Steinke 2016, Lemma 2.3) and over the disjoint parts of a
+        ``Parallel`` by the maximum (one unit changes one part). Never more than
+        the whole-plan rule: ``Σ ε_i²/2 ≤ (Σ ε_i)²/2`` and ``max ε_j²/2 ≤ (max ε_j)²/2``.
+
+        ``per_part=False``: the child's total ε as ε²/2-zCDP (Bun–Steinke 2016,
+        Prop. 1.4), the rule of certificates written before ``per_part`` existed
+        (a certificate without the field decodes to it).
+
+    The repr leaves ``per_part`` out, so that a certificate written before the
+    field existed (``PureToZCDP(child)``, the whole-plan rule) reads as it did;
+    the plan tree (``str(plan)``) shows ``per_part=False``.
+    """
 
     child: AbstractMeasurement[PureDP]
+    per_part: bool = attrs.field(
+        default=True, converter=_per_part, kw_only=True, metadata={ABSENT_IN_CERTIFICATE: False, QUIET_DEFAULT: True}
+    )
 
     def __attrs_post_init__(self) -> None:
         _convertible_child("PureToZCDP", self.child, PureDP)

@@ -286,14 +286,32 @@ class AbstractMeasurement(abc.ABC, Generic[M]):
         return RUN.impl(self, data, rng=rng)
 
 
+def _bounded_range(claim: PrivacyClaim[M], attribute: attrs.Attribute[Fraction | None], value: Fraction | None) -> None:
+    if value is None:
+        return
+    if not isinstance(claim.cost, PureDP):
+        raise InvalidArgument("PrivacyClaim", "bounded_range", value, f"is stated for an eps-DP claim only, not {type(claim.cost).__name__}")
+    if not isinstance(value, Fraction) or value <= 0:
+        raise InvalidArgument("PrivacyClaim", "bounded_range", value, "must be a Fraction > 0")
+
+
 @attrs.frozen
 class PrivacyClaim(Generic[M]):
-    """What a primitive states about itself: its cost and the theorem behind it."""
+    """What a primitive states about itself: its cost and the theorem behind it.
+
+    ``bounded_range`` is ``η`` when the mechanism is also proven η-bounded-range
+    (Durfee–Rogers 2019): for every pair of neighbours ``x, x'`` there is a ``t``
+    with ``ln(P[M(x) = y] / P[M(x') = y]) ∈ [t, t + η]`` for every output ``y``.
+    ``PureToZCDP`` then charges it ``η²/8``-zCDP instead of ``ε²/2``
+    (Cesar–Rogers 2021, arXiv:2004.07223, Lemmas 3.2 and 3.4). ``None``: no such
+    claim (every ε-DP mechanism is 2ε-bounded-range, which gives ``ε²/2`` again).
+    """
 
     cost: M
     rule: str
     inputs: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = ()
+    bounded_range: Fraction | None = attrs.field(default=None, validator=_bounded_range)
 
 
 # A frozen attrs node's claim and neighbouring relation are functions of its

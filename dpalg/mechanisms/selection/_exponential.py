@@ -330,6 +330,17 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
         ``x − l`` of an integer value in ``[l, u]``), which gives every integer
         candidate the score :func:`candidate_scores` gives it: the same law.
 
+        Bounded range (``selection="exponential"``): ε-bounded-range (BR, Durfee–Rogers
+        2019): for neighbours x, x' and every candidate c,
+        ``ln(P[c | x]/P[c | x']) = (ε/(2Δ))·(u(x, c) − u(x', c)) + ln(Z(x')/Z(x))``, and
+        ``u(x, c) − u(x', c) ∈ [−Δ, Δ]`` for every c, so the log-ratio lies in an
+        interval of width ε (Steinke, "The Exponential Mechanism and Bounded Range
+        Privacy", differentialprivacy.org 2021, Lemma 3). Stated in the claim
+        (``bounded_range=ε``), so :class:`~dpalg.PureToZCDP` charges it ε²/8-zCDP
+        (Cesar–Rogers 2021, arXiv:2004.07223, Lemmas 3.2 and 3.4), not ε²/2.
+        Permute-and-flip is not claimed bounded-range: no proof of a width below 2ε
+        (which every ε-DP mechanism has, and which gives ε²/2 again) is known to us.
+
     Examples:
         >>> from dpalg import Clip, PureDP, Query
         >>> node = ExponentialQuantile(Query.median("price") | Clip(0, 10), epsilon=2, candidates=range(11))
@@ -435,7 +446,10 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
                 "permute-and-flip, coins exp(eps*(u-u*)/(2*Delta)) (McKenna-Sheldon 2020 Thm 1)",
                 params,
             )
-        return PrivacyClaim(PureDP(self.epsilon), "exponential mechanism, exp(eps*u/(2*Delta)) (McSherry-Talwar 2007 Thm 6)", params)
+        return PrivacyClaim(
+            PureDP(self.epsilon), "exponential mechanism, exp(eps*u/(2*Delta)) (McSherry-Talwar 2007 Thm 6)", params,
+            bounded_range=self.epsilon,  # the leaf's rule text is unchanged: certificates record it
+        )
 
     def accuracy(self, alpha: ExactLike = Fraction(1, 20)) -> Accuracy:
         """The (1 − ``alpha``) rank error, from the parameters only (no data touched).
@@ -563,6 +577,16 @@ class NoisyMax(AbstractPrimitive[PureDP]):
         is monotone and sampling ∝ exp(ε·count/L∞) is ε-DP (McSherry–Talwar 2007,
         monotone case; Dwork–Roth Thm 3.10 remark); under substitution (row
         level only) we sample ∝ exp(ε·count/2).
+
+        Also ε-bounded-range (Durfee–Rogers 2019), monotone factor included:
+        ``ln(P[k | x]/P[k | x']) = r·(count_k(x) − count_k(x')) + ln(Z(x')/Z(x))``
+        with r the rate. Under add/remove every count moves the same way, so
+        ``count_k(x') − count_k(x) ∈ [0, L∞]`` for every k (or ``[−L∞, 0]``): an
+        interval of width r·L∞ = ε. Under substitution the differences lie in
+        ``[−1, 1]``, width 2·(ε/2) = ε. The sampler is the exact exponential
+        mechanism (:func:`dpalg.noise.sample_exp_weights`, not noisy max with
+        exponential or Laplace noise). So :class:`~dpalg.PureToZCDP` charges it
+        ε²/8-zCDP (Cesar–Rogers 2021, arXiv:2004.07223, Lemmas 3.2 and 3.4).
     """
 
     query: Query = attrs.field(converter=_nm_query)
@@ -588,6 +612,7 @@ class NoisyMax(AbstractPrimitive[PureDP]):
             PureDP(self.epsilon),
             f"exponential mechanism on counts, exp({factor}/Linf) (McSherry-Talwar 2007)",
             (("epsilon", str(self.epsilon)), ("Linf", str(self.linf()))),
+            bounded_range=self.epsilon,
         )
 
     def accuracy(self, alpha: ExactLike = Fraction(1, 20)) -> Accuracy:
