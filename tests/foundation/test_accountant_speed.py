@@ -84,7 +84,11 @@ def naive_derive(node: object, path: str = "") -> Derivation:
         here = _path(path, "PureToZCDP")
         sub = naive_derive(node.child, here)
         assert isinstance(sub.cost, PureDP)
-        return Derivation(here, node, "eps-DP implies eps^2/2-zCDP (Bun-Steinke 2016 Prop 1.4)", (), sub.cost.to_zcdp(), (sub,), combine="convert")
+        if not node.per_part:
+            return Derivation(here, node, "eps-DP implies eps^2/2-zCDP (Bun-Steinke 2016 Prop 1.4)", (), sub.cost.to_zcdp(), (sub,), combine="convert")
+        parts: list[tuple[str, str]] = []
+        rho = _naive_parts(node.child, sub, parts)
+        return Derivation(here, node, _accountant._PER_PART_ZCDP_RULE, (("parts", str(len(parts))), *parts), ZCDP(rho), (sub,), combine="convert")
     if isinstance(node, ZCDPToApprox):
         here = _path(path, "ZCDPToApprox")
         sub = naive_derive(node.child, here)
@@ -104,6 +108,22 @@ def naive_derive(node: object, path: str = "") -> Derivation:
     assert isinstance(node, AbstractPrimitive)
     claim = node.privacy()
     return Derivation(_path(path, type(node).__name__), node, claim.rule, claim.inputs, claim.cost, (), claim.notes)
+
+
+def _naive_parts(node: object, d: Derivation, parts: list[tuple[str, str]]) -> Fraction:
+    """PureToZCDP per part, naively: sum over Compose, max over Parallel, each other node min(eps^2/2, eta^2/8)."""
+    if isinstance(node, Compose):
+        return sum((_naive_parts(c, d.children[i], parts) for i, c in enumerate(node.children)), Fraction(0))
+    if isinstance(node, Parallel):
+        return max(_naive_parts(c, d.children[i], parts) for i, (_, c) in enumerate(node.parts))
+    assert isinstance(d.cost, PureDP)
+    eps = d.cost.epsilon
+    eta = node.privacy().bounded_range if isinstance(node, AbstractPrimitive) else None
+    if eta is not None and eta * eta / 8 <= eps * eps / 2:
+        parts.append((d.path, f"eta={eta} bounded range: eta^2/8={eta * eta / 8}"))
+        return eta * eta / 8
+    parts.append((d.path, f"eps={eps}: eps^2/2={eps * eps / 2}"))
+    return eps * eps / 2
 
 
 def _naive_locate(d: Derivation, budget: Measure) -> Derivation:
@@ -164,6 +184,30 @@ small = st.fractions(min_value=0, max_value=3, max_denominator=10**6)
 tiny_delta = st.fractions(min_value=0, max_value=Fraction(1, 1000), max_denominator=10**9)
 
 
+@attrs.frozen
+class BoundedRangeFixed(AbstractPrimitive[PureDP]):
+    """Costs ``epsilon`` and claims ``eta``-bounded range; releases a constant (0-DP and 0-bounded-range, so both hold)."""
+
+    epsilon: Fraction
+    eta: Fraction
+
+    @property
+    def neighbouring(self) -> Neighbouring:
+        """Row-level add/remove."""
+        return Neighbouring(None)
+
+    def privacy(self) -> PrivacyClaim[PureDP]:
+        """The fixed loss and range."""
+        return PrivacyClaim(PureDP(self.epsilon), "fixed cost (test node)", bounded_range=self.eta)
+
+    def release(self, data: Dataset, rng: AbstractRandomness) -> object:
+        """A constant."""
+        return 0
+
+
+positive = st.fractions(min_value=Fraction(1, 1000), max_value=3, max_denominator=10**6)
+
+
 def leaf(measure: str) -> st.SearchStrategy[AnyPlan]:
     if measure == "pure":
         return small.map(lambda e: Fixed(PureDP(e)))
@@ -188,7 +232,9 @@ def plans(draw: st.DrawFn, measure: str, depth: int = 3) -> AnyPlan:
             return PureToApprox(draw(plans("pure", depth - 1)))  # type: ignore[arg-type]
         return ZCDPToApprox(draw(plans("zcdp", depth - 1)), delta=draw(st.sampled_from(["1e-6", "1/3", "0.01"])))  # type: ignore[arg-type]
     if kind == "convert" and measure == "zcdp":
-        return PureToZCDP(draw(plans("pure", depth - 1)))  # type: ignore[arg-type]
+        return PureToZCDP(draw(plans("pure", depth - 1)), per_part=draw(st.booleans()))  # type: ignore[arg-type]
+    if measure == "pure" and draw(st.booleans()):
+        return draw(st.builds(BoundedRangeFixed, small, positive))
     return draw(leaf(measure))
 
 
