@@ -20,8 +20,10 @@ charges ε²/16 (both shown failing below).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from fractions import Fraction
+from pathlib import Path
 from typing import Union
 
 import mpmath
@@ -39,6 +41,8 @@ from dpalg.mechanisms.selection import _exponential
 from dpalg.mechanisms.selection._exponential import ExponentialQuantile, NoisyMax
 from dpalg.noise import SeededRandomness
 from dpalg.noise._permute_flip import permute_flip_probabilities
+from dpalg.release import audit_certificate, decode, seal
+from dpalg.cli import main
 
 mpmath.mp.dps = 60
 ORDERS = (Fraction(3, 2), Fraction(2), Fraction(3), Fraction(5), Fraction(10), Fraction(50))
@@ -317,3 +321,49 @@ def test_group_privacy_and_user_level_are_one_part() -> None:
     assert plan.cost() == ZCDP(8)
     user = ExponentialQuantile(Query.median("s", user="u") | Clip(0, 3) | MaxRowsPerUser(2), epsilon=2, candidates=range(4))
     assert PureToZCDP(user).cost() == ZCDP(Fraction(1, 2))  # 2^2/8: the user-level utility's Delta keeps it eps-BR
+
+
+# --- certificates -------------------------------------------------------------------------------------
+
+OLD = Path(__file__).parent / "certificates" / "zcdp_before_bounded_range.json"
+
+
+def test_a_certificate_written_before_per_part_still_audits(capsys: pytest.CaptureFixture[str]) -> None:
+    """Written by dpalg before per_part existed: PureToZCDP(Compose(EM, Laplace, NoisyMax)) charged (5/4)^2/2 + Gaussian."""
+    cert = json.loads(OLD.read_text())
+    assert "per_part" not in json.dumps(cert["plan"])
+    report = audit_certificate(cert)
+    assert report.status == "cost_confirmed", report.findings
+    plan = decode(cert["plan"])
+    assert isinstance(plan, Compose) and isinstance(plan.children[0], PureToZCDP)
+    assert plan.children[0].per_part is False  # absent from the certificate: the rule it was issued under
+    assert plan.cost() == ZCDP(Fraction(633, 800))
+    assert "per_part=False" in str(plan)
+    assert main(["audit", str(OLD)]) == 0
+    capsys.readouterr()
+
+
+def test_the_same_plan_today_costs_eta_squared_over_8_and_audits(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = decode(json.loads(OLD.read_text())["plan"])
+    assert isinstance(old, Compose)
+    inner = old.children[0]
+    assert isinstance(inner, PureToZCDP)
+    plan = Compose(PureToZCDP(inner.child), old.children[1])
+    assert repr(plan) == repr(old)  # the repr leaves per_part out (so old certificates read as before) ...
+    assert plan != old and str(plan) != str(old)  # ... the plan and its tree do not
+    # 1/32 (EM, eps 1/2) + 1/32 (Laplace, eps 1/4) + 1/32 (NoisyMax, eps 1/2) + 1/100 (Gaussian)
+    assert plan.cost() == ZCDP(Fraction(3, 32) + Fraction(1, 100))
+    plan.check(ZCDP("0.2"))  # the old rule's 0.79 would not fit
+    release = plan.run({"x": [1.0, 2.0, 3.0, 5.0], "k": ["a", "b", "a", "a"]})
+    cert = json.loads(release.certificate_json())
+    assert '"per_part":true' in json.dumps(cert["plan"], separators=(",", ":"))
+    assert audit_certificate(cert).status == "cost_confirmed"
+    path = tmp_path / "cert.json"
+    path.write_text(release.certificate_json())
+    assert main(["audit", str(path)]) == 0
+    assert "derivation re-derived node by node: identical" in capsys.readouterr().out
+    # a forger who swaps the rule back (per_part=False) without resealing is caught by the digest, and with resealing by the cost
+    forged = json.loads(release.certificate_json())
+    node = forged["plan"]["fields"]["children"]["$tuple"][0]
+    node["fields"]["per_part"] = False
+    assert audit_certificate(seal(forged)).status == "refuted"
