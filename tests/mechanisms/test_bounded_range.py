@@ -28,6 +28,7 @@ from typing import Union
 
 import mpmath
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from dpalg import ZCDP, Clip, Compose, InvalidArgument, MaxRowsPerUser, Parallel, PureDP, PureToZCDP, Query
@@ -54,14 +55,15 @@ def recorded_law(node: Node, rows: dict[str, list[object]], monkeypatch: pytest.
     """The (scores, γ) the node's release hands to its exact sampler on ``rows``: ``P[y] ∝ exp(−γ·s_y)``."""
     seen: list[Law] = []
 
-    def runs(scores: object, gamma: object, counts: object, rng: object = None) -> int:
+    def runs(scores: npt.NDArray[np.int64], gamma: Fraction, counts: npt.NDArray[np.int64], rng: object = None) -> int:
         per_output = np.repeat(np.asarray(scores, dtype=np.int64), np.asarray(counts, dtype=np.int64)).tolist()
-        seen.append(([int(v) for v in per_output], Fraction(gamma)))  # type: ignore[arg-type]
+        seen.append(([int(v) for v in per_output], Fraction(gamma)))
         return 0
 
-    def weights(scores: Sequence[object], gamma: object, counts: object = None, rng: object = None) -> int:
+    def weights(scores: Sequence[Fraction], gamma: Fraction, counts: None = None, rng: object = None) -> int:
         assert counts is None
-        seen.append(([int(Fraction(v)) for v in scores], Fraction(gamma)))  # type: ignore[arg-type]
+        assert all(v.denominator == 1 for v in scores)
+        seen.append(([int(v) for v in scores], Fraction(gamma)))
         return 0
 
     with monkeypatch.context() as m:
@@ -181,14 +183,10 @@ def test_renyi_divergences_are_within_eta_squared_over_8(case: Case, monkeypatch
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_a_claim_of_half_the_range_is_refuted(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
     """Broken variant: the mechanisms claim η = ε/2. The exact width check refutes it on some pair."""
-    make = case[1]
-    node_type = type(make())
-    honest = node_type.privacy
+    node_type = type(case[1]())
 
     def halved(self: Node) -> PrivacyClaim[PureDP]:
-        claim = honest(self)
-        assert claim.bounded_range is not None
-        return PrivacyClaim(claim.cost, claim.rule, claim.inputs, claim.notes, bounded_range=claim.bounded_range / 2)
+        return PrivacyClaim(PureDP(self.epsilon), "broken: half the range", bounded_range=self.epsilon / 2)
 
     monkeypatch.setattr(node_type, "privacy", halved)
     assert bounded_range_violations(case, monkeypatch) != []
