@@ -7,7 +7,8 @@ parts, each sound on its own, and certifies the plan at the budget's δ with the
 smallest ε any of them proves:
 
 * **the zCDP route**: when every part is pure (an ε-DP part is ε²/2-zCDP, Bun–Steinke
-  2016 Prop. 1.4) or a conversion of a zCDP plan (``ZCDPToApprox``: its ρ), the
+  2016 Prop. 1.4; an η-bounded-range one, such as the exponential mechanism, η²/8-zCDP,
+  Cesar–Rogers 2021) or a conversion of a zCDP plan (``ZCDPToApprox``: its ρ), the
   parts compose to Σρ-zCDP (Bun–Steinke 2016 Lemma 2.3), converted once at δ with the
   tight conversion (Canonne–Kamath–Steinke 2020 Cor. 13, rounded up);
 * **optimal composition**: k parts that are (ε_i, δ_i)-DP compose to (ε, δ(ε))-DP with
@@ -39,6 +40,7 @@ import attrs
 from dpalg._errors import InvalidArgument
 from dpalg.graph._compose import Compose, PureToApprox, ZCDPToApprox
 from dpalg.graph._derivation import Derivation
+from dpalg.graph._node import AbstractPrimitive, claim_of
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import short_number
 from dpalg.measures._zcdp_conversion import zcdp_to_approx_epsilon
@@ -77,17 +79,30 @@ def _pure_leaves(d: Derivation) -> Iterator[Derivation]:
         yield d
 
 
+def _pure_rho(d: Derivation, epsilon: Fraction) -> Fraction:
+    """The zCDP ρ of an ε-DP part: ε²/2 (Bun–Steinke Prop 1.4), or η²/8 for an η-bounded-range primitive (Cesar–Rogers 2021)."""
+    rho = epsilon * epsilon / 2
+    node = d.source
+    while isinstance(node, PureToApprox):
+        node = node.child
+    if isinstance(node, AbstractPrimitive):
+        eta = claim_of(node).bounded_range
+        if eta is not None:
+            rho = min(rho, eta * eta / 8)
+    return rho
+
+
 def parts_of(root: Derivation) -> list[Part]:
     """The parts of ``root``'s composition (module docstring), with their (ε, δ) and ρ when one is known."""
     out: list[Part] = []
     for d in _flatten(root):
         cost = d.cost
         if isinstance(cost, PureDP):
-            out.append(Part(cost.epsilon, Fraction(0), cost.epsilon * cost.epsilon / 2))
+            out.append(Part(cost.epsilon, Fraction(0), _pure_rho(d, cost.epsilon)))
         elif isinstance(cost, ApproxDP):
             rho: Fraction | None = None
             if cost.delta == 0:
-                rho = cost.epsilon * cost.epsilon / 2
+                rho = _pure_rho(d, cost.epsilon)
             elif isinstance(d.source, ZCDPToApprox) and d.children and isinstance(d.children[0].cost, ZCDP):
                 rho = d.children[0].cost.rho
             out.append(Part(cost.epsilon, cost.delta, rho))

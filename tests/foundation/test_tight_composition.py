@@ -94,3 +94,12 @@ def test_a_tightened_certificate_audits() -> None:
     report = audit_certificate(json.loads(json.dumps(release.certificate)))
     assert report.status == "cost_confirmed", report.findings
     assert any("tightest rule" in f for f in report.findings)
+
+
+def test_bounded_range_parts_join_the_zcdp_route_at_eta_squared_over_eight() -> None:
+    from dpalg import Clip
+    from dpalg.mechanisms import ExponentialQuantile
+
+    em = ExponentialQuantile(Query.median("x") | Clip(0, 10), epsilon=1)
+    parts = _tight.parts_of(PureToApprox(Compose(em, Laplace(Query.count(), epsilon=1))).derive())
+    assert [p.rho for p in parts] == [Fraction(1, 8), Fraction(1, 2)]
