@@ -34,8 +34,8 @@ so δ(ε) = target is solved per segment in closed form (ε = ln((A_m − h)/B_m
 
 **Certification.** Every irrational quantity is enclosed in an interval:
 
-* e^x by mpmath's directed rounding (``mpf_exp`` with round-floor / round-ceiling)
-  at ``bits + 8`` bits, then widened by a relative 2^-(bits+4), far more than the
+* e^x by mpmath's directed rounding (x rounded outwards, then ``mpf_exp`` with
+  round-floor / round-ceiling) at ``bits + 8 + log2|x|`` bits, then widened by a relative 2^-(bits+4), far more than the
   few-ulp error of the evaluation (the ``exp_upper`` / zCDP-conversion pattern);
 * the binomial probabilities of each group as integers scaled by 2^bits relative to
   the probability at (approximately) the mode, filled by the exact ratio recursion
@@ -101,7 +101,7 @@ def _exp_bounds(x: Fraction, bits: int) -> tuple[Fraction, Fraction]:
         return Fraction(1), Fraction(1)
     from mpmath.libmp import from_rational, mpf_exp, round_ceiling, round_floor
 
-    prec = bits + 8
+    prec = bits + 8 + (abs(x.numerator) // x.denominator).bit_length()  # the input's rounding, amplified by |x|
     lo = _dyadic(mpf_exp(from_rational(x.numerator, x.denominator, prec, round_floor), prec, round_floor))
     hi = _dyadic(mpf_exp(from_rational(x.numerator, x.denominator, prec, round_ceiling), prec, round_ceiling))
     margin = Fraction(1, 1 << (bits + 4))
