@@ -48,10 +48,11 @@ so δ(ε) = target is solved per segment in closed form (ε = ln((A_m − h)/B_m
 The result is the upper end of the enclosure of δ(ε), rounded *up* to 64
 significant bits; the working precision is doubled (192 → 1536 bits) until the
 enclosure is narrower than a relative 2^-80, so the answer is within a relative
-2^-63 of the optimum. For ε ≥ Σ_j k_j ε_j the bound is also capped by basic
+2^-63 of the optimum (if 1536 bits do not reach that, as for a δ(ε) below about
+2^-1300, the bound is still valid, only looser). For ε ≥ Σ_j k_j ε_j the bound is also capped by basic
 composition Σ_j k_j δ_j (which is ≥ 1 − Π(1−δ_j)^{k_j} = δ(ε) there).
 
-The exact computation is #P-hard in general (Murtagh–Vadhan, Theorem 1.7); it is
+The exact computation is #P-complete in general (Murtagh–Vadhan); it is
 done here only when the number of loss combinations Π_j (k_j + 1) over distinct ε_j
 is at most :data:`MAX_COMBINATIONS` (a public, data-independent cap).
 
