@@ -44,6 +44,7 @@ from dpalg.graph._node import AbstractPrimitive, claim_of
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import short_number
 from dpalg.measures._zcdp_conversion import zcdp_to_approx_epsilon
+from dpalg.measures import optimal_epsilon
 
 __all__ = ["TIGHT_RULE", "epsilon_at", "epsilon_candidates", "parts_of", "tighten"]
 
@@ -125,10 +126,6 @@ def epsilon_candidates(parts: list[Part], delta: Fraction) -> dict[str, Fraction
 
 
 def _optimal(parts: list[Part], delta: Fraction) -> Fraction | None:
-    try:
-        from dpalg.measures import optimal_epsilon  # type: ignore[attr-defined]  # present once optimal composition lands
-    except ImportError:  # pragma: no cover - the rule is simply not available
-        return None
     groups = Counter((p.epsilon, p.delta) for p in parts)
     result = optimal_epsilon([(e, d, k) for (e, d), k in sorted(groups.items())], delta)
     return result if isinstance(result, Fraction) else None

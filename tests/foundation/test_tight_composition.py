@@ -103,3 +103,11 @@ def test_bounded_range_parts_join_the_zcdp_route_at_eta_squared_over_eight() -> 
     em = ExponentialQuantile(Query.median("x") | Clip(0, 10), epsilon=1)
     parts = _tight.parts_of(PureToApprox(Compose(em, Laplace(Query.count(), epsilon=1))).derive())
     assert [p.rho for p in parts] == [Fraction(1, 8), Fraction(1, 2)]
+
+
+def test_optimal_composition_certifies_the_issue_reference_values() -> None:
+    d = _counts().check(ApproxDP("4.78", "1e-6"))
+    assert dict(d.inputs)["rule"] == "optimal"
+    assert isinstance(d.cost, ApproxDP) and Fraction("4.77456") <= d.cost.epsilon <= Fraction("4.78")
+    generic = Compose(*[Fixed(ApproxDP("0.1", "1e-9")) for _ in range(100)])
+    assert Fraction("4.7877") <= generic.epsilon_at("1e-6") <= Fraction("4.80")
