@@ -33,6 +33,7 @@ from dpalg._errors import DPAlgError, InvalidArgument
 from dpalg.graph._accountant import check, derive, fits
 from dpalg.graph._derivation import BudgetExceeded, Derivation, measure_to_json
 from dpalg.graph._node import AbstractMeasurement
+from dpalg.graph._tight import TIGHT_RULE
 from dpalg._numbers import to_fraction
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import short_measure
@@ -219,7 +220,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     checks = [c for c in symbolic_check_records(derivation) if isinstance(c, dict) and c["status"] in ("unproven", "refuted")]
     failing: BudgetExceeded | None = None
     try:
-        check(plan, budget)
+        derivation = check(plan, budget)  # the sum, or the tighter rule that certified the plan (dpalg.graph._tight)
     except BudgetExceeded as exc:
         failing = exc
     status = "over_budget" if failing is not None else ("unproven" if checks and args.strict else "ok")
@@ -237,7 +238,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
         print("REFUSED (--strict): the plan relies on symbolic checks sympy could not prove")
         return 1
     _print_summary(args, plan)
-    print(f"OK: total {short_measure(derivation.cost, 'up')} fits within {short_measure(budget, 'down')}")
+    rule = dict(derivation.inputs).get("rule") if derivation.rule.startswith(TIGHT_RULE) else None
+    how = "" if rule is None else f" (certified by {rule} composition; the sum is {short_measure(derivation.children[0].cost, 'up')})"
+    print(f"OK: total {short_measure(derivation.cost, 'up')} fits within {short_measure(budget, 'down')}{how}")
     return 0
 
 

@@ -29,10 +29,10 @@ from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZC
 from dpalg.graph._derivation import BudgetExceeded, Derivation, LeafClaim, PendingChildren
 from dpalg.graph._group import GroupPrivacy, group_cost
 from dpalg.graph._groupby import GaussianPartitionSelection, GroupBy, KeySet, groupby_cost, groups_per_user
-from dpalg.graph._tight import epsilon_at, tighten
+from dpalg.graph._tight import describe, epsilon_at, epsilon_candidates, parts_of, tighten
 from dpalg.graph._node import _CLAIM_KEY, CHECK, DERIVE, EPSILON_AT, AbstractMeasurement, AbstractPrimitive, M, claim_of
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
-from dpalg.measures._display import short_measure
+from dpalg.measures._display import short_measure, short_number
 from dpalg.measures._measures import exact_sum
 
 __all__ = ["check", "derive", "supports", "total_cost", "add_measures", "max_measures", "subtract_measures"]
@@ -541,9 +541,12 @@ def check(node: object, budget: Measure) -> Derivation:
     if tight is not None:
         return tight
     bad, available = _failure(d, budget)
+    tighter = ""
+    if isinstance(budget, ApproxDP) and isinstance(d.cost, ApproxDP) and budget.delta > 0:
+        tighter = f"; at delta {short_number(budget.delta, 'down')} the composition rules give eps: {describe(epsilon_candidates(parts_of(d), budget.delta))}"
     raise BudgetExceeded(
         f"plan cost {short_measure(d.cost, 'up')} exceeds budget {short_measure(budget, 'down')}; first failing node {bad.path}: "
-        f"needs {short_measure(bad.cost, 'up')}, only {short_measure(available, 'down')} remained",
+        f"needs {short_measure(bad.cost, 'up')}, only {short_measure(available, 'down')} remained{tighter}",
         path=bad.path, node_repr=bad.node, required=bad.cost, available=available, derivation=d,
     )
 
