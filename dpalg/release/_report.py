@@ -39,6 +39,7 @@ import attrs
 from dpalg._bottom import BOTTOM
 from dpalg._errors import DPAlgError
 from dpalg.graph._derivation import measure_from_json
+from dpalg.graph._node import AbstractMeasurement
 from dpalg.graph._readable import GroupTable, group_tables, value_rows
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import decimal_measure as short_measure, decimal_text as short_number
@@ -132,6 +133,7 @@ class _Model:
     values: tuple[tuple[str, str, str], ...]  # (path, value ± error, confidence)
     tree: _Node | None
     groups: tuple[GroupTable, ...] = ()  # every GroupBy's release as a table (key x aggregate)
+    curve: tuple[tuple[float, float], ...] = ()  # (delta, eps) certified for the rebuilt plan, eps rounded up
 
     @property
     def passed(self) -> bool:
@@ -205,6 +207,27 @@ def _values(cert: Mapping[str, JSON], plan: object) -> tuple[tuple[str, str, str
     except Exception:  # noqa: BLE001 - a value that does not fit its plan's shape: shown alone
         rows = value_rows(None, _python(cert.get("value")))
     return tuple((_clean(r.path, 200), _clean(r.text, 340), r.confidence) for r in rows)
+
+
+def _curve(plan: object) -> tuple[tuple[float, float], ...]:
+    """The rebuilt plan's certified privacy curve at δ = 10⁻¹ … 10⁻¹² (``plan.privacy_curve()``; ε rounded up)."""
+    if not isinstance(plan, AbstractMeasurement):
+        return ()
+    try:
+        return tuple((float(d), float(e)) for d, e in plan.privacy_curve())
+    except Exception:  # noqa: BLE001 - a plan whose curve cannot be formed: no plot (the audit says why it fails, if it does)
+        return ()
+
+
+def _curve_bars(points: tuple[tuple[float, float], ...]) -> str:
+    """The curve as rows of bars (ε at each δ), drawn with CSS: no SVG, image or script in the report."""
+    top = max((e for _, e in points), default=0.0) or 1.0
+    return "".join(
+        f'<div class="curve-row"><span class="at">δ = {d:.0e}</span><div class="curve-bar">'
+        f'<span style="width: {min(100.0, 100 * e / top):.2f}%"></span></div>'
+        f'<span class="amount">ε ≤ {e:.4g}</span></div>'
+        for d, e in points
+    )
 
 
 def _groups(cert: Mapping[str, JSON], plan: object) -> tuple[GroupTable, ...]:
@@ -323,7 +346,7 @@ def _model(cert: Mapping[str, JSON]) -> _Model:
     values = _values(cert, plan)
     tree = _node(cert["derivation"]) if isinstance(cert.get("derivation"), dict) else None
     return _Model(
-        status, _clean(reason, 800), findings, warnings, facts, secure and passed, kind, bars, budget_lines, checks, values, tree, _groups(cert, plan),
+        status, _clean(reason, 800), findings, warnings, facts, secure and passed, kind, bars, budget_lines, checks, values, tree, _groups(cert, plan), _curve(plan),
     )
 
 
@@ -371,6 +394,9 @@ def _text(m: _Model) -> str:
         ]
         out.append("  " + "  ".join(h.ljust(w) for h, w in zip(("key", *table.names), widths)).rstrip())
         out += ["  " + "  ".join(c.ljust(w) for c, w in zip((k, *cells), widths)).rstrip() for k, cells in table.rows]
+    if m.curve:
+        out += ["", "Privacy curve (the smallest eps any composition rule certifies at each delta, rounded up)"]
+        out.append("  " + ", ".join(f"delta {d:.0e}: eps {e:.4g}" for d, e in m.curve))
     out += ["", "Budget (costs rounded up, budgets and remaining rounded down)"] + [f"  {line}" for line in m.budget_lines]
     for bar in m.bars:
         start = math.floor(min(bar.before, Fraction(1)) * _BAR)
@@ -423,6 +449,10 @@ def _html(m: _Model) -> str:
             for p, v, c in m.values
         ),
         "groups": "".join(_group_html(t) for t in m.groups),
+        "curve": (
+            "<p>The plan's certified privacy curve: the smallest ε any composition rule proves at each δ "
+            "(<code>plan.epsilon_at(delta)</code>, rounded up; re-derived from the rebuilt plan).</p>" + _curve_bars(m.curve)
+        ) if m.curve else "",
         "budget_lines": "".join(f"<li>{escape(line)}</li>" for line in m.budget_lines),
         "bars": bars,
         "tree": f'<ul class="tree root">{_tree_html(m.tree)}</ul>' if m.tree else "<p>(no readable derivation)</p>",

@@ -111,3 +111,16 @@ def test_optimal_composition_certifies_the_issue_reference_values() -> None:
     assert isinstance(d.cost, ApproxDP) and Fraction("4.77456") <= d.cost.epsilon <= Fraction("4.78")
     generic = Compose(*[Fixed(ApproxDP("0.1", "1e-9")) for _ in range(100)])
     assert Fraction("4.7877") <= generic.epsilon_at("1e-6") <= Fraction("4.80")
+
+
+def test_the_report_shows_the_certified_curve() -> None:
+    from dpalg.release._report import render_html, render_text
+
+    plan = _counts()
+    plan.check(ApproxDP(6, "1e-6"))
+    with pytest.warns(Warning):
+        release = plan.run({"x": np.zeros(5)}, rng=1)
+    text = render_text(json.loads(json.dumps(release.certificate)))
+    assert "Privacy curve" in text and "delta 1e-06: eps 4.775" in text
+    html = render_html(release.certificate)
+    assert html.count('class="curve-row"') == 12 and "<svg" not in html
