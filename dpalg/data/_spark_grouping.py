@@ -165,6 +165,14 @@ class _RowCodes:
             yield pa.RecordBatch.from_arrays([*arrays, pa.array(codes)], names=[*names, _CODE])
 
 
+def _user_window(column: str, kind: str) -> Any:
+    """One user's coded rows (a window partitioned by the user: the rank depends on that user's rows only), in
+    :func:`~dpalg.data._groups.bound_groups`' order of the user's groups: priority, label hash, code."""
+    from pyspark.sql import Window
+
+    return Window.partitionBy(unit_key(column, kind), F.col(_CODE) >= 0).orderBy("p", "h", _CODE)
+
+
 @final
 class SparkCoding:
     """Every row's group on the executors (module docstring); answers :class:`~dpalg.data._grouping.GroupCoding`.
@@ -257,7 +265,6 @@ class SparkCoding:
 
     def _coded(self, unit: str | None, bound: tuple[int, bytes] | None) -> SparkCoding:
         """The rows' codes computed per row on the executors (with ``bound``: then cut to ``m`` groups per user), persisted."""
-        from pyspark.sql import Window
         from pyspark.sql.types import LongType, StructField, StructType
 
         base = self._source.frame
@@ -278,8 +285,7 @@ class SparkCoding:
         coded = selected.mapInArrow(coder, schema)
         if bound is not None and unit is not None:
             m = bound[0]
-            who = unit_key(f"c{position}", unit_key_kind(types[position]) or "int")
-            ranked = F.dense_rank().over(Window.partitionBy(who, F.col(_CODE) >= 0).orderBy("p", "h", _CODE))
+            ranked = F.dense_rank().over(_user_window(f"c{position}", unit_key_kind(types[position]) or "int"))
             coded = coded.select(
                 *(f"c{j}" for j in range(len(self._reads))), F.when((F.col(_CODE) >= 0) & (ranked <= m), F.col(_CODE)).otherwise(-1).alias(_CODE),
             )  # fmt: skip
