@@ -12,6 +12,10 @@ the driver: one per group (or per distinct present key), never a column.
   :func:`~dpalg.data.normalise_key` reads it as that key, so a rounded float never
   stands for a large int) keeps its key; with an "other" group, every other
   present key is one flag, so "other" is a single group on the executors too.
+  Integer keys spanning a short range (public: at most 8 values per listed key,
+  plus 1024) are selected by the range instead (``isin`` on a large list costs a
+  boxed hash lookup per row); each unlisted value of the range is a record of its
+  own, which the driver sends to "other" or to no group.
   Private keys: one job collects the distinct present keys (one record per key),
   which the driver normalises and sorts in key order: the labels. Each grouped
   record comes back with its key, which the driver turns into the group's code.
@@ -78,6 +82,8 @@ __all__ = ["SparkCoding", "SparkGroups", "spark_coding"]
 _KEY_KINDS: Final = ("float", "int", "bool", "str", "bytes")
 _SIGN: Final = np.uint64(1 << 63)
 _CODE: Final = "code"
+#: integer public keys are selected by a range when it holds at most this many values per listed key (plus 1024)
+_RANGE_RECORDS: Final = 8
 
 #: what makes a dataset of a filtered frame (the Spark source, given by :class:`~dpalg.data._spark.SparkSource`)
 SourceOf = Callable[[Any], ColumnSource]
@@ -251,13 +257,23 @@ class SparkCoding:
                 return k.isNotNull() & ~_isin(k, listed)
             return _isin(k, exact.get(c, []))
 
+        inside: Column | None = None
+        if kind == "int" and listed:
+            # integer keys: a range test is far cheaper than a hash-set lookup per row (Spark's InSet boxes each
+            # value); the integers in [lo, hi] that are not listed come back as records of their own and the
+            # driver sends them to "other" (or to no group): at most hi - lo + 1 records, a public bound
+            lo, hi = min(int(v) for v in listed), max(int(v) for v in listed)  # type: ignore[call-overload]  # ints
+            if hi - lo < _RANGE_RECORDS * len(listed) + 1024:
+                inside = (k >= F.lit(lo)) & (k <= F.lit(hi))
+        if inside is None and keys is not None:  # (built only when used: each listed value is one call to the JVM)
+            inside = _isin(k, listed)
         if keys is None:  # every present key is a label
             groups, where = [k], k.isNotNull()
         elif other:
-            inside = _isin(k, listed)
+            assert inside is not None
             groups, where = [F.when(inside, k), F.when(inside, F.lit(0)).when(k.isNotNull(), F.lit(1))], None
         else:
-            groups, where = [k], _isin(k, listed)
+            groups, where = [k], inside
         return cls(
             source, source_of, by, reads, all_labels, index_keys, other, owner,
             frame=frame, groups=groups, where=where, code_of=code, condition=condition, renamed=False,
