@@ -226,7 +226,7 @@ class SparkCoding:
                 key = normalise_group_key(tuple(_py(v) for v in row) if len(by) > 1 else _py(row[0]), len(by))
                 if key is not None:
                     found.setdefault(_tagged(key), key)
-            index_keys = tuple(sorted(found.values(), key=group_key_order))  # type: ignore[arg-type]  # tuples of comparable keys
+            index_keys = tuple(sorted(found.values(), key=group_key_order))
             all_labels = index_keys
             other = False
         else:
@@ -299,7 +299,7 @@ class SparkCoding:
         schema = StructType([*selected.schema.fields, *extra, StructField(_CODE, LongType(), False)])
         coder = _RowCodes(by, self._reads, types, self._index_keys, self._other, position, secret, hashes)
         coded = selected.mapInArrow(coder, schema)
-        if bound is not None and unit is not None:
+        if bound is not None and position is not None:
             m = bound[0]
             ranked = F.dense_rank().over(_user_window(f"c{position}", unit_key_kind(types[position]) or "int"))
             coded = coded.select(

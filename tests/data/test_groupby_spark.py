@@ -102,12 +102,12 @@ def _row_plans() -> dict[str, Any]:
     users = Laplace(Query.user_count(user="uid"), epsilon=1)
     return {
         "str keys, other": GroupBy("g", keys=KeySet(["a", "b", "zz"], other="rest"), aggregates={"n": count, "m": mean, "s": total}),
-        "int keys": GroupBy("k", keys=KeySet([0, 1, 2, 3, 99]), aggregates={"n": count, "m": mean}),
+        "int keys": GroupBy("k", keys=KeySet([0, 1, 2, 3, 99]), aggregates={"n": count, "m": mean, "c": Laplace(Query.count("x"), epsilon=1)}),
         "int keys, other": GroupBy("k", keys=KeySet([1, 2], other=-1), aggregates={"s": total}),
         "float keys, other": GroupBy("f", keys=KeySet([0, 1, 2.5, 3], other=-1), aggregates={"n": count, "m": mean}),
-        "two columns": GroupBy(["g", "k"], keys=KeySet([("a", 1), ("b", 2), ("e", 7), ("zz", 0)]), aggregates={"n": count, "s": total}),
+        "two columns": GroupBy(("g", "k"), keys=KeySet([("a", 1), ("b", 2), ("e", 7), ("zz", 0)]), aggregates={"n": count, "s": total}),
         "private keys": GroupBy("g", keys=PartitionSelection(epsilon=1, delta="1e-5"), aggregates={"n": PureToApprox(count)}),
-        "private two columns": GroupBy(["g", "k"], keys=PartitionSelection(epsilon=2, delta="1e-5"), aggregates={"n": PureToApprox(count)}),
+        "private two columns": GroupBy(("g", "k"), keys=PartitionSelection(epsilon=2, delta="1e-5"), aggregates={"n": PureToApprox(count)}),
         "private float keys": GroupBy("f", keys=PartitionSelection(epsilon=1, delta="1e-5"), aggregates={"m": PureToApprox(mean)}),
         "smooth bound": GroupBy("g", keys=KeySet(["a", "c", "zz"]), aggregates={"q": median}),
         "exponential quantile": GroupBy("k", keys=KeySet([0, 4, 5]), aggregates={"q": ExponentialQuantile(Query.median("x") | Clip(0, 10), epsilon=1)}),
