@@ -73,6 +73,7 @@ refused before any job (:func:`connect_problem`).
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from typing import Any, final
 
 import numpy as np
@@ -83,6 +84,8 @@ from dpalg.data._column_type import ColumnType
 from dpalg.data._dataset import BackendInfo, Dataset
 from dpalg.data._numeric import to_float
 from dpalg.data._reductions import Reductions
+from dpalg.data._groups import GroupKey
+from dpalg.data._spark_grouping import SparkCoding, spark_coding
 from dpalg.data._spark_reductions import SparkReductions
 from dpalg.data._spark_types import F, is_spark_frame, java_problem, numpy_dtype, quoted, spark_kind
 
@@ -99,13 +102,14 @@ class SparkSource:
 
     __slots__ = ("__weakref__", "_evaluated", "_fields", "_frame", "_n", "_persisted", "_release", "_schema")
 
-    def __init__(self, frame: Any) -> None:
+    def __init__(self, frame: Any, *, persist: bool = True) -> None:
+        """``persist=False``: a frame derived from one a run persisted already (a group's rows), read as it is."""
         self._frame = frame
         self._fields: tuple[str, ...] = tuple(str(f.name) for f in frame.schema.fields)  # duplicates kept
         self._schema: dict[str, Any] = {str(f.name): f.dataType for f in frame.schema.fields}
         self._evaluated: frozenset[str] | None = None  # the columns evaluate() computed into this run's cache
         self._n: int | None = None
-        self._persisted = False
+        self._persisted = not persist
         self._release: weakref.finalize[[Any], SparkSource] | None = None  # set when this source persisted the frame
 
     @property
@@ -251,6 +255,16 @@ class SparkSource:
 
     def reductions(self, dataset: Dataset) -> Reductions:
         return SparkReductions(dataset, self)
+
+    def grouping(
+        self, dataset: Dataset, by: tuple[str, ...], keys: tuple[GroupKey, ...] | None, *, other: bool,
+        labels: Sequence[GroupKey] | None, unit: str | None, reads: tuple[str, ...], owner: str,
+    ) -> SparkCoding | None:  # fmt: skip
+        """A GROUP BY's grouping on the executors (:mod:`dpalg.data._spark_grouping`), or ``None``: the numpy answers."""
+        return spark_coding(
+            dataset, self, lambda frame: SparkSource(frame, persist=False), by, keys,
+            other=other, labels=labels, unit=unit, reads=reads, owner=owner,
+        )  # fmt: skip
 
     @property
     def backend(self) -> BackendInfo:

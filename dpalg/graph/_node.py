@@ -30,7 +30,7 @@ import attrs
 from dpalg._errors import InvalidArgument, UncheckedPlan, Unsupported
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import ColumnUse, Dataset, Neighbouring
-from dpalg.data._grouped import GroupedRows
+from dpalg.data._grouping import ReleasedGroups
 from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.graph._derivation import BudgetExceeded, Derivation
 from dpalg.graph._provided import Provided  # re-exported: the slots' class (it lives below the nodes and the Release)
@@ -409,11 +409,11 @@ class AbstractPrimitive(AbstractMeasurement[M]):
             uses.append(ColumnUse(self.neighbouring.unit, "id"))
         return tuple(dict.fromkeys(uses))
 
-    def release_groups(self, groups: GroupedRows, rng: AbstractRandomness) -> list[object] | None:
+    def release_groups(self, groups: ReleasedGroups, rng: AbstractRandomness) -> list[object] | None:
         """Every released group's value at once, or ``None`` (the default): not supported, run :meth:`release` per group.
 
         Called by the GROUP BY runner, after the charge, with the rows of all
-        released groups (:class:`~dpalg.data._grouped.GroupedRows`). A node that
+        released groups (:class:`~dpalg.data._grouping.ReleasedGroups`). A node that
         supports it returns one value per group, in the groups' order, and must
         return ``None`` before drawing any randomness when it does not. Its
         privacy must be the per-group release's: for each group the same

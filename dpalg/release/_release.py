@@ -17,8 +17,7 @@ import numpy.typing as npt
 from dpalg._bottom import BOTTOM, Bottom
 from dpalg._errors import InsecureRandomnessWarning, UncheckedPlan
 from dpalg.data import Dataset, as_dataset, key_codes, key_order, unit_index
-from dpalg.data._grouped import GroupedRows, public_int_codes
-from dpalg.data._groups import bound_groups, distinct_units_per_group, group_index
+from dpalg.data._grouping import ReleasedGroups, group_coding
 from dpalg.data._dataset import run_data
 from dpalg.data._evaluation import guarded_run
 from dpalg.graph._accountant import KnownNode, _classify
@@ -133,7 +132,9 @@ def _exec(node: object, data: Dataset, rng: AbstractRandomness, path: str) -> ob
 def _group_by(node: GroupBy[PureDP] | GroupBy[ApproxDP] | GroupBy[ZCDP], data: Dataset, rng: AbstractRandomness, path: str) -> dict[object, object]:
     """Run the aggregates on every released group: ``{key: {name: value}}``.
 
-    In order: the groups of the rows (public keys, or the keys present); at user
+    The rows are grouped through the grouping seam (:func:`~dpalg.data._grouping.group_coding`):
+    in memory, or where a backend holds them (Spark: on the executors). In order:
+    the groups of the rows (public keys, or the keys present); at user
     level, each user's rows cut to ``m`` groups (a keyed hash: one fresh secret);
     private keys: one exact Bernoulli(pi(n)) per present key on its number of
     distinct users (:func:`dpalg.noise.sample_keep`); then the aggregates, one
@@ -146,35 +147,35 @@ def _group_by(node: GroupBy[PureDP] | GroupBy[ApproxDP] | GroupBy[ZCDP], data: D
     keys = node.keys
     owner = f"GroupBy(by={node.by!r})"
     public = isinstance(keys, KeySet)
-    fast_codes = None
-    if isinstance(keys, KeySet) and len(node.by) == 1:  # one integer key column: group_index's codes by a table lookup
-        fast_codes = public_int_codes(data.column(node.by[0]), keys.keys, other=keys.other is not None)
-    if fast_codes is not None:
-        codes = fast_codes
-    else:
-        labels, codes = group_index(
-            data, node.by, keys.keys if isinstance(keys, KeySet) else None, other=isinstance(keys, KeySet) and keys.other is not None, owner=owner,
-        )
-    if isinstance(keys, KeySet):
-        labels = keys.labels
     unit = node.neighbouring.unit
-    m = groups_per_user(node)
-    if unit is not None and (not public or m < len(labels)):
-        codes = bound_groups(data, unit, labels, codes, m, prf_secret(rng), owner=owner)
-    if isinstance(keys, KeySet):
-        chosen = list(range(len(labels)))
-    else:
-        users = distinct_units_per_group(data, unit, codes, len(labels), owner=owner)
-        chosen = np.flatnonzero(selected_keys(node, users, rng)).tolist()
-    groups = GroupedRows(data, codes, len(labels), chosen)
-    released = [labels[i] for i in chosen]
-    names = node.plan.names
-    values = [_aggregate_groups(child, groups, released, rng, here, name) for name, child in zip(names, node.plan.children)]
+    reads = tuple(dict.fromkeys([*node.by, *([unit] if unit is not None else []), *(use.name for _, use in plan_columns(node.plan))]))
+    coding = group_coding(
+        data, node.by, keys.keys if isinstance(keys, KeySet) else None, other=isinstance(keys, KeySet) and keys.other is not None,
+        labels=keys.labels if isinstance(keys, KeySet) else None, unit=unit, reads=reads, owner=owner,
+    )  # fmt: skip
+    try:
+        labels = coding.labels
+        m = groups_per_user(node)
+        if unit is not None and (not public or m < len(labels)):
+            bounded = coding.bounded(unit, m, prf_secret(rng))
+            coding.close()
+            coding = bounded
+        if isinstance(keys, KeySet):
+            chosen = list(range(len(labels)))
+        else:
+            users = coding.distinct_units(unit)
+            chosen = np.flatnonzero(selected_keys(node, users, rng)).tolist()
+        groups = coding.released(chosen)
+        released = [labels[i] for i in chosen]
+        names = node.plan.names
+        values = [_aggregate_groups(child, groups, released, rng, here, name) for name, child in zip(names, node.plan.children)]
+    finally:
+        coding.close()
     return {key: dict(zip(names, row)) for key, row in zip(released, zip(*values))}
 
 
 def _aggregate_groups(
-    child: object, groups: GroupedRows, released: Sequence[object], rng: AbstractRandomness, here: str, name: str,
+    child: object, groups: ReleasedGroups, released: Sequence[object], rng: AbstractRandomness, here: str, name: str,
 ) -> list[object]:
     """One aggregate's value for every released group: all at once when its node can, else group by group."""
     inner = child

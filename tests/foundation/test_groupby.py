@@ -38,6 +38,7 @@ from dpalg import (
     Session, ZCDP,
 )
 from dpalg.data import Dataset, Neighbouring, as_dataset
+from dpalg.data import _grouping
 from dpalg.data._groups import bound_groups, distinct_units_per_group, group_index
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.mechanisms import Gaussian, Laplace
@@ -120,7 +121,7 @@ def test_user_level_worst_log_ratio_is_within_the_certified_cost(world: World, n
 
 def _broken_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     """The broken variant: the per-user group bound is not enforced."""
-    monkeypatch.setattr(_release, "bound_groups", lambda data, unit, labels, codes, m, secret, owner="": codes)
+    monkeypatch.setattr(_grouping, "bound_groups", lambda data, unit, labels, codes, m, secret, owner="": codes)
 
 
 def test_the_same_check_catches_a_missing_group_bound(monkeypatch: pytest.MonkeyPatch) -> None:

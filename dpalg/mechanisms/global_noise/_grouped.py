@@ -32,7 +32,7 @@ from typing import Final, Literal
 import attrs
 
 from dpalg.data import SumSpec
-from dpalg.data._grouped import GroupedRows
+from dpalg.data._grouping import ReleasedGroups
 from dpalg.mechanisms.global_noise._user import NoiseTerm, lattice_centre, mean_bounds
 from dpalg.noise import AbstractRandomness, discrete_gaussian, discrete_laplace
 from dpalg.queries import Query
@@ -67,7 +67,7 @@ def supports_grouped(query: Query) -> bool:
     return query.user is None and query.kind in GROUPED_KINDS
 
 
-def grouped_terms(query: Query, public: Sequence[NoiseTerm], groups: GroupedRows) -> list[GroupedTerm]:
+def grouped_terms(query: Query, public: Sequence[NoiseTerm], groups: ReleasedGroups) -> list[GroupedTerm]:
     """The integer statistics of every released group, with the node's public noise terms ``public``.
 
     ``public`` is ``public_noise_terms(node)``: its parameters, lattice steps and
@@ -126,7 +126,7 @@ def grouped_release(
     public: Sequence[NoiseTerm],
     kind: Literal["laplace", "gaussian"],
     clamp_counts: bool,
-    groups: GroupedRows,
+    groups: ReleasedGroups,
     rng: AbstractRandomness,
 ) -> list[object]:
     """Every released group's noisy count, sum or mean (module docstring).

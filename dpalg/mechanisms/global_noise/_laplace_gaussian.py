@@ -55,7 +55,7 @@ import numpy as np
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
 from dpalg.data import Dataset, LatticeSum, Neighbouring, Reductions, Relation, SumSpec, as_dataset, as_reductions
-from dpalg.data._grouped import GroupedRows
+from dpalg.data._grouping import ReleasedGroups
 from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.graph._node import QUIET_DEFAULT, AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ZCDP, PureDP
@@ -466,7 +466,7 @@ class _GlobalNoise:
         assert isinstance(self, (Laplace, Gaussian))
         return _release(self, data, rng)
 
-    def release_groups(self, groups: GroupedRows, rng: AbstractRandomness) -> list[object] | None:
+    def release_groups(self, groups: ReleasedGroups, rng: AbstractRandomness) -> list[object] | None:
         """Row-level counts, sums and means of every group at once (:func:`grouped_release`); else ``None``."""
         assert isinstance(self, (Laplace, Gaussian))
         if not supports_grouped(self.query):
