@@ -93,7 +93,7 @@ _MAX_OUTPUTS: Final = 1 << 15  # a Gaussian with more outputs in [-T, T] is not 
 #: that to δ; soundness never depends on it: the moved mass is bounded exactly and charged)
 _TRIM: Final = 2.0**-70
 _MAX_POINTS: Final = 1 << 15  # target grid points of the composed PLD (time only, not soundness)
-_M_RANGE: Final = (2, 14)  # grid g = 2^-m with m in this range
+_M_RANGE: Final = (2, 11)  # grid g = 2^-m with m in this range
 _EPS_REL: Final = 40
 
 
