@@ -36,7 +36,7 @@ from dpalg.graph._derivation import BudgetExceeded, Derivation
 from dpalg.graph._provided import Provided  # re-exported: the slots' class (it lives below the nodes and the Release)
 from dpalg.graph._result import Release
 from dpalg.graph._summary_table import PlanSummary
-from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
+from dpalg.measures import ZCDP, ApproxDP, Measure, PLDPart, PureDP
 from dpalg.measures._measures import zero_like
 from dpalg.noise._random import AbstractRandomness, RngLike
 
@@ -295,6 +295,16 @@ def _bounded_range(claim: PrivacyClaim[M], attribute: attrs.Attribute[Fraction |
         raise InvalidArgument("PrivacyClaim", "bounded_range", value, "must be a Fraction > 0")
 
 
+def _pld(claim: PrivacyClaim[M], attribute: attrs.Attribute[PLDPart | None], value: PLDPart | None) -> None:
+    if value is None:
+        return
+    if not isinstance(value, tuple) or len(value) != 3 or value[0] not in ("laplace", "gaussian"):
+        raise InvalidArgument("PrivacyClaim", "pld", value, "must be ('laplace' | 'gaussian', param, sensitivity)")
+    _, param, delta = value
+    if not isinstance(param, Fraction) or param <= 0 or isinstance(delta, bool) or not isinstance(delta, int) or delta < 1:
+        raise InvalidArgument("PrivacyClaim", "pld", value, "needs a Fraction param > 0 and an int sensitivity >= 1")
+
+
 @attrs.frozen
 class PrivacyClaim(Generic[M]):
     """What a primitive states about itself: its cost and the theorem behind it.
@@ -305,6 +315,12 @@ class PrivacyClaim(Generic[M]):
     ``PureToZCDP`` then charges it ``η²/8``-zCDP instead of ``ε²/2``
     (Cesar–Rogers 2021, arXiv:2004.07223, Lemmas 3.2 and 3.4). ``None``: no such
     claim (every ε-DP mechanism is 2ε-bounded-range, which gives ``ε²/2`` again).
+
+    ``pld`` is ``(kind, param, Δ)`` when the release is ``f(x) + Z`` for one integer
+    query of sensitivity Δ (lattice units) with ``Z`` a discrete Laplace of scale
+    ``param`` or a discrete Gaussian of variance parameter ``param``: its privacy loss
+    distribution is then known exactly (:mod:`dpalg.measures._pld`) and the
+    accountant's "pld" rule composes it. It never changes the claim's cost or rule.
     """
 
     cost: M
@@ -312,6 +328,7 @@ class PrivacyClaim(Generic[M]):
     inputs: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = ()
     bounded_range: Fraction | None = attrs.field(default=None, validator=_bounded_range)
+    pld: PLDPart | None = attrs.field(default=None, validator=_pld)
 
 
 # A frozen attrs node's claim and neighbouring relation are functions of its

@@ -14,7 +14,15 @@ smallest ε any of them proves:
 * **optimal composition**: k parts that are (ε_i, δ_i)-DP compose to (ε, δ(ε))-DP with
   δ(ε) the hockey-stick divergence of the product of their worst-case pairs
   (Kairouz–Oh–Viswanath 2015 Thm 3.3; Murtagh–Vadhan 2016 for distinct parts),
-  evaluated rigorously and rounded up (:func:`dpalg.measures.optimal_epsilon`).
+  evaluated rigorously and rounded up (:func:`dpalg.measures.optimal_epsilon`);
+* **the PLD rule**: when every part is a discrete Laplace or discrete Gaussian release
+  of one integer query (``PrivacyClaim.pld``; through ``PureToApprox``,
+  ``ZCDPToApprox``, ``PureToZCDP`` and ``Compose``), the parts' exact privacy loss
+  distributions are composed by convolution on a pessimistic grid with certified
+  arithmetic (:func:`dpalg.measures.pld_epsilon`: dominating pair ``(Z, Z + Δ)``,
+  Sommer–Meiser–Mohammadi 2019, Koskela et al. 2020, Doroshenko et al. 2022). This
+  uses the mechanisms themselves, not only their (ε, δ), so it can beat the optimal
+  composition of their (ε, δ).
 
 The parts are the plan's composition flattened: the children of every ``Compose``
 (composition is associative) and of every ``PureToApprox`` around a ``Compose`` (an
@@ -38,10 +46,10 @@ from typing import Final
 import attrs
 
 from dpalg._errors import InvalidArgument
-from dpalg.graph._compose import Compose, PureToApprox, ZCDPToApprox
+from dpalg.graph._compose import Compose, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._derivation import Derivation
 from dpalg.graph._node import AbstractPrimitive, claim_of
-from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
+from dpalg.measures import ZCDP, ApproxDP, Measure, PLDPart, PureDP, pld_epsilon
 from dpalg.measures._display import short_number
 from dpalg.measures._zcdp_conversion import zcdp_to_approx_epsilon
 from dpalg.measures import optimal_epsilon
@@ -54,11 +62,30 @@ TIGHT_RULE: Final = "tightest of basic composition, the zCDP route and optimal c
 
 @attrs.frozen
 class Part:
-    """One part of a composition: its (ε, δ) and, when it has one, its zCDP ρ."""
+    """One part of a composition: its (ε, δ), when it has one its zCDP ρ, and when known the PLDs of its releases."""
 
     epsilon: Fraction
     delta: Fraction
     rho: Fraction | None
+    pld: tuple[PLDPart, ...] | None = None
+
+
+def _pld_of(node: object) -> tuple[PLDPart, ...] | None:
+    """The PLD parts of the releases of ``node`` (conversions and compositions see through), or ``None``."""
+    if isinstance(node, (PureToApprox, ZCDPToApprox, PureToZCDP)):
+        return _pld_of(node.child)
+    if isinstance(node, Compose):
+        out: list[PLDPart] = []
+        for child in node.children:
+            got = _pld_of(child)
+            if got is None:
+                return None
+            out.extend(got)
+        return tuple(out)
+    if isinstance(node, AbstractPrimitive):
+        part = claim_of(node).pld
+        return None if part is None else (part,)
+    return None
 
 
 def _flatten(d: Derivation) -> Iterator[Derivation]:
@@ -99,21 +126,24 @@ def parts_of(root: Derivation) -> list[Part]:
     for d in _flatten(root):
         cost = d.cost
         if isinstance(cost, PureDP):
-            out.append(Part(cost.epsilon, Fraction(0), _pure_rho(d, cost.epsilon)))
+            out.append(Part(cost.epsilon, Fraction(0), _pure_rho(d, cost.epsilon), _pld_of(d.source)))
         elif isinstance(cost, ApproxDP):
             rho: Fraction | None = None
             if cost.delta == 0:
                 rho = _pure_rho(d, cost.epsilon)
             elif isinstance(d.source, ZCDPToApprox) and d.children and isinstance(d.children[0].cost, ZCDP):
                 rho = d.children[0].cost.rho
-            out.append(Part(cost.epsilon, cost.delta, rho))
+            out.append(Part(cost.epsilon, cost.delta, rho, _pld_of(d.source)))
         else:
             raise InvalidArgument("tighten", "part", type(cost).__name__, "must cost PureDP or ApproxDP")
     return out
 
 
-def epsilon_candidates(parts: list[Part], delta: Fraction) -> dict[str, Fraction | None]:
-    """The ε each rule certifies at ``delta`` (``None``: the rule does not apply or cannot reach ``delta``)."""
+def epsilon_candidates(parts: list[Part], delta: Fraction, *, pld: bool = True) -> dict[str, Fraction | None]:
+    """The ε each rule certifies at ``delta`` (``None``: the rule does not apply or cannot reach ``delta``).
+
+    ``pld=False`` leaves the PLD rule out (the rules of certificates written before it existed).
+    """
     total_delta = sum((p.delta for p in parts), Fraction(0))
     out: dict[str, Fraction | None] = {"basic": sum((p.epsilon for p in parts), Fraction(0)) if total_delta <= delta else None}
     rhos = [p.rho for p in parts]
@@ -122,7 +152,20 @@ def epsilon_candidates(parts: list[Part], delta: Fraction) -> dict[str, Fraction
     else:
         out["zcdp"] = None
     out["optimal"] = _optimal(parts, delta)
+    if pld:
+        out["pld"] = _pld(parts, delta)
     return out
+
+
+def _pld(parts: list[Part], delta: Fraction) -> Fraction | None:
+    counts: Counter[PLDPart] = Counter()
+    for p in parts:
+        if p.pld is None:
+            return None
+        counts.update(p.pld)
+    if not counts:
+        return None
+    return pld_epsilon(sorted(counts.items()), delta)
 
 
 def _optimal(parts: list[Part], delta: Fraction) -> Fraction | None:
@@ -131,15 +174,16 @@ def _optimal(parts: list[Part], delta: Fraction) -> Fraction | None:
     return result if isinstance(result, Fraction) else None
 
 
-def tighten(root: Derivation, budget: Measure) -> Derivation | None:
+def tighten(root: Derivation, budget: Measure, *, pld: bool = True) -> Derivation | None:
     """The root derivation certified by the tightest rule at the budget's δ, or ``None`` when no rule fits ``budget``.
 
     Only for ``ApproxDP`` budgets and plans (ε-DP and zCDP plans compose exactly already).
+    ``pld=False``: without the PLD rule (to re-derive a certificate written before it existed).
     """
     if not isinstance(budget, ApproxDP) or not isinstance(root.cost, ApproxDP) or budget.delta <= 0:
         return None
     parts = parts_of(root)
-    found = epsilon_candidates(parts, budget.delta)
+    found = epsilon_candidates(parts, budget.delta, pld=pld)
     best = min((e, name) for name, e in found.items() if e is not None) if any(e is not None for e in found.values()) else None
     if best is None or best[0] > budget.epsilon:
         return None
@@ -155,6 +199,8 @@ _RULES: Final = {
     "basic": "basic composition, exact sum (Dwork-Roth Thm 3.16)",
     "zcdp": "pure parts as eps^2/2-zCDP (Bun-Steinke Prop 1.4), zCDP composition, tight conversion rounded up (Canonne-Kamath-Steinke 2020 Cor 13)",
     "optimal": "optimal composition of (eps_i, delta_i) parts (Kairouz-Oh-Viswanath 2015 Thm 3.3; Murtagh-Vadhan 2016), rounded up",
+    "pld": "privacy loss distributions of the discrete Laplace/Gaussian parts, pair (Z, Z+sensitivity), composed by convolution "
+    "on a pessimistic grid (Sommer-Meiser-Mohammadi 2019; Koskela et al. 2020; Doroshenko et al. 2022), certified, rounded up",
 }
 
 

@@ -333,7 +333,7 @@ def test_budget_errors_show_short_conservative_numbers() -> None:
     exact = plan.cost()
     assert len(str(exact.epsilon)) > 30  # the tight conversion is a long rational
     with pytest.raises(BudgetExceeded) as info:
-        plan.check(ApproxDP("0.5", "1e-5"))
+        plan.check(ApproxDP("0.4", "1e-5"))
     message = str(info.value)
     assert not LONG_DIGITS.search(message), message
     assert info.value.required == exact  # the exact value is kept
@@ -352,7 +352,7 @@ def test_the_cli_shows_short_numbers(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["check", f"{path}:plan", "--budget", "eps=1,delta=1e-5"]) == 0
     out = capsys.readouterr().out
     assert "OK: total ApproxDP(<=" in out and not LONG_DIGITS.search(out), out
-    assert main(["check", f"{path}:plan", "--budget", "eps=0.5,delta=1e-5"]) == 1
+    assert main(["check", f"{path}:plan", "--budget", "eps=0.4,delta=1e-5"]) == 1
     out = capsys.readouterr().out
     assert "OVER BUDGET" in out and not LONG_DIGITS.search(out), out
     assert main(["check", f"{path}:plan", "--budget", "eps=1,delta=1e-5", "--json"]) == 0

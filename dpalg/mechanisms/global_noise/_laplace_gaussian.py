@@ -58,7 +58,7 @@ from dpalg.data import Dataset, LatticeSum, Neighbouring, Reductions, Relation, 
 from dpalg.data._grouping import ReleasedGroups
 from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.graph._node import QUIET_DEFAULT, AbstractPrimitive, PrivacyClaim
-from dpalg.measures import ZCDP, PureDP
+from dpalg.measures import ZCDP, PLDPart, PureDP
 from dpalg.mechanisms._common.accuracy import up_text
 from dpalg.mechanisms._common.params import floor_log2, granularity_param, positive_param, relation_param
 from dpalg.mechanisms._common.user_level import check_user_level
@@ -78,7 +78,7 @@ from dpalg.noise import (
 from dpalg.queries import Query
 from dpalg.queries._query import refuse_user_function
 
-__all__ = ["Gaussian", "Laplace", "NoiseTerm", "SUPPORTED_GLOBAL", "counts_nonnegative", "noise_terms"]
+__all__ = ["Gaussian", "Laplace", "NoiseTerm", "SUPPORTED_GLOBAL", "counts_nonnegative", "noise_terms", "pld_part"]
 
 SUPPORTED_GLOBAL = ("count", "sum", "mean", "histogram", "count_distinct", "user_count", "variance", "stdev")
 #: kinds released from a noisy count, centred sum and centred sum of squares (row level)
@@ -537,6 +537,7 @@ class Laplace(_GlobalNoise, AbstractPrimitive[PureDP]):
             PureDP(self.epsilon),
             "discrete Laplace mechanism, scale = sensitivity/eps (Canonne-Kamath-Steinke 2020; Dwork et al. 2006)",
             (("epsilon", str(self.epsilon)), ("relation", self.relation)),
+            pld=pld_part(self),
         )
 
 
@@ -577,7 +578,47 @@ class Gaussian(_GlobalNoise, AbstractPrimitive[ZCDP]):
             ZCDP(self.rho),
             "discrete Gaussian mechanism, sigma^2 = sensitivity^2/(2 rho) (Canonne-Kamath-Steinke 2020 Thm 14)",
             (("rho", str(self.rho)), ("relation", self.relation)),
+            pld=pld_part(self),
         )
+
+
+#: kinds released as one integer query plus one noise draw (at row level; ``user_count`` counts users)
+_PLD_KINDS = ("count", "count_distinct", "user_count", "sum")
+
+
+def pld_part(node: Laplace | Gaussian) -> PLDPart | None:
+    """The node's noise as ``(kind, param, Δ)`` for the accountant's PLD rule, or ``None``.
+
+    Only releases that are one integer query plus one noise draw: row-level counts,
+    ``count_distinct``, ``user_count`` and clipped sums, and add/remove histograms (a
+    row changes one cell by 1, the other cells' pairs are identical, so the vector's
+    privacy loss is that of one cell). ``param`` and Δ are exactly those of
+    :func:`noise_terms` (Laplace: scale and L1 sensitivity; Gaussian: σ² and
+    sqrt(L2²), an integer for a scalar). Means, variances, user-level releases and
+    substitution histograms (two cells change) give ``None``: the other rules apply.
+    """
+    query = node.query
+    if query.user is not None and query.kind != "user_count":
+        return None
+    if not (query.kind in _PLD_KINDS or query.kind == "histogram" and node.relation == "add_remove"):
+        return None
+    laplace = isinstance(node, Laplace)
+    if query.kind == "sum":
+        term = public_noise_terms(node)[0]
+        param, sens = term.param, term.sensitivity
+    else:
+        budget = node.epsilon if isinstance(node, Laplace) else node.rho
+        param, sens = (Fraction(1) / budget, Fraction(1)) if laplace else (Fraction(1) / (2 * budget), Fraction(1))
+    if laplace:
+        delta = sens
+    else:
+        root = math.isqrt(sens.numerator)
+        if sens.denominator != 1 or root * root != sens.numerator:
+            return None
+        delta = Fraction(root)
+    if delta.denominator != 1 or delta < 1:
+        return None
+    return ("laplace" if laplace else "gaussian", param, int(delta))
 
 
 def public_noise_terms(node: Laplace | Gaussian) -> list[NoiseTerm]:
