@@ -210,11 +210,11 @@ def _values(cert: Mapping[str, JSON], plan: object) -> tuple[tuple[str, str, str
 
 
 def _curve(plan: object) -> tuple[tuple[float, float], ...]:
-    """The rebuilt plan's certified privacy curve at δ = 10⁻¹ … 10⁻¹² (``plan.privacy_curve()``; ε rounded up)."""
+    """The rebuilt plan's certified privacy curve at δ = 10⁻², 10⁻⁴, … 10⁻¹² (``plan.privacy_curve``; ε rounded up)."""
     if not isinstance(plan, AbstractMeasurement):
         return ()
     try:
-        return tuple((float(d), float(e)) for d, e in plan.privacy_curve())
+        return tuple((float(d), float(e)) for d, e in plan.privacy_curve(Fraction(1, 10**i) for i in range(2, 13, 2)))
     except Exception:  # noqa: BLE001 - a plan whose curve cannot be formed: no plot (the audit says why it fails, if it does)
         return ()
 
