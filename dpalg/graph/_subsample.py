@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Final, final, overload
+from typing import Final, cast, final, overload
 
 import attrs
 import numpy as np
@@ -169,7 +169,7 @@ class Subsample(AbstractMeasurement[M]):
     def __init__(
         self, plan: AbstractMeasurement[PureDP] | AbstractMeasurement[ApproxDP], *, rate: ExactLike, unit: str | None = None,
     ) -> None:
-        self.__attrs_init__(plan, rate, unit)
+        self.__attrs_init__(cast("AbstractMeasurement[M]", plan), rate, unit)  # the overloads tie M to the plan's measure
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.plan, AbstractMeasurement):
