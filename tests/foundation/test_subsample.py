@@ -342,8 +342,8 @@ def _audit(trials: int) -> tuple[float, Fraction]:
 @pytest.mark.slow
 def test_empirical_audit_of_the_amplified_cost(monkeypatch: pytest.MonkeyPatch) -> None:
     found, claimed = _audit(20_000)
-    assert found <= claimed  # measured: see the report
+    assert found <= claimed  # measured: 0.885 <= 0.954
     # broken: the sample keeps every row (no amplification) while the claim stays amplified
     monkeypatch.setattr(_release, "sampled_rows", lambda node, data, rng, columns: np.ones(data.n_rows, dtype=bool))
     found, claimed = _audit(20_000)
-    assert found > claimed
+    assert found > claimed  # measured: 1.953 > 0.954 (the unamplified eps = 2)
