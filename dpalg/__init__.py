@@ -28,6 +28,7 @@ from dpalg.graph import (
     PureToApprox,
     PureToZCDP,
     Session,
+    Subsample,
     ZCDPToApprox,
     compose,
 )
@@ -41,6 +42,6 @@ __version__ = "0.1.0"
 __all__ = [
     "BOTTOM", "AbstractMeasurement", "AbstractPrimitive", "ApproxDP", "BackendError", "Bottom", "BudgetExceeded", "Clip", "ClipPerUser", "MaxKeysPerUser", "MaxRowsPerUser",
     "Compose", "DPAlgError", "Derivation", "GaussianPartitionSelection", "GroupBy", "GroupPrivacy", "InsecureRandomnessWarning", "InvalidArgument", "KeySet", "MaxGroupsPerUser", "Neighbouring", "Parallel", "PartitionSelection", "PrivacyClaim",
-    "PureDP", "PureToApprox", "PureToZCDP", "Query", "Release", "Session", "UncheckedPlan", "Unsupported",
+    "PureDP", "PureToApprox", "PureToZCDP", "Query", "Release", "Session", "Subsample", "UncheckedPlan", "Unsupported",
     "ZCDP", "ZCDPToApprox", "compose",
 ]  # fmt: skip

@@ -29,6 +29,7 @@ from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZC
 from dpalg.graph._derivation import BudgetExceeded, Derivation, LeafClaim, PendingChildren
 from dpalg.graph._group import GroupPrivacy, group_cost
 from dpalg.graph._groupby import GaussianPartitionSelection, GroupBy, KeySet, groupby_cost, groups_per_user
+from dpalg.graph._subsample import Subsample, subsample_cost
 from dpalg.graph._tight import describe, epsilon_at, epsilon_candidates, parts_of, tighten
 from dpalg.graph._node import _CLAIM_KEY, CHECK, DERIVE, EPSILON_AT, AbstractMeasurement, AbstractPrimitive, M, claim_of
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
@@ -43,12 +44,13 @@ KnownNode = Union[
     PureToApprox, PureToZCDP, ZCDPToApprox,
     GroupPrivacy[PureDP], GroupPrivacy[ApproxDP], GroupPrivacy[ZCDP],
     GroupBy[PureDP], GroupBy[ApproxDP], GroupBy[ZCDP],
+    Subsample[PureDP], Subsample[ApproxDP],
     AbstractPrimitive[PureDP], AbstractPrimitive[ApproxDP], AbstractPrimitive[ZCDP],
 ]  # fmt: skip
 
 # The node kinds, in the order of the ``match`` in _walk (a subclass is classified as
 # the first base it has, exactly as the match would).
-_KNOWN = (Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox, GroupPrivacy, GroupBy, AbstractPrimitive)
+_KNOWN = (Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox, GroupPrivacy, GroupBy, Subsample, AbstractPrimitive)
 _LEAF: Final = len(_KNOWN) - 1
 _UNKNOWN: Final = -1
 
@@ -60,6 +62,10 @@ _MEASURE_SET: Final = frozenset(_MEASURES)
 
 _SUM_RULE: Final = "sequential composition: exact sum (Dwork-Roth Thm 3.16; Bun-Steinke Lemma 2.3)"
 _MAX_RULE: Final = "parallel composition over disjoint parts: maximum (McSherry 2009 Thm 4)"
+_SUBSAMPLE_RULE: Final = (
+    "amplification by Poisson subsampling (add/remove): eps -> ln(1 + q(e^eps - 1)) rounded up, delta -> q*delta "
+    "(Balle-Barthe-Gaboardi 2018 Thm 8; Steinke 2025 Thm 1)"
+)
 
 
 def _learn(node: object) -> int:
@@ -376,6 +382,15 @@ def _walk(node: object, path: str, dry: bool) -> Derivation | None:
             m = groups_per_user(known)
             return Derivation(
                 here, known, _groupby_rule(known), _groupby_inputs(known, m), groupby_cost(known, sub.cost), (sub,), combine="convert",
+            )
+        case Subsample():
+            here = _child_path(path, f"Subsample(rate={known.rate})")
+            sub = _walk(known.plan, here, dry)
+            if sub is None:
+                return None
+            return Derivation(
+                here, known, _SUBSAMPLE_RULE, (("rate", str(known.rate)), ("unit", str(known.neighbouring.unit))),
+                subsample_cost(sub.cost, known.rate), (sub,), combine="convert",
             )
         case AbstractPrimitive():
             here = _child_path(path, type(known).__name__)

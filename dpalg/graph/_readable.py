@@ -37,6 +37,7 @@ from dpalg._errors import DPAlgError
 from dpalg.graph._accuracy import Accuracy, _percent
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._group import GroupPrivacy
+from dpalg.graph._subsample import Subsample
 from dpalg.graph._groupby import GroupBy, KeySet
 from dpalg.graph._node import AbstractMeasurement
 from dpalg.graph._result import VALUE_ROWS
@@ -263,6 +264,9 @@ def _rows(node: object, value: object, alpha: Fraction, path: str, out: list[Val
         case GroupPrivacy():
             _rows(node.plan, value, alpha, _join(path, f"GroupPrivacy(unit={node.unit!r}, max_rows={node.max_rows})"), out, limit)
             return
+        case Subsample():
+            _rows(node.plan, value, alpha, _join(path, f"Subsample(rate={node.rate})"), out, limit)
+            return
     accuracy: Accuracy | None = None
     if isinstance(node, AbstractMeasurement) and not isinstance(node, (Compose, Parallel, GroupBy)):
         try:
@@ -343,6 +347,8 @@ def _tables(node: object, value: object, alpha: Fraction, path: str, out: list[G
             _tables(node.child, value, alpha, _join(path, type(node).__name__), out, limit)
         case GroupPrivacy():
             _tables(node.plan, value, alpha, _join(path, f"GroupPrivacy(unit={node.unit!r}, max_rows={node.max_rows})"), out, limit)
+        case Subsample():
+            _tables(node.plan, value, alpha, _join(path, f"Subsample(rate={node.rate})"), out, limit)
         case GroupBy() if isinstance(value, dict):
             names = node.plan.names
             rows: list[tuple[str, tuple[str, ...]]] = []

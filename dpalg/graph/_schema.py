@@ -17,6 +17,7 @@ from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZC
 from dpalg.graph._group import GroupPrivacy
 from dpalg.graph._groupby import GroupBy, KeySet
 from dpalg.graph._node import AbstractPrimitive
+from dpalg.graph._subsample import Subsample
 
 __all__ = ["plan_columns", "validate_schema"]
 
@@ -45,6 +46,12 @@ def plan_columns(plan: object, path: str = "") -> Iterator[tuple[str, ColumnUse]
     elif isinstance(plan, GroupPrivacy):
         here = _join(path, "GroupPrivacy")
         yield here, ColumnUse(plan.unit, "id")
+        yield from plan_columns(plan.plan, here)
+    elif isinstance(plan, Subsample):
+        here = _join(path, f"Subsample(rate={plan.rate})")
+        unit = plan.neighbouring.unit
+        if unit is not None:
+            yield here, ColumnUse(unit, "id")
         yield from plan_columns(plan.plan, here)
     elif isinstance(plan, GroupBy):
         here = _join(path, f"GroupBy(by={plan.by!r})")
@@ -110,7 +117,7 @@ def _primitives(plan: object) -> Iterator[AbstractPrimitive[Any]]:
             yield from _primitives(child)
     elif isinstance(plan, (PureToApprox, PureToZCDP, ZCDPToApprox)):
         yield from _primitives(plan.child)
-    elif isinstance(plan, (GroupPrivacy, GroupBy)):
+    elif isinstance(plan, (GroupPrivacy, GroupBy, Subsample)):
         yield from _primitives(plan.plan)
     elif isinstance(plan, AbstractPrimitive):
         yield plan

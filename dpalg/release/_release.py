@@ -24,6 +24,7 @@ from dpalg.graph._accountant import KnownNode, _classify
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._group import GroupPrivacy, bounded_rows
 from dpalg.graph._groupby import GroupBy, KeySet, groups_per_user, selected_keys
+from dpalg.graph._subsample import Subsample, sampled_rows
 from dpalg.graph._derivation import Derivation
 from dpalg.graph._node import RUN, AbstractMeasurement, AbstractPrimitive, take_checked
 from dpalg.graph._result import SIGN, Release
@@ -123,6 +124,9 @@ def _exec(node: object, data: Dataset, rng: AbstractRandomness, path: str) -> ob
             return _exec(known.plan, data.take(bounded_rows(known, data, rng, columns)), rng, path)
         case GroupBy():
             return _group_by(known, data, rng, path)
+        case Subsample():  # a fresh sample (a fresh PRF key) on every run of every Subsample node
+            columns = [use.name for _, use in plan_columns(known.plan)]
+            return _exec(known.plan, data.take(sampled_rows(known, data, rng, columns)), rng, path)
         case AbstractPrimitive():
             return known.release(data, rng)
         case _:
