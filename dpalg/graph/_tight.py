@@ -56,6 +56,8 @@ from dpalg.measures import optimal_epsilon
 
 __all__ = ["TIGHT_RULE", "epsilon_at", "epsilon_candidates", "parts_of", "tighten"]
 
+#: the PLD rule is tried on at most this many distinct (noise, parameter, sensitivity) parts
+MAX_PLD_KINDS: Final = 256
 #: the root rule of a tightened derivation (its first words identify it in a certificate)
 TIGHT_RULE: Final = "tightest of basic composition, the zCDP route and optimal composition"
 
@@ -163,7 +165,7 @@ def _pld(parts: list[Part], delta: Fraction) -> Fraction | None:
         if p.pld is None:
             return None
         counts.update(p.pld)
-    if not counts:
+    if not counts or len(counts) > MAX_PLD_KINDS:  # a public cap on the work (each distinct part builds its own PLD)
         return None
     return pld_epsilon(sorted(counts.items()), delta)
 

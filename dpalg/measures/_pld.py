@@ -214,6 +214,12 @@ def _sum_up(x: npt.NDArray[np.float64]) -> Fraction:
     return Fraction(math.fsum(x.tolist())) * (1 + 4 * _U) if len(x) else Fraction(0)
 
 
+def _bound(x: Fraction) -> Fraction:
+    """``x`` rounded *up* to ``_BITS`` significant bits: the error terms stay upper bounds, and their
+    denominators stay small (exact products over many convolutions would grow without bound)."""
+    return _round_up(x, _BITS) if x > 0 else x
+
+
 def _trim(d: _Dist, tau: float) -> _Dist:
     """Move the top tail (float mass <= ``tau``) to +∞ and round the bottom tail (the same) up to the lowest kept loss."""
     arr = d.arr
@@ -237,7 +243,7 @@ def _trim(d: _Dist, tau: float) -> _Dist:
         arr[0] = math.nextafter(merged, math.inf)  # >= the exact sum of the merged floats
         a = a * (k_bot + 1)  # the merged entry carries k_bot + 1 absolute errors
         lo += k_bot
-    return _Dist(lo, arr, d.r, a, inf)
+    return _Dist(lo, arr, _bound(d.r), _bound(a), _bound(inf))
 
 
 def _convolve(x: _Dist, y: _Dist, tau: float) -> _Dist:
