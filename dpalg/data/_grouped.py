@@ -40,7 +40,6 @@ that case.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Final, final
@@ -49,9 +48,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
-from dpalg._numbers import fraction_ceil, fraction_floor
 from dpalg.data._dataset import Dataset
-from dpalg.data._numpy_reductions import inside_bounds, lattice_sum
+from dpalg.data._numpy_reductions import fast_lattice, inside_bounds, lattice_sum, lattice_terms
 from dpalg.data._reductions import LatticeSum, SumSpec
 
 __all__ = ["GroupedRows", "public_int_codes", "stable_group_order"]
@@ -157,20 +155,10 @@ class GroupedRows:
         lower, upper, k = spec.lower, spec.upper, spec.k
         if lower > upper:
             raise InvalidArgument("GroupedRows.clipped_sums", "lower", lower, f"must be <= upper={upper}")
-        # the fast path's parameters, as lattice_sum derives them
-        lo_in, hi_in = inside_bounds(lower, upper)
-        step = Fraction(2) ** k
-        big_l, big_u = fraction_floor(lower / step), fraction_ceil(upper / step)
-        fast = -1022 <= -k <= 1023 and max(abs(big_l), abs(big_u)) <= 1 << 52
-        a = b = scale = 0.0
-        if fast:
-            scale = math.ldexp(1.0, -k)
-            with np.errstate(over="ignore"):
-                a = max(lo_in * scale, float(big_l))
-                b = min(hi_in * scale, float(big_u))
-            fast = math.isfinite(a) and math.isfinite(b) and a <= b
-        if not fast:
+        params = fast_lattice(lower, upper, k, *inside_bounds(lower, upper))  # the fast path of lattice_sum, the same terms
+        if params is None:
             return [lattice_sum(x[rows], lower, upper, k) for rows in self._all_rows()]
+        scale, a, b = params
         bound = max(abs(round(a)), abs(round(b)), 1)
         totals = self._term_sums(x, scale, a, b, bound)
         missing = self._missing(spec.column, x).tolist()
@@ -189,10 +177,7 @@ class GroupedRows:
                 block = x[start : start + GROUP_BLOCK]
                 pos = self._pos[start : start + GROUP_BLOCK]
                 out = buf[: block.size]
-                np.multiply(block, scale, out=out)
-                np.fmax(out, a, out=out)  # NaN -> a (subtracted by the caller); -inf -> a
-                np.fmin(out, b, out=out)
-                np.rint(out, out=out)
+                lattice_terms(block, scale, a, b, out)  # NaN -> a (subtracted by the caller)
                 if one_float:
                     acc[0] += np.bincount(pos, weights=out, minlength=g + 1)[1:].astype(np.int64)
                 else:

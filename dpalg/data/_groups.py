@@ -13,8 +13,9 @@ but the secret of the keyed hash, which the noise layer draws):
    user's groups, chosen by a keyed hash of the user and the group key
    (:func:`~dpalg.data.select_keys`): the choice depends only on that user's rows
    and the secret, so adding or removing one user changes no other user's kept rows.
-3. :func:`split_groups` gives each group's rows as a :class:`~dpalg.data.Dataset`,
-   with one stable sort of the group codes (O(n log n) once, not one pass per group).
+3. each group's rows and its reductions for all groups at once are
+   :class:`~dpalg.data._grouped.GroupedRows` (one stable sort of the codes, not one
+   pass per group), reached through :mod:`dpalg.data._grouping`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from dpalg.data._keys import Key, _tag, key_index, key_order, normalise_key
 from dpalg.data._row_choice import _mix, _words, keyed_hashes
 from dpalg.data._user_units import unit_index
 
-__all__ = ["GroupKey", "bound_groups", "distinct_units_per_group", "group_index", "group_key_order", "label_hashes", "normalise_group_key", "split_groups"]
+__all__ = ["GroupKey", "bound_groups", "distinct_units_per_group", "group_index", "group_key_order", "label_hashes", "normalise_group_key"]
 
 #: a group's key: one column's key, or the tuple of several columns' keys
 GroupKey = Key | tuple[Key, ...]
@@ -220,16 +221,3 @@ def distinct_units_per_group(data: Dataset, unit: str | None, codes: npt.NDArray
         return np.zeros(n_groups, dtype=np.int64)
     pairs = np.unique(codes[rows].astype(np.int64) * max(n_units, 1) + users[rows])
     return np.bincount(pairs // max(n_units, 1), minlength=n_groups).astype(np.int64)
-
-
-def split_groups(data: Dataset, codes: npt.NDArray[np.intp], groups: Sequence[int]) -> list[Dataset]:
-    """The rows of each listed group, as datasets (rows in their original order).
-
-    One stable sort of the codes; each group is a slice of the sorted row indices.
-    """
-    order = np.argsort(codes, kind="stable")
-    sorted_codes = codes[order]
-    wanted = np.asarray(list(groups), dtype=np.intp)
-    starts = np.searchsorted(sorted_codes, wanted, side="left")
-    ends = np.searchsorted(sorted_codes, wanted, side="right")
-    return [data.take(order[s:e]) for s, e in zip(starts.tolist(), ends.tolist())]

@@ -98,6 +98,30 @@ def _blocks(x: npt.NDArray[np.float64], size: int | None = None) -> list[npt.NDA
     return [x[i : i + step] for i in range(0, x.size, step)]
 
 
+def fast_lattice(lower: Fraction, upper: Fraction, k: int, lo_in: float, hi_in: float) -> tuple[float, float, float] | None:
+    """``(scale, a, b)`` of the fast path (module docstring): a term is ``rint(clamp(x·scale, a, b))``; ``None`` when
+    the bounds or the lattice leave float range (the exact path then applies). Shared by every backend in memory,
+    so a term is one definition."""
+    step = Fraction(2) ** k
+    big_l, big_u = fraction_floor(lower / step), fraction_ceil(upper / step)
+    if not (-1022 <= -k <= 1023 and max(abs(big_l), abs(big_u)) <= 1 << 52):
+        return None
+    scale = math.ldexp(1.0, -k)
+    with np.errstate(over="ignore"):
+        a = max(lo_in * scale, float(big_l))
+        b = min(hi_in * scale, float(big_u))
+    return (scale, a, b) if math.isfinite(a) and math.isfinite(b) and a <= b else None
+
+
+def lattice_terms(block: npt.NDArray[np.float64], scale: float, a: float, b: float, out: npt.NDArray[np.float64]) -> None:
+    """The fast path's terms of ``block`` into ``out`` (as floats): ``rint(clamp(x·scale, a, b))``; NaN and -inf give ``a``."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.multiply(block, scale, out=out)
+        np.fmax(out, a, out=out)
+        np.fmin(out, b, out=out)
+        np.rint(out, out=out)
+
+
 def lattice_sum(
     x: npt.NDArray[np.float64], lower: Fraction, upper: Fraction, k: int, centre: int | None = None, shift: int = 0
 ) -> LatticeSum:
@@ -117,19 +141,12 @@ def lattice_sum(
     if lower > upper:
         raise InvalidArgument("lattice_sum", "lower", lower, f"must be <= upper={upper}")
     lo_in, hi_in = inside_bounds(lower, upper)
-    step = Fraction(2) ** k
-    big_l, big_u = fraction_floor(lower / step), fraction_ceil(upper / step)
-    fast = -1022 <= -k <= 1023 and max(abs(big_l), abs(big_u)) <= 1 << 52
-    if fast:
-        scale = math.ldexp(1.0, -k)
-        with np.errstate(over="ignore"):
-            a = max(lo_in * scale, float(big_l))
-            b = min(hi_in * scale, float(big_u))
-        fast = math.isfinite(a) and math.isfinite(b) and a <= b
-    if fast and centre is not None:
-        fast = max(abs(round(a) - centre), abs(round(b) - centre)) <= _SQUARE_INT64
-    if not fast:
+    params = fast_lattice(lower, upper, k, lo_in, hi_in)
+    if params is not None and centre is not None and max(abs(round(params[1]) - centre), abs(round(params[2]) - centre)) > _SQUARE_INT64:
+        params = None
+    if params is None:
         return _lattice_sum_exact(x, lower, upper, k, lo_in, hi_in, centre, shift)
+    scale, a, b = params
     if centre is not None:
         return _square_sum_fast(x, a, b, scale, k, centre, shift)
     bound = max(abs(round(a)), abs(round(b)), 1)
@@ -142,10 +159,7 @@ def lattice_sum(
     with np.errstate(over="ignore", invalid="ignore"):
         for block in _blocks(x):
             out = buf[: block.size]
-            np.multiply(block, scale, out=out)
-            np.fmax(out, a, out=out)  # NaN -> a (subtracted below); -inf -> a
-            np.fmin(out, b, out=out)
-            np.rint(out, out=out)
+            lattice_terms(block, scale, a, b, out)  # NaN -> a (subtracted below)
             if float_exact:
                 total += int(out.sum())
             else:
@@ -169,10 +183,7 @@ def _square_sum_fast(x: npt.NDArray[np.float64], a: float, b: float, scale: floa
     with np.errstate(over="ignore", invalid="ignore"):
         for block in _blocks(x):
             out = buf[: block.size]
-            np.multiply(block, scale, out=out)
-            np.fmax(out, a, out=out)  # NaN -> a (subtracted below); -inf -> a
-            np.fmin(out, b, out=out)
-            np.rint(out, out=out)
+            lattice_terms(block, scale, a, b, out)  # NaN -> a (subtracted below)
             squares = square_terms(out.astype(np.int64), centre, shift, half_width)
             total += exact_int_total(squares.astype(np.int64), bound)
             missing += int(np.count_nonzero(np.isnan(block)))

@@ -66,7 +66,7 @@ from dpalg.data._reductions import LatticeSum, SumSpec
 from dpalg.data._row_choice import _mix, _words, keyed_hashes
 from dpalg.data._source_reductions import SumPlan, key_candidates
 from dpalg.data._spark_reductions import _INT_TYPES, SparkFrameSource, _arrow, _clip
-from dpalg.data._spark_types import numpy_dtype, quoted, spark_kind
+from dpalg.data._spark_types import arrow_to_numpy, quoted, spark_kind
 from dpalg.data._spark_units import unit_key, unit_key_kind
 from dpalg.data._user_units import unit_index
 
@@ -114,22 +114,6 @@ def _isin(x: Column, values: Sequence[object]) -> Column:
     return x.isin(list(values)) if values else F.lit(False)
 
 
-def _to_numpy(array: Any, spark_type: Any) -> npt.NDArray[np.generic]:
-    """An Arrow column as the numpy array :meth:`~dpalg.data._spark.SparkSource.materialise` makes of it."""
-    kind = spark_kind(spark_type)
-    dtype = numpy_dtype(spark_type)
-    if kind == "float":  # Arrow turns nulls into NaN
-        return np.asarray(array.to_numpy(zero_copy_only=False), dtype=dtype)
-    if kind in ("int", "bool") and array.null_count == 0:
-        return np.asarray(array.to_numpy(zero_copy_only=False), dtype=dtype)
-    values = array.to_pylist()
-    if kind == "bytes":
-        values = [bytes(v) if isinstance(v, (bytearray, memoryview)) else v for v in values]
-    out = np.empty(len(values), dtype=object)  # nullable ints stay exact Python ints, as materialise keeps them
-    out[:] = values
-    return out
-
-
 @final
 class _RowCodes:
     """Executors (``mapInArrow``): each row's group code, and with a bound its priority and label hash.
@@ -146,7 +130,7 @@ class _RowCodes:
         self.unit, self.secret, self.hashes = unit, secret, hashes
 
     def codes(self, batch: Any) -> npt.NDArray[np.intp]:
-        columns = {self.names[j]: _to_numpy(batch.column(j), self.types[j]) for j in self.by}
+        columns = {self.names[j]: arrow_to_numpy(batch.column(j), self.types[j]) for j in self.by}
         if len(self.by) == 1:
             fast = public_int_codes(columns[self.names[self.by[0]]], self.keys, other=self.other)
             if fast is not None:
@@ -161,7 +145,7 @@ class _RowCodes:
             arrays = [batch.column(j) for j in range(batch.num_columns)]
             names = [f"c{j}" for j in range(batch.num_columns)]
             if self.unit is not None and self.secret is not None and self.hashes is not None:
-                ids = _to_numpy(batch.column(self.unit), self.types[self.unit])
+                ids = arrow_to_numpy(batch.column(self.unit), self.types[self.unit])
                 codes[unit_index(ids)[1] < 0] = -1  # a row with a missing id belongs to no user: no group
                 group_hash = self.hashes[np.maximum(codes, 0)] if self.hashes.size else np.zeros(codes.size, dtype=np.uint64)
                 priority = _mix(keyed_hashes(ids, self.secret), group_hash, _words(self.secret)[2])

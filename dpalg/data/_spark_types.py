@@ -15,8 +15,9 @@ import shutil
 from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 
-__all__ = ["F", "is_spark_frame", "java_problem", "numpy_dtype", "quoted", "spark_kind"]
+__all__ = ["F", "arrow_to_numpy", "is_spark_frame", "java_problem", "numpy_dtype", "quoted", "spark_kind"]
 
 
 class _Functions:
@@ -111,3 +112,19 @@ def numpy_dtype(dtype: Any) -> np.dtype[np.generic]:
 def quoted(name: str) -> str:
     """A column name quoted for ``F.col`` (a dot or a backtick in a name is then not syntax)."""
     return "`" + name.replace("`", "``") + "`"
+
+
+def arrow_to_numpy(array: Any, spark_type: Any) -> npt.NDArray[np.generic]:
+    """An Arrow column (an executor's batch) as the numpy array :meth:`~dpalg.data._spark.SparkSource.materialise` makes of the same values."""
+    kind = spark_kind(spark_type)
+    dtype = numpy_dtype(spark_type)
+    if kind == "float":  # Arrow turns nulls into NaN
+        return np.asarray(array.to_numpy(zero_copy_only=False), dtype=dtype)
+    if kind in ("int", "bool") and array.null_count == 0:
+        return np.asarray(array.to_numpy(zero_copy_only=False), dtype=dtype)
+    values = array.to_pylist()
+    if kind == "bytes":
+        values = [bytes(v) if isinstance(v, (bytearray, memoryview)) else v for v in values]
+    out = np.empty(len(values), dtype=object)  # nullable ints stay exact Python ints, as materialise keeps them
+    out[:] = values
+    return out

@@ -177,11 +177,16 @@ def _sel_epsilon(value: ExactLike) -> Fraction:
     return positive(value, owner="PartitionSelection", field="epsilon")
 
 
-def _sel_delta(value: ExactLike) -> Fraction:
-    d = to_fraction(value, owner="PartitionSelection", field="delta")
-    if not 0 < d < 1:
-        raise InvalidArgument("PartitionSelection", "delta", value, "must be in (0, 1)")
+def _below(owner: str, field: str, value: ExactLike, top: Fraction) -> Fraction:
+    """``value`` as a Fraction in ``(0, top)``, or :class:`~dpalg.InvalidArgument` naming owner and field."""
+    d = to_fraction(value, owner=owner, field=field)
+    if not 0 < d < top:
+        raise InvalidArgument(owner, field, value, f"must be in (0, {top})")
     return d
+
+
+def _sel_delta(value: ExactLike) -> Fraction:
+    return _below("PartitionSelection", "delta", value, Fraction(1))
 
 
 @final
@@ -216,17 +221,11 @@ def _sel_rho(value: ExactLike) -> Fraction:
 
 
 def _sel_gdelta(value: ExactLike) -> Fraction:
-    d = to_fraction(value, owner="GaussianPartitionSelection", field="delta")
-    if not 0 < d < Fraction(1, 2):
-        raise InvalidArgument("GaussianPartitionSelection", "delta", value, "must be in (0, 1/2)")
-    return d
+    return _below("GaussianPartitionSelection", "delta", value, Fraction(1, 2))
 
 
 def _sel_conversion(value: ExactLike) -> Fraction:
-    d = to_fraction(value, owner="GaussianPartitionSelection", field="conversion_delta")
-    if not 0 < d < 1:
-        raise InvalidArgument("GaussianPartitionSelection", "conversion_delta", value, "must be in (0, 1)")
-    return d
+    return _below("GaussianPartitionSelection", "conversion_delta", value, Fraction(1))
 
 
 @final

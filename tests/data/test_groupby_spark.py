@@ -187,9 +187,9 @@ def test_codes_numbered_per_batch_are_caught(frames: dict[str, Any], monkeypatch
         def per_batch(batch: Any) -> Any:  # a nested function: pickled by value to the executors
             from dpalg.data import Dataset
             from dpalg.data._groups import group_index
-            from dpalg.data._spark_grouping import _to_numpy
+            from dpalg.data._spark_types import arrow_to_numpy
 
-            columns = {names[j]: _to_numpy(batch.column(j), types[j]) for j in by}
+            columns = {names[j]: arrow_to_numpy(batch.column(j), types[j]) for j in by}
             return group_index(Dataset(columns), [names[j] for j in by], None)[1]
 
         self.codes = per_batch

@@ -118,8 +118,12 @@ def test_short_gaussian_truncation_charges_the_tail(monkeypatch: pytest.MonkeyPa
 
 
 def test_coarse_trimming_charges_the_trimmed_mass(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A large trimming threshold moves visible mass to +∞ (top) or up (bottom): still an upper bound."""
-    monkeypatch.setattr(pld_module, "_TRIM", 1e-3)
+    """A large trimming threshold moves visible mass to +∞ (top) or up (bottom): still an upper bound.
+
+    At 0.3 the top atom of four sensitivity-1 Laplaces (loss 4, mass (e/(1+e))**4 = 0.28) is trimmed, so a
+    trimming that dropped that mass instead of charging it would fall below the brute force (at 1e-3 nothing
+    was trimmed and the test could not fail)."""
+    monkeypatch.setattr(pld_module, "_TRIM", 0.3)
     pld_module._composed.cache_clear()
     try:
         parts: list[PLDPart] = [("laplace", Fraction(1), 1)] * 4

@@ -53,7 +53,8 @@ from dpalg._errors import BackendError, Unsupported
 from dpalg.data import Dataset
 from dpalg.data._evaluation import WITHHELD
 from dpalg.data._row_choice import keyed_labels
-from dpalg.data._spark import SparkSource, numpy_dtype, quoted, spark_kind
+from dpalg.data._spark import SparkSource, quoted, spark_kind
+from dpalg.data._spark_types import arrow_to_numpy
 from dpalg.mechanisms.sample_aggregate._blocks import (
     BlockFunction,
     ColumnFunction,
@@ -71,25 +72,9 @@ _KEY_KINDS: Final = ("float", "int", "bool", "str", "bytes", "null")
 _NUMBER_KINDS: Final = ("float", "int", "bool", "null")
 
 
-def _to_numpy(array: Any, spark_type: Any) -> npt.NDArray[np.generic]:
-    """An Arrow column as the numpy array :meth:`SparkSource.materialise` makes of the same values."""
-    kind = spark_kind(spark_type)
-    dtype = numpy_dtype(spark_type)
-    if kind == "float":  # Arrow turns nulls into NaN
-        return np.asarray(array.to_numpy(zero_copy_only=False), dtype=dtype)
-    if kind in ("int", "bool") and array.null_count == 0:
-        return np.asarray(array.to_numpy(zero_copy_only=False), dtype=dtype)
-    values = array.to_pylist()
-    if kind == "bytes":
-        values = [bytes(v) if isinstance(v, (bytearray, memoryview)) else v for v in values]
-    out = np.empty(len(values), dtype=object)  # nullable ints stay exact Python ints, as materialise keeps them
-    out[:] = values
-    return out
-
-
 def _canonical(columns: Any, types: Sequence[Any]) -> list[npt.NDArray[np.generic]]:
     """The content columns ``c0, c1, …`` of an Arrow batch or table, canonical."""
-    return [canonical_column(_to_numpy(columns.column(f"c{j}"), t)) for j, t in enumerate(types)]
+    return [canonical_column(arrow_to_numpy(columns.column(f"c{j}"), t)) for j, t in enumerate(types)]
 
 
 @final
@@ -122,7 +107,7 @@ class _UnitLabels:
         import pyarrow as pa
 
         for batch in batches:
-            labels = unit_labels(_to_numpy(batch.column("u"), self.unit_type), self.secret, self.m)
+            labels = unit_labels(arrow_to_numpy(batch.column("u"), self.unit_type), self.secret, self.m)
             arrays = [batch.column(f"c{j}") for j in range(len(self.types))] + [pa.array(labels, type=pa.int64())]
             yield pa.RecordBatch.from_arrays(arrays, names=[f"c{j}" for j in range(len(self.types))] + ["b"])
 
