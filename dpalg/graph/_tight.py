@@ -23,6 +23,10 @@ smallest ε any of them proves:
   Sommer–Meiser–Mohammadi 2019, Koskela et al. 2020, Doroshenko et al. 2022). This
   uses the mechanisms themselves, not only their (ε, δ), so it can beat the optimal
   composition of their (ε, δ).
+  A ``Subsample`` of one such release is a sampled part (its pairs
+  ``((1 − q)P + qQ, P)`` and ``(P, (1 − q)P + qQ)``, Zhu–Dong–Wang 2022 Thm 11); a
+  ``Subsample`` of several releases is not (one sample serves them all, so it is not the
+  composition of sampled parts) and leaves the PLD rule to the other rules.
 
 The parts are the plan's composition flattened: the children of every ``Compose``
 (composition is associative) and of every ``PureToApprox`` around a ``Compose`` (an
@@ -49,7 +53,8 @@ from dpalg._errors import InvalidArgument
 from dpalg.graph._compose import Compose, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._derivation import Derivation
 from dpalg.graph._node import AbstractPrimitive, claim_of
-from dpalg.measures import ZCDP, ApproxDP, Measure, PLDPart, PureDP, pld_epsilon
+from dpalg.graph._subsample import Subsample
+from dpalg.measures import ZCDP, ApproxDP, Measure, PLDPart, PLDSampled, PureDP, pld_epsilon
 from dpalg.measures._display import short_number
 from dpalg.measures._zcdp_conversion import zcdp_to_approx_epsilon
 from dpalg.measures import optimal_epsilon
@@ -69,24 +74,32 @@ class Part:
     epsilon: Fraction
     delta: Fraction
     rho: Fraction | None
-    pld: tuple[PLDPart, ...] | None = None
+    pld: tuple[PLDSampled, ...] | None = None
 
 
-def _pld_of(node: object) -> tuple[PLDPart, ...] | None:
-    """The PLD parts of the releases of ``node`` (conversions and compositions see through), or ``None``."""
+def _pld_of(node: object, sampled: bool = True) -> tuple[PLDSampled, ...] | None:
+    """The PLD parts of the releases of ``node`` with their sampling rates (conversions and compositions see
+    through), or ``None``. ``sampled=False``: a ``Subsample`` has none (the rules before sampled PLDs)."""
     if isinstance(node, (PureToApprox, ZCDPToApprox, PureToZCDP)):
-        return _pld_of(node.child)
+        return _pld_of(node.child, sampled)
+    if isinstance(node, Subsample):
+        inner = _pld_of(node.plan, sampled) if sampled else None
+        # one sample serves the whole plan: only a plan of one release is a sampled part (a sampled
+        # composition is not the composition of sampled parts); nested samples multiply their rates
+        if inner is None or len(inner) != 1:
+            return None
+        return ((inner[0][0], inner[0][1] * node.rate),)
     if isinstance(node, Compose):
-        out: list[PLDPart] = []
+        out: list[PLDSampled] = []
         for child in node.children:
-            got = _pld_of(child)
+            got = _pld_of(child, sampled)
             if got is None:
                 return None
             out.extend(got)
         return tuple(out)
     if isinstance(node, AbstractPrimitive):
         part = claim_of(node).pld
-        return None if part is None else (part,)
+        return None if part is None else ((part, Fraction(1)),)
     return None
 
 
@@ -122,20 +135,23 @@ def _pure_rho(d: Derivation, epsilon: Fraction) -> Fraction:
     return rho
 
 
-def parts_of(root: Derivation) -> list[Part]:
-    """The parts of ``root``'s composition (module docstring), with their (ε, δ) and ρ when one is known."""
+def parts_of(root: Derivation, *, sampled: bool = True) -> list[Part]:
+    """The parts of ``root``'s composition (module docstring), with their (ε, δ) and ρ when one is known.
+
+    ``sampled=False``: a ``Subsample`` part has no PLD (the rules of certificates written before sampled PLDs).
+    """
     out: list[Part] = []
     for d in _flatten(root):
         cost = d.cost
         if isinstance(cost, PureDP):
-            out.append(Part(cost.epsilon, Fraction(0), _pure_rho(d, cost.epsilon), _pld_of(d.source)))
+            out.append(Part(cost.epsilon, Fraction(0), _pure_rho(d, cost.epsilon), _pld_of(d.source, sampled)))
         elif isinstance(cost, ApproxDP):
             rho: Fraction | None = None
             if cost.delta == 0:
                 rho = _pure_rho(d, cost.epsilon)
             elif isinstance(d.source, ZCDPToApprox) and d.children and isinstance(d.children[0].cost, ZCDP):
                 rho = d.children[0].cost.rho
-            out.append(Part(cost.epsilon, cost.delta, rho, _pld_of(d.source)))
+            out.append(Part(cost.epsilon, cost.delta, rho, _pld_of(d.source, sampled)))
         else:
             raise InvalidArgument("tighten", "part", type(cost).__name__, "must cost PureDP or ApproxDP")
     return out
@@ -160,7 +176,7 @@ def epsilon_candidates(parts: list[Part], delta: Fraction, *, pld: bool = True) 
 
 
 def _pld(parts: list[Part], delta: Fraction) -> Fraction | None:
-    counts: Counter[PLDPart] = Counter()
+    counts: Counter[PLDSampled] = Counter()
     for p in parts:
         if p.pld is None:
             return None
@@ -176,15 +192,17 @@ def _optimal(parts: list[Part], delta: Fraction) -> Fraction | None:
     return result if isinstance(result, Fraction) else None
 
 
-def tighten(root: Derivation, budget: Measure, *, pld: bool = True) -> Derivation | None:
+def tighten(root: Derivation, budget: Measure, *, pld: bool = True, sampled: bool = True) -> Derivation | None:
     """The root derivation certified by the tightest rule at the budget's δ, or ``None`` when no rule fits ``budget``.
 
     Only for ``ApproxDP`` budgets and plans (ε-DP and zCDP plans compose exactly already).
-    ``pld=False``: without the PLD rule (to re-derive a certificate written before it existed).
+    ``pld=False``: without the PLD rule (to re-derive a certificate written before it existed);
+    ``sampled=False``: without the PLDs of sampled parts (likewise). A derivation that used them records
+    the input ``pld_sampled``.
     """
     if not isinstance(budget, ApproxDP) or not isinstance(root.cost, ApproxDP) or budget.delta <= 0:
         return None
-    parts = parts_of(root)
+    parts = parts_of(root, sampled=sampled)
     found = epsilon_candidates(parts, budget.delta, pld=pld)
     best = min((e, name) for name, e in found.items() if e is not None) if any(e is not None for e in found.values()) else None
     if best is None or best[0] > budget.epsilon:
@@ -194,7 +212,13 @@ def tighten(root: Derivation, budget: Measure, *, pld: bool = True) -> Derivatio
         ("rule", name), ("delta", str(budget.delta)), ("parts", str(len(parts))),
         *((f"epsilon_{rule}", "n/a" if e is None else str(e)) for rule, e in found.items()),
     )  # fmt: skip
-    return Derivation(root.path, root.source, f"{TIGHT_RULE}: {_RULES[name]}", inputs, ApproxDP(epsilon, budget.delta), (root,), combine="convert")
+    rates = sorted({str(rate) for p in parts for _, rate in (p.pld or ()) if rate != 1})
+    rule = _RULES[name]
+    if pld and rates:  # the PLD rule saw sampled parts: a certificate written before them re-derives without
+        inputs = (*inputs, ("pld_sampled", ", ".join(rates)))
+        if name == "pld":
+            rule += f"; {_SAMPLED_PLD}"
+    return Derivation(root.path, root.source, f"{TIGHT_RULE}: {rule}", inputs, ApproxDP(epsilon, budget.delta), (root,), combine="convert")
 
 
 _RULES: Final = {
@@ -204,6 +228,12 @@ _RULES: Final = {
     "pld": "privacy loss distributions of the discrete Laplace/Gaussian parts, pair (Z, Z+sensitivity), composed by convolution "
     "on a pessimistic grid (Sommer-Meiser-Mohammadi 2019; Koskela et al. 2020; Doroshenko et al. 2022), certified, rounded up",
 }
+
+
+_SAMPLED_PLD: Final = (
+    "a part run on a Poisson sample at rate q by its pairs ((1-q)P + qQ, P) and (P, (1-q)P + qQ), each direction "
+    "composed on its own, the larger delta kept (Zhu-Dong-Wang 2022 Thm 10, 11)"
+)
 
 
 def epsilon_at(root: Derivation, delta: Fraction) -> Fraction:

@@ -27,6 +27,17 @@ dominated by the product of the pairs (Dong–Roth–Su 2022 Thm 3.2 / Zhu–Don
 2022 Thm 10); the PLD of a product is the convolution of the PLDs, and
 ``δ(ε) = P[L = +∞] + Σ_{L > ε} p(L)(1 − e^{ε − L})`` (Sommer et al. 2019 Thm 1).
 
+**Poisson-subsampled parts.** A part run on a Poisson sample of the units at rate q
+(add/remove neighbours; :class:`dpalg.Subsample`) is dominated, when the unit u is
+removed, by the pair ``((1 − q)P + qQ, P)`` and, when it is added, by ``(P, (1 − q)P +
+qQ)``, with ``(P, Q) = (M(x), M(x ∪ u))`` the part's pair (Zhu–Dong–Wang 2022, Thm 11;
+the pair is attained by x = ∅ and a counting query). The two are not symmetric, so a
+composition with sampled parts is computed in each direction -- every part of a
+composition sees the same direction for a given pair of neighbours -- and δ(ε) is the
+larger of the two. An output group of base loss L has the sampled loss ±ln(1 − q +
+q·e^{−L}), placed on the grid with certified exp bounds and split as below (any grid
+interval that contains the loss may be used).
+
 **Discretisation (pessimistic).** On the grid ``g·Z`` (``g = 2^-m``) every atom of loss
 L in ``((j−1)g, jg]`` is split between ``(j−1)g`` and ``jg`` keeping its P- and Q-mass
 ("connect the dots", Doroshenko–Ghazi–Kamath–Kumar–Manurangsi 2022): ``p_{j−1} =
@@ -58,6 +69,7 @@ References:
     A. Koskela, J. Jälkö, A. Honkela. Computing Tight Differential Privacy Guarantees Using FFT. AISTATS 2020.
     V. Doroshenko, B. Ghazi, P. Kamath, R. Kumar, P. Manurangsi. Connect the Dots. PoPETs 2022.
     J. Dong, A. Roth, W. Su. Gaussian Differential Privacy. JRSS-B 2022.
+    Y. Zhu, J. Dong, Y.-X. Wang. Optimal Accounting of Differential Privacy via Characteristic Function. AISTATS 2022.
 """
 
 from __future__ import annotations
@@ -76,11 +88,14 @@ from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.measures._optimal import _exp_bounds, _round_down, _round_up
 
-__all__ = ["PLDKind", "PLDPart", "pld_delta", "pld_epsilon"]
+__all__ = ["PLDKind", "PLDPart", "PLDSampled", "pld_delta", "pld_epsilon"]
 
 PLDKind = Literal["laplace", "gaussian"]
 #: ``(kind, param, sensitivity)``: discrete Laplace scale t or discrete Gaussian σ², integer sensitivity Δ >= 1
 PLDPart = tuple[PLDKind, Fraction, int]
+#: a part run on a Poisson sample of the units at rate q in (0, 1]: ``(part, q)``
+PLDSampled = tuple[PLDPart, Fraction]
+_Key = tuple[tuple[tuple[PLDPart, Fraction], int], ...]
 
 _BITS: Final = 160  # precision of the per-part enclosures
 _FIX: Final = 128  # fixed-point bits of e^{-jg} in the final sum
@@ -123,29 +138,24 @@ def _exp_iv(x: Fraction) -> tuple[Fraction, Fraction]:
     return _exp_bounds(x, _BITS)
 
 
-def _laplace_bins(t: Fraction, delta: int, g: Fraction) -> tuple[dict[int, list[Fraction]], Fraction]:
-    """Bin j (losses in ((j−1)g, jg]) -> [P_lo, P_hi, Q_lo, Q_hi] of the discrete Laplace pair; P[+∞] = 0."""
-    bins: dict[int, list[Fraction]] = {}
+#: a group of outputs whose losses L = ln P/Q all lie in [L_lo, L_hi], with enclosures of its P- and Q-mass
+_Atom = tuple[Fraction, Fraction, tuple[Fraction, Fraction], tuple[Fraction, Fraction]]
+
+
+def _laplace_atoms(t: Fraction, delta: int, g: Fraction) -> list[_Atom]:
+    """The discrete Laplace pair's outputs in groups: z <= 0, z >= Δ, and the z in between whose loss falls in one bin of g."""
     q = _exp_iv(-1 / t)
     inv = (1 / (1 + q[1]), 1 / (1 + q[0]))  # 1/(1+q)
 
     def qpow(n: int) -> tuple[Fraction, Fraction]:
         return _exp_iv(Fraction(-n) / t)
 
-    def add(j: int, p: tuple[Fraction, Fraction], qq: tuple[Fraction, Fraction]) -> None:
-        cur = bins.setdefault(j, [Fraction(0)] * 4)
-        cur[0] += max(Fraction(0), p[0])
-        cur[1] += p[1]
-        cur[2] += max(Fraction(0), qq[0])
-        cur[3] += qq[1]
-
     def bin_of(loss: Fraction) -> int:
         return -((-loss) // g)  # ceil(loss/g)
 
     eps0 = Fraction(delta) / t
     qd = _iv_mul(qpow(delta), inv)
-    add(bin_of(eps0), inv, qd)  # z <= 0: P = 1/(1+q), Q = q^Δ/(1+q)
-    add(bin_of(-eps0), qd, inv)  # z >= Δ: mirror
+    atoms: list[_Atom] = [(eps0, eps0, inv, qd), (-eps0, -eps0, qd, inv)]  # z <= 0: P = 1/(1+q), Q = q^Δ/(1+q); z >= Δ: mirror
     if delta > 1:
         for j in range(bin_of(Fraction(2 - delta) / t), bin_of(Fraction(delta - 2) / t) + 1):
             # (j−1)g < (Δ − 2z)/t <= jg  <=>  (Δ − jgt)/2 <= z < (Δ − (j−1)gt)/2
@@ -155,32 +165,46 @@ def _laplace_bins(t: Fraction, delta: int, g: Fraction) -> tuple[dict[int, list[
                 continue
             a, b = qpow(z1), qpow(z2 + 1)  # P_bin = (q^{z1} − q^{z2+1})/(1+q)
             c, d = qpow(delta - z2), qpow(delta - z1 + 1)  # Q_bin = (q^{Δ−z2} − q^{Δ−z1+1})/(1+q)
-            add(j, _iv_mul((a[0] - b[1], a[1] - b[0]), inv), _iv_mul((c[0] - d[1], c[1] - d[0]), inv))
-    return bins, Fraction(0)
+            p_iv = _iv_mul((max(Fraction(0), a[0] - b[1]), a[1] - b[0]), inv)
+            q_iv = _iv_mul((max(Fraction(0), c[0] - d[1]), c[1] - d[0]), inv)
+            atoms.append((Fraction(delta - 2 * z2) / t, Fraction(delta - 2 * z1) / t, p_iv, q_iv))
+    return atoms
 
 
-def _gaussian_bins(sigma2: Fraction, delta: int, g: Fraction) -> tuple[dict[int, list[Fraction]], Fraction] | None:
-    """As :func:`_laplace_bins` for the discrete Gaussian, outputs |z| <= T; P[|Z| > T] (an upper bound) goes to +∞."""
+def _gaussian_atoms(sigma2: Fraction, delta: int, upper: int) -> tuple[list[_Atom], Fraction] | None:
+    """The discrete Gaussian pair's outputs z in [−T, T + ``upper``], one atom each, and a bound on the mass of the others.
+
+    The bound holds for the P-mass of the outputs left out and, when ``upper = Δ``, for their Q-mass too
+    (``P[Z ∉ [−T, T]]`` and ``P[Z + Δ ∉ [−T, T + Δ]]`` are both at most ``2·tail/N``).
+    """
     t_out = math.isqrt(int(math.ceil(2 * _TAIL_EXP * sigma2))) + 1  # T² >= 2·56·σ²
-    if 2 * t_out + delta + 1 > _MAX_OUTPUTS:
+    if 2 * t_out + delta + upper + 1 > _MAX_OUTPUTS:
         return None
-    w: dict[int, tuple[Fraction, Fraction]] = {z: _exp_iv(-Fraction(z * z) / (2 * sigma2)) for z in range(-t_out - delta, t_out + 1)}
+    w: dict[int, tuple[Fraction, Fraction]] = {
+        z: _exp_iv(-Fraction(z * z) / (2 * sigma2)) for z in range(-t_out - delta, t_out + upper + 1)
+    }
     n_lo = sum((w[z][0] for z in range(-t_out, t_out + 1)), Fraction(0))
     r = _exp_iv(-Fraction(2 * t_out + 3) / (2 * sigma2))[1]
     tail = _round_up(_exp_iv(-Fraction((t_out + 1) ** 2) / (2 * sigma2))[1] / (1 - r), _BITS)  # Σ_{z > T} w(z)
     n_hi = sum((w[z][1] for z in range(-t_out, t_out + 1)), Fraction(0)) + 2 * tail
     inv = (_round_down(1 / n_hi, _BITS), _round_up(1 / n_lo, _BITS))
-    bins: dict[int, list[Fraction]] = {}
-    for z in range(-t_out, t_out + 1):
+    atoms: list[_Atom] = []
+    for z in range(-t_out, t_out + upper + 1):
         loss = Fraction(delta * delta - 2 * delta * z) / (2 * sigma2)
-        j = -((-loss) // g)
-        p, qq = _iv_mul(w[z], inv), _iv_mul(w[z - delta], inv)
-        cur = bins.setdefault(j, [Fraction(0)] * 4)
-        cur[0] += p[0]
+        atoms.append((loss, loss, _iv_mul(w[z], inv), _iv_mul(w[z - delta], inv)))
+    return atoms, _round_up(2 * tail * inv[1], _BITS)
+
+
+def _bins(atoms: list[_Atom], g: Fraction) -> dict[int, list[Fraction]]:
+    """Bin j (losses in ((j−1)g, jg]) -> [P_lo, P_hi, Q_lo, Q_hi]; each atom's losses lie in one bin by construction."""
+    bins: dict[int, list[Fraction]] = {}
+    for _, hi, p, qq in atoms:
+        cur = bins.setdefault(-((-hi) // g), [Fraction(0)] * 4)
+        cur[0] += max(Fraction(0), p[0])
         cur[1] += p[1]
-        cur[2] += qq[0]
+        cur[2] += max(Fraction(0), qq[0])
         cur[3] += qq[1]
-    return bins, _round_up(2 * tail * inv[1], _BITS)
+    return bins
 
 
 def _split(bins: dict[int, list[Fraction]], inf: Fraction, m: int) -> _Dist:
@@ -202,12 +226,83 @@ def _split(bins: dict[int, list[Fraction]], inf: Fraction, m: int) -> _Dist:
     return _Dist(lo_j, arr, Fraction(1), Fraction(0), inf)
 
 
+def _loss_grid(lo: Fraction, hi: Fraction, m: int) -> tuple[int, int]:
+    """Grid indices a <= b with a·g <= ln(lo) and ln(hi) <= b·g (0 < lo <= hi; certified by exp bounds)."""
+    a = math.floor(math.log(float(lo)) * (1 << m)) if lo > 0 else 0
+    while _exp_iv(Fraction(a, 1 << m))[1] > lo:
+        a -= 1
+    b = math.ceil(math.log(float(hi)) * (1 << m))
+    while _exp_iv(Fraction(b, 1 << m))[0] < hi:
+        b += 1
+    while b > a and _exp_iv(Fraction(b - 1, 1 << m))[0] >= hi:  # the float guess may be a step high
+        b -= 1
+    while a < b and _exp_iv(Fraction(a + 1, 1 << m))[1] <= lo:
+        a += 1
+    return a, b
+
+
+def _subsampled_dist(atoms: list[_Atom], inf: Fraction, rate: Fraction, m: int, remove: bool) -> _Dist:
+    """The pair of the part run on a Poisson sample at ``rate``, one direction, split onto the grid (connect the dots).
+
+    With (P, Q) = (M(x), M(x ∪ u)) the part's pair and q the rate, the sampled mechanism's pair is
+    ``((1 − q)P + qQ, P)`` when the unit u is removed (``remove``) and ``(P, (1 − q)P + qQ)`` when it is
+    added (Zhu–Dong–Wang 2022, Thm 11). An atom of base loss L = ln P/Q then has the loss
+    ``ln(1 − q + q·e^{−L})`` (removal) or its negative (addition), a monotone function of L, so a group of
+    atoms with L in [L_lo, L_hi] has its losses in an interval [a·g, b·g] on the grid, found with certified
+    exp bounds (:func:`_loss_grid`); its first- and second-distribution masses F and S are split onto the
+    interval's ends, ``p_a = (S·e^{bg} − F)/(e^{(b−a)g} − 1)`` and ``p_b = (F·e^{(b−a)g} − S·e^{bg})/(e^{(b−a)g} − 1)``,
+    which keeps both masses and dominates the atom for every α (Doroshenko et al. 2022, for any interval
+    containing the loss). Mass outside the enumerated outputs (at most ``inf`` under P and under Q) goes
+    to +∞.
+    """
+    one = Fraction(1)
+    up: dict[int, Fraction] = {}
+    for l_lo, l_hi, p, qq in atoms:
+        mix = (_round_down((1 - rate) * p[0] + rate * qq[0], _BITS), _round_up((1 - rate) * p[1] + rate * qq[1], _BITS))
+        # u(L) = 1 − q + q·e^{−L} is decreasing in L: enclose it over [L_lo, L_hi]
+        u_lo = _round_down(1 - rate + rate * _exp_iv(-l_hi)[0], _BITS)
+        u_hi = _round_up(1 - rate + rate * _exp_iv(-l_lo)[1], _BITS)
+        if remove:  # loss ln u, first = mix, second = P
+            a, b = _loss_grid(u_lo, u_hi, m)
+            first, second = mix, p
+        else:  # loss −ln u, first = P, second = mix
+            na, nb = _loss_grid(u_lo, u_hi, m)
+            a, b = -nb, -na
+            first, second = p, mix
+        if a == b:  # the loss is exactly a·g: no split
+            up[a] = up.get(a, Fraction(0)) + first[1]
+            continue
+        ew = _exp_iv(Fraction(b - a, 1 << m))
+        eb = _exp_iv(Fraction(b, 1 << m))
+        den = ew[0] - 1
+        left = (_round_up(second[1] * eb[1], _BITS) - max(Fraction(0), first[0])) / den
+        right = (_round_up(first[1] * ew[1], _BITS) - _round_down(max(Fraction(0), second[0]) * eb[0], _BITS)) / den
+        up[a] = up.get(a, Fraction(0)) + max(Fraction(0), left)
+        up[b] = up.get(b, Fraction(0)) + max(Fraction(0), right)
+    lo_j, hi_j = min(up), max(up)
+    arr = np.zeros(hi_j - lo_j + 1, dtype=np.float64)
+    for j, v in up.items():
+        arr[j - lo_j] = _float_up(v)
+    return _Dist(lo_j, arr, one, Fraction(0), inf)  # (1 − q)·inf + q·inf under the mixture, inf under P
+
+
 @lru_cache(maxsize=64)
 def _part_dist(part: PLDPart, m: int) -> _Dist | None:
     kind, param, delta = part
     g = Fraction(1, 1 << m)
-    made = _laplace_bins(param, delta, g) if kind == "laplace" else _gaussian_bins(param, delta, g)
-    return None if made is None else _split(*made, m)
+    if kind == "laplace":
+        return _split(_bins(_laplace_atoms(param, delta, g), g), Fraction(0), m)
+    made = _gaussian_atoms(param, delta, 0)
+    return None if made is None else _split(_bins(made[0], g), made[1], m)
+
+
+@lru_cache(maxsize=64)
+def _sampled_dist(part: PLDPart, rate: Fraction, m: int, remove: bool) -> _Dist | None:
+    kind, param, delta = part
+    if kind == "laplace":
+        return _subsampled_dist(_laplace_atoms(param, delta, Fraction(1, 1 << m)), Fraction(0), rate, m, remove)
+    made = _gaussian_atoms(param, delta, delta)  # outputs [−T, T + Δ]: the Q-mass left out is bounded too
+    return None if made is None else _subsampled_dist(made[0], made[1], rate, m, remove)
 
 
 def _sum_up(x: npt.NDArray[np.float64]) -> Fraction:
@@ -269,17 +364,22 @@ def _power(d: _Dist, k: int, tau: float) -> _Dist:
     return result
 
 
-def _moments(part: PLDPart) -> tuple[float, float, float]:
+def _moments(item: tuple[PLDPart, Fraction]) -> tuple[float, float, float]:
     """(mean, variance, max |loss|) of the part's loss, roughly (to choose the grid only)."""
-    kind, param, delta = part
+    (kind, param, delta), rate = item
     if kind == "laplace":
         e0 = float(delta / param)
-        return e0 * e0 / 2, e0 * e0, e0
-    mu2 = float(delta * delta / param)
-    return mu2 / 2, mu2, mu2 / 2 + delta * math.sqrt(2 * _TAIL_EXP / float(param))
+        mean, var, top = e0 * e0 / 2, e0 * e0, e0
+    else:
+        mu2 = float(delta * delta / param)
+        mean, var, top = mu2 / 2, mu2, mu2 / 2 + delta * math.sqrt(2 * _TAIL_EXP / float(param))
+    if rate == 1:
+        return mean, var, top
+    q = float(rate)  # a sampled loss is about q times the part's, and at most ln(1 + q(e^top − 1)) in size
+    return q * q * mean, q * q * var, math.log1p(q * math.expm1(min(top, 700.0)))
 
 
-def _grid(key: tuple[tuple[PLDPart, int], ...]) -> int:
+def _grid(key: _Key) -> int:
     mean = sum(_moments(p)[0] * k for p, k in key)
     var = sum(_moments(p)[1] * k for p, k in key)
     width = min(sum(2 * _moments(p)[2] * k for p, k in key), 2 * mean + 16 * math.sqrt(var) + 2 * max(_moments(p)[2] for p, _ in key))
@@ -300,16 +400,31 @@ class _Tail(NamedTuple):
 
 
 @lru_cache(maxsize=16)
-def _composed(key: tuple[tuple[PLDPart, int], ...], tau: float) -> _Tail | None:
+def _composed(key: _Key, tau: float) -> tuple[_Tail, ...] | None:
+    """The composed PLD, one per direction: one when no part is sampled (every pair is symmetric), else two.
+
+    For a given pair of neighbours every part sees the same direction (the unit is added, or removed), so the
+    composition of each direction is the convolution of that direction's PLDs, and δ(ε) is the larger of the
+    two (Zhu–Dong–Wang 2022, Thm 10 for each direction). A part that is not sampled has one PLD for both
+    (its pair is symmetric, module docstring).
+    """
     m = _grid(key)
-    total: _Dist | None = None
-    for part, k in key:
-        d = _part_dist(part, m)
-        if d is None:
-            return None
-        p = _power(d, k, tau)
-        total = p if total is None else _convolve(total, p, tau)
-    assert total is not None
+    sampled = any(rate != 1 for (_, rate), _ in key)
+    tails: list[_Tail] = []
+    for remove in (True, False) if sampled else (True,):
+        total: _Dist | None = None
+        for (part, rate), k in key:
+            d = _part_dist(part, m) if rate == 1 else _sampled_dist(part, rate, m, remove)
+            if d is None:
+                return None
+            p = _power(d, k, tau)
+            total = p if total is None else _convolve(total, p, tau)
+        assert total is not None
+        tails.append(_tail(total, m))
+    return tuple(tails)
+
+
+def _tail(total: _Dist, m: int) -> _Tail:
     g = Fraction(1, 1 << m)
     first = max(1, total.lo)
     js = list(range(first, total.lo + len(total.arr)))
@@ -340,12 +455,25 @@ def _delta_up(tail: _Tail, eps: Fraction) -> Fraction:
     return min(Fraction(1), _round_up(value))
 
 
-def _key(parts: Sequence[tuple[PLDPart, int]], owner: str) -> tuple[tuple[PLDPart, int], ...]:
-    merged: dict[PLDPart, int] = {}
+def _key(parts: Sequence[tuple[PLDPart | PLDSampled, int]], owner: str) -> _Key:
+    merged: dict[tuple[PLDPart, Fraction], int] = {}
     for i, item in enumerate(parts):
-        if not isinstance(item, tuple) or len(item) != 2 or not isinstance(item[0], tuple) or len(item[0]) != 3:
-            raise InvalidArgument(owner, f"parts[{i}]", type(item).__name__, "must be ((kind, param, sensitivity), count)")
-        (kind, raw, delta), k = item
+        if not isinstance(item, tuple) or len(item) != 2 or not isinstance(item[0], tuple) or len(item[0]) not in (2, 3):
+            raise InvalidArgument(
+                owner, f"parts[{i}]", type(item).__name__, "must be ((kind, param, sensitivity), count) or (((kind, param, sensitivity), rate), count)",
+            )
+        head, k = item
+        rate = Fraction(1)
+        if len(head) == 2:
+            base, raw_rate = head
+            rate = to_fraction(raw_rate, owner=owner, field=f"parts[{i}].rate")
+            if not 0 < rate <= 1:
+                raise InvalidArgument(owner, f"parts[{i}].rate", rate, "must be in (0, 1]")
+            if not isinstance(base, tuple) or len(base) != 3:
+                raise InvalidArgument(owner, f"parts[{i}]", type(base).__name__, "must hold (kind, param, sensitivity) and a rate")
+        else:
+            base = head
+        kind, raw, delta = base
         if kind not in ("laplace", "gaussian"):
             raise InvalidArgument(owner, f"parts[{i}].kind", kind, "must be 'laplace' or 'gaussian'")
         param = to_fraction(raw, owner=owner, field=f"parts[{i}].param")
@@ -356,21 +484,30 @@ def _key(parts: Sequence[tuple[PLDPart, int]], owner: str) -> tuple[tuple[PLDPar
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise InvalidArgument(owner, f"parts[{i}].count", k, "must be an int >= 0")
         if k:
-            p: PLDPart = (kind, param, delta)
+            p: tuple[PLDPart, Fraction] = ((kind, param, delta), rate)
             merged[p] = merged.get(p, 0) + k
     if not merged:
         raise InvalidArgument(owner, "parts", len(parts), "must contain at least one part with count >= 1")
     return tuple(sorted(merged.items()))
 
 
-def pld_delta(parts: Sequence[tuple[PLDPart, int]], epsilon: ExactLike) -> Fraction | None:
-    """A certified upper bound on δ(ε) of composing ``parts`` (``((kind, param, Δ), count)`` pairs).
+def _delta_max(tails: tuple[_Tail, ...], eps: Fraction) -> Fraction:
+    return max(_delta_up(t, eps) for t in tails)
 
-    ``None`` when a discrete Gaussian has more than 2^15 outputs in its truncated range.
+
+def pld_delta(parts: Sequence[tuple[PLDPart | PLDSampled, int]], epsilon: ExactLike) -> Fraction | None:
+    """A certified upper bound on δ(ε) of composing ``parts``.
+
+    Each item is ``((kind, param, Δ), count)``, or ``(((kind, param, Δ), q), count)`` for the part run on a
+    Poisson sample of the units at rate q (add/remove neighbours). ``None`` when a discrete Gaussian has more
+    than 2^15 outputs in its truncated range.
 
     Examples:
         >>> d = pld_delta([(("laplace", Fraction(10), 1), 100)], Fraction(4775, 1000))
         >>> d is not None and 0 < d <= Fraction(1, 10**6)
+        True
+        >>> s = pld_delta([((("laplace", Fraction(10), 1), Fraction(1, 10)), 100)], Fraction(1, 2))
+        >>> s is not None and s < d
         True
     """
     owner = "pld_delta"
@@ -378,11 +515,11 @@ def pld_delta(parts: Sequence[tuple[PLDPart, int]], epsilon: ExactLike) -> Fract
     eps = to_fraction(epsilon, owner=owner, field="epsilon")
     if eps < 0:
         raise InvalidArgument(owner, "epsilon", eps, "must be >= 0")
-    tail = _composed(key, _TRIM)
-    return None if tail is None else _delta_up(tail, eps)
+    tails = _composed(key, _TRIM)
+    return None if tails is None else _delta_max(tails, eps)
 
 
-def pld_epsilon(parts: Sequence[tuple[PLDPart, int]], delta: ExactLike) -> Fraction | None:
+def pld_epsilon(parts: Sequence[tuple[PLDPart | PLDSampled, int]], delta: ExactLike) -> Fraction | None:
     """The smallest certified ε (dyadic, rounded up, within a relative 2^-40) with :func:`pld_delta` <= ``delta``.
 
     ``None`` when no ε works (the +∞ mass exceeds ``delta``) or the parts are not handled.
@@ -397,21 +534,21 @@ def pld_epsilon(parts: Sequence[tuple[PLDPart, int]], delta: ExactLike) -> Fract
     target = to_fraction(delta, owner=owner, field="delta")
     if not 0 <= target <= 1:
         raise InvalidArgument(owner, "delta", target, "must be in [0, 1]")
-    tail = _composed(key, max(_TRIM, float(target) * 2.0**-24 / (4 * sum(k.bit_length() for _, k in key) + 4)))
-    if tail is None:
+    tails = _composed(key, max(_TRIM, float(target) * 2.0**-24 / (4 * sum(k.bit_length() for _, k in key) + 4)))
+    if tails is None:
         return None
     zero = Fraction(0)
-    if _delta_up(tail, zero) <= target:
+    if _delta_max(tails, zero) <= target:
         return zero
-    top = Fraction(tail.js[-1] + 1, 1 << tail.m) if tail.js else zero
-    if _delta_up(tail, top) > target:
+    top = max((Fraction(t.js[-1] + 1, 1 << t.m) if t.js else zero) for t in tails)
+    if _delta_max(tails, top) > target:
         return None
     fail, passed = zero, top
     while passed - fail > passed / (1 << _EPS_REL):
         mid = _round_up((fail + passed) / 2)
         if mid >= passed or mid <= fail:
             break
-        if _delta_up(tail, mid) <= target:
+        if _delta_max(tails, mid) <= target:
             passed = mid
         else:
             fail = mid

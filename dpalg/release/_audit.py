@@ -409,7 +409,9 @@ def audit_certificate(
         # check() certified the plan by a tighter rule than the sum: re-run the same rules at the recorded budget
         recorded_inputs = recorded.get("inputs")
         with_pld = isinstance(recorded_inputs, list) and any(isinstance(i, list) and i[:1] == ["epsilon_pld"] for i in recorded_inputs)
-        tight = tighten(derivation, budget, pld=with_pld)  # a certificate written before the PLD rule: the rules it had
+        with_sampled = isinstance(recorded_inputs, list) and any(isinstance(i, list) and i[:1] == ["pld_sampled"] for i in recorded_inputs)
+        # a certificate written before the PLD rule, or before sampled PLDs: the rules it had
+        tight = tighten(derivation, budget, pld=with_pld, sampled=with_sampled)
         if tight is None:
             findings.append(f"REFUTED: no composition rule fits the plan within the recorded budget {short_measure(budget, 'down')}")
             return AuditReport("refuted", tuple(findings), tuple(warnings))
