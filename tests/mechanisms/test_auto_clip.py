@@ -140,3 +140,16 @@ def test_invalid_parameters_fail_at_construction(kwargs: dict[str, object], need
     with pytest.raises(InvalidArgument) as info:
         AutoClipSum(**args)  # type: ignore[arg-type]
     assert needle in str(info.value)
+
+
+def test_a_certificate_without_steps_per_doubling_decodes_to_one_candidate_per_doubling() -> None:
+    from dpalg.release import decode
+    from dpalg.release._serialize import encode
+
+    node = AutoClipSum(Query.sum("x", user="uid"), epsilon=1)
+    encoded = encode(node)
+    assert isinstance(encoded, dict) and isinstance(encoded["fields"], dict)
+    assert decode(encoded) == node
+    del encoded["fields"]["steps_per_doubling"]  # written before the field existed: the grid had ratio 2
+    old = decode(encoded)
+    assert isinstance(old, AutoClipSum) and old.steps_per_doubling == 1
