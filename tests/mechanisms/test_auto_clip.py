@@ -2,8 +2,9 @@
 
 Step 1 (choice of the clip): for every multiset D of user totals over a small
 domain and every D' = D + one user, the exact selection probabilities
-(∝ exp(−ε₁/2 · score)) differ by at most a factor e^{ε₁}; the same check with
-the /2 dropped (a broken variant) finds a violating pair.
+(∝ exp(−clip_rate · score), what the release samples) differ by at most a factor
+e^{ε₁}; the same check finds a violating pair at twice the rate, and for the
+two-sided score ``|#{T_u > C} − r|`` at the same rate (not monotone).
 Step 2 (the clipped sum, for each candidate C): one user moves the rounded sum by
 at most its stated sensitivity, so the discrete Laplace release is ε₂-DP.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
@@ -39,21 +41,46 @@ def _probabilities(scores: list[Fraction], gamma: Fraction) -> list[float]:
     return [w / total for w in weights]
 
 
-def _worst_ratio(gamma: Fraction) -> float:
+Scores = Callable[[npt.NDArray[np.int64]], list[Fraction]]
+
+
+def _two_sided(totals: npt.NDArray[np.int64]) -> list[Fraction]:
+    """A broken variant: the excess over r in absolute value (not monotone), same prior."""
+    r = NODE.target()
+    return [s - max(Fraction(a) - r, Fraction(0)) + abs(Fraction(a) - r) for s, a in zip(NODE.clip_scores(totals), _above(totals))]
+
+
+def _above(totals: npt.NDArray[np.int64]) -> list[int]:
+    return [int(np.count_nonzero(totals > level)) for level in NODE.levels()]
+
+
+def _worst_ratio(gamma: Fraction, scores: Scores = NODE.clip_scores) -> float:
     worst = 0.0
     for n in range(0, 4):
         for base in itertools.combinations_with_replacement(DOMAIN, n):
-            p = _probabilities(NODE.clip_scores(_lattice(base)), gamma)
+            p = _probabilities(scores(_lattice(base)), gamma)
             for extra in DOMAIN:
-                q = _probabilities(NODE.clip_scores(_lattice(base + (extra,))), gamma)
+                q = _probabilities(scores(_lattice(base + (extra,))), gamma)
                 worst = max(worst, max(abs(math.log(a / b)) for a, b in zip(p, q)))
     return worst
 
 
-def test_the_clip_choice_is_epsilon1_dp_and_a_broken_rate_is_caught() -> None:
+def test_the_clip_choice_is_epsilon1_dp_and_broken_variants_are_caught() -> None:
     eps1 = NODE.epsilon_clip
-    assert _worst_ratio(eps1 / 2) <= float(eps1) + 1e-12
-    assert _worst_ratio(eps1) > float(eps1) * 1.5  # sampling ∝ exp(−ε₁·score): twice the loss
+    assert NODE.clip_rate() == eps1
+    assert _worst_ratio(NODE.clip_rate()) <= float(eps1) + 1e-12
+    assert _worst_ratio(2 * NODE.clip_rate()) > float(eps1) * 1.5  # twice the rate: twice the loss
+    assert _worst_ratio(NODE.clip_rate(), _two_sided) > float(eps1) * 1.5  # the monotone case needs a monotone score
+
+
+def test_the_candidates_are_the_exact_grid() -> None:
+    node = AutoClipSum(Query.sum("x", user="uid"), epsilon=1, upper_limit=10**6, grid_steps=3, steps_per_doubling=4)
+    cands = node.candidates()
+    assert len(cands) == 13 and cands[0] == 10**6 and cands[4] == 500_000 and cands[12] == 125_000
+    for j, c in enumerate(cands):  # at or below upper_limit·2^(-j/4), within a relative 2^-31, exact as a float
+        assert (c / 10**6) ** 4 * 2**j <= 1 < (c * (1 + Fraction(1, 2**31)) / 10**6) ** 4 * 2**j
+        assert Fraction(float(c)) == c
+    assert AutoClipSum(Query.sum("x", user="uid"), epsilon=1).upper_limit == 2**30  # the documented public default
 
 
 @pytest.mark.parametrize("clip", NODE.candidates())
@@ -90,7 +117,7 @@ def test_release_is_order_independent_and_reports_the_clip() -> None:
 def test_cost_and_certificate() -> None:
     assert NODE.cost() == PureDP(1)
     inputs = dict(NODE.privacy().inputs)
-    assert inputs["epsilon_clip"] == "1/2" and inputs["users_above"] == "2"
+    assert inputs["epsilon_clip"] == "1/2" and inputs["users_above"] == "2" and inputs["steps_per_doubling"] == "4"
 
 
 @pytest.mark.parametrize(
@@ -104,6 +131,7 @@ def test_cost_and_certificate() -> None:
         ({"clip_share": 1}, "clip_share"),
         ({"grid_steps": 41}, "grid_steps"),
         ({"users_above": -1}, "users_above"),
+        ({"steps_per_doubling": 3}, "steps_per_doubling"),
     ],
 )
 def test_invalid_parameters_fail_at_construction(kwargs: dict[str, object], needle: str) -> None:
@@ -112,3 +140,16 @@ def test_invalid_parameters_fail_at_construction(kwargs: dict[str, object], need
     with pytest.raises(InvalidArgument) as info:
         AutoClipSum(**args)  # type: ignore[arg-type]
     assert needle in str(info.value)
+
+
+def test_a_certificate_without_steps_per_doubling_decodes_to_one_candidate_per_doubling() -> None:
+    from dpalg.release import decode
+    from dpalg.release._serialize import encode
+
+    node = AutoClipSum(Query.sum("x", user="uid"), epsilon=1)
+    encoded = encode(node)
+    assert isinstance(encoded, dict) and isinstance(encoded["fields"], dict)
+    assert decode(encoded) == node
+    del encoded["fields"]["steps_per_doubling"]  # written before the field existed: the grid had ratio 2
+    old = decode(encoded)
+    assert isinstance(old, AutoClipSum) and old.steps_per_doubling == 1
