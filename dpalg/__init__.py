@@ -12,6 +12,7 @@ and keep the certificate::
 
 from dpalg._errors import BackendError, DPAlgError, InsecureRandomnessWarning, InvalidArgument, UncheckedPlan, Unsupported
 from dpalg.data import Neighbouring
+from dpalg.data._expr import Expr, col, lit, maximum, minimum
 from dpalg.graph import (
     AbstractMeasurement,
     AbstractPrimitive,
@@ -34,7 +35,7 @@ from dpalg.graph import (
 )
 from dpalg.graph._derivation import BudgetExceeded
 from dpalg.measures import ZCDP, ApproxDP, PureDP
-from dpalg.queries import Clip, ClipPerUser, MaxKeysPerUser, MaxRowsPerUser, Query
+from dpalg.queries import Clip, ClipPerUser, MaxKeysPerUser, MaxRowsPerUser, Query, Where
 from dpalg.release import BOTTOM, Bottom, Release
 
 __version__ = "0.1.0"
@@ -43,5 +44,5 @@ __all__ = [
     "BOTTOM", "AbstractMeasurement", "AbstractPrimitive", "ApproxDP", "BackendError", "Bottom", "BudgetExceeded", "Clip", "ClipPerUser", "MaxKeysPerUser", "MaxRowsPerUser",
     "Compose", "DPAlgError", "Derivation", "GaussianPartitionSelection", "GroupBy", "GroupPrivacy", "InsecureRandomnessWarning", "InvalidArgument", "KeySet", "MaxGroupsPerUser", "Neighbouring", "Parallel", "PartitionSelection", "PrivacyClaim",
     "PureDP", "PureToApprox", "PureToZCDP", "Query", "Release", "Session", "Subsample", "UncheckedPlan", "Unsupported",
-    "ZCDP", "ZCDPToApprox", "compose",
+    "Where", "ZCDP", "ZCDPToApprox", "Expr", "col", "compose", "lit", "maximum", "minimum",
 ]  # fmt: skip

@@ -38,6 +38,7 @@ whose values are all missing; the type, not the rows, decides here).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final, final
 
 import numpy as np
@@ -47,10 +48,13 @@ import polars as pl
 from dpalg._errors import InvalidArgument
 from dpalg.data._column_type import ColumnType
 from dpalg.data._dataset import BackendInfo, Dataset
+from dpalg.data._expr import ColumnKind
 from dpalg.data._numeric import to_float
+from dpalg.data._polars_expr import polars_expr
 from dpalg.data._polars_reductions import PolarsReductions
 from dpalg.data._polars_types import numpy_dtype, polars_kind
 from dpalg.data._reductions import Reductions
+from dpalg.data._transform import RowSteps
 
 __all__ = ["PolarsSource", "polars_dataset", "polars_kind"]
 
@@ -190,6 +194,15 @@ class PolarsSource:
 
     def reductions(self, dataset: Dataset) -> Reductions:
         return PolarsReductions(dataset, self)
+
+    def transform(self, steps: RowSteps, kinds: Mapping[str, ColumnKind], kept: tuple[str, ...]) -> Dataset:
+        """A query's row steps as a lazy ``filter``/``select`` of this frame (:mod:`dpalg.data._transform`), evaluated by polars."""
+        derived = [polars_expr(expr, kinds, "number").alias(name) for name, expr in steps.derive]
+        where = None if steps.where is None else polars_expr(steps.where, kinds, "bool")
+        frame = self.frame_for(*[pl.col(k) for k in kept], *derived, *([] if where is None else [where]))
+        if where is not None:
+            frame = frame.filter(where)
+        return Dataset.from_source(PolarsSource(frame.select(*[pl.col(k) for k in kept], *derived)))
 
     @property
     def backend(self) -> BackendInfo:

@@ -48,9 +48,10 @@ from dpalg.data._dataset import Dataset
 __all__ = ["ColumnRole", "ColumnUse", "check_columns"]
 
 #: ``"numeric"``: read as numbers; ``"key"``: histogram or partition keys;
-#: ``"id"``: the privacy unit's id column
-ColumnRole = Literal["numeric", "key", "id"]
-_ROLES = ("numeric", "key", "id")
+#: ``"id"``: the privacy unit's id column; ``"expr"``: read by a row expression (typed by
+#: :func:`dpalg.data._transform.check_steps`)
+ColumnRole = Literal["numeric", "key", "id", "expr"]
+_ROLES = ("numeric", "key", "id", "expr")
 
 
 def _name(value: str) -> str:
@@ -64,6 +65,8 @@ def _role(value: str) -> ColumnRole:
         return "key"
     if value == "id":
         return "id"
+    if value == "expr":
+        return "expr"
     raise InvalidArgument("ColumnUse", "role", value, f"must be one of {_ROLES}")
 
 
@@ -129,6 +132,8 @@ def column_problem(data: Dataset, use: ColumnUse) -> str | None:
     """Why ``data`` cannot serve ``use``, or ``None`` (names and types only, the table of the module docstring)."""
     if use.name not in data.names:
         return f"is not a column of the data; available: {sorted(data.names)}"
+    if use.role == "expr":
+        return None  # an expression's columns are typed by check_steps, with the expression in the message
     dtype = data.column_dtype(use.name)  # the schema alone: a polars-backed dataset reads no row here
     kind = value_kind(dtype)
     if kind == "object" or (kind in ("int", "float") and use.role != "key") or (kind == "bool" and use.role == "numeric"):

@@ -73,7 +73,7 @@ refused before any job (:func:`connect_problem`).
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, final
 
 import numpy as np
@@ -82,12 +82,15 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument, Unsupported
 from dpalg.data._column_type import ColumnType
 from dpalg.data._dataset import BackendInfo, Dataset
+from dpalg.data._expr import ColumnKind
 from dpalg.data._numeric import to_float
 from dpalg.data._reductions import Reductions
 from dpalg.data._groups import GroupKey
 from dpalg.data._spark_grouping import SparkCoding, spark_coding
 from dpalg.data._spark_reductions import SparkReductions
+from dpalg.data._spark_expr import spark_expr
 from dpalg.data._spark_types import F, is_spark_frame, java_problem, numpy_dtype, quoted, spark_kind
+from dpalg.data._transform import RowSteps
 
 __all__ = ["F", "SparkSource", "connect_problem", "is_spark_frame", "java_problem", "numpy_dtype", "quoted", "spark_dataset", "spark_kind"]
 
@@ -255,6 +258,15 @@ class SparkSource:
 
     def reductions(self, dataset: Dataset) -> Reductions:
         return SparkReductions(dataset, self)
+
+    def transform(self, steps: RowSteps, kinds: Mapping[str, ColumnKind], kept: tuple[str, ...]) -> Dataset:
+        """A query's row steps as ``filter``/``select`` on the executors (:mod:`dpalg.data._transform`); no row reaches the driver."""
+        frame = self.frame
+        if steps.where is not None:
+            frame = frame.filter(spark_expr(steps.where, kinds, "bool"))
+        columns = [F.col(quoted(k)).alias(k) for k in kept]
+        columns += [spark_expr(expr, kinds, "number").alias(name) for name, expr in steps.derive]
+        return Dataset.from_source(SparkSource(frame.select(*columns), persist=False))
 
     def grouping(
         self, dataset: Dataset, by: tuple[str, ...], keys: tuple[GroupKey, ...] | None, *, other: bool,

@@ -9,17 +9,22 @@ nothing, and nothing after the charge can fail because of the schema.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
+import attrs
+
+from dpalg._errors import Unsupported
 from dpalg.data import ColumnUse, Dataset, check_columns
 from dpalg.data._evaluation import evaluate_input
+from dpalg.data._transform import RowSteps, apply_steps, check_steps
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._group import GroupPrivacy
 from dpalg.graph._groupby import GroupBy, KeySet
 from dpalg.graph._node import AbstractPrimitive
 from dpalg.graph._subsample import Subsample
+from dpalg.queries import Query
 
-__all__ = ["plan_columns", "validate_schema"]
+__all__ = ["plan_columns", "primitive_steps", "steps_data", "validate_schema"]
 
 
 def _join(path: str, label: str) -> str:
@@ -104,7 +109,69 @@ def validate_schema(plan: object, data: Dataset) -> None:
         check_columns(data, (use,), owner=path)
     for node in _primitives(plan):
         node.check_backend(data)  # the backend is public too: a refusal costs nothing
+        steps = primitive_steps(node)
+        if steps is not None:
+            check_steps(data, steps, type(node).__name__)  # the expressions type-check against the schema
+    _refuse_grouped_steps(plan)
     evaluate_input(data, plan_columns(plan))  # a lazy input (polars, Spark) runs its plan now, before the charge
+
+
+def _queries(value: object, depth: int = 0) -> Iterator[Query]:
+    """The queries held by a node's fields (also inside tuples and nested attrs objects, as its columns are found)."""
+    if isinstance(value, Query):
+        yield value
+        return
+    if depth > 4:
+        return
+    if isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _queries(item, depth + 1)
+    elif attrs.has(type(value)):
+        for field in attrs.fields(cast("type[attrs.AttrsInstance]", type(value))):
+            yield from _queries(getattr(value, field.name), depth + 1)
+
+
+def primitive_steps(node: AbstractPrimitive[Any]) -> RowSteps | None:
+    """The row transformations of the node's queries (``| Where``, a derived column), or ``None``.
+
+    Raises:
+        Unsupported: the node's queries transform the rows differently (one transformed dataset serves a node).
+    """
+    found = {steps for q in _queries(node) if (steps := q.row_steps()) is not None}
+    if not found:
+        return None
+    if len(found) > 1:
+        raise Unsupported(f"{type(node).__name__}: its queries transform the rows differently; give them the same Where and derived columns")
+    return found.pop()
+
+
+def steps_data(node: AbstractPrimitive[Any], data: Dataset) -> Dataset:
+    """The rows and columns ``node`` reads: its queries' row transformations applied (checked before the charge)."""
+    steps = primitive_steps(node)
+    if steps is None:
+        return data
+    return apply_steps(data, steps, [use.name for use in node.columns()])
+
+
+def _refuse_grouped_steps(plan: object) -> None:
+    """A GroupBy groups the rows of the data as given: row transformations inside its aggregates are not run yet."""
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, GroupBy):
+            if any(primitive_steps(p) is not None for p in _primitives(node.plan)):
+                raise Unsupported(
+                    f"GroupBy(by={node.by!r}): an aggregate with Where or a derived column is not supported yet; "
+                    "filter or derive the columns before the plan, or use Parallel"
+                )
+        elif isinstance(node, Compose):
+            stack.extend(node.children)
+        elif isinstance(node, Parallel):
+            stack.extend(child for _, child in node.parts)
+        elif isinstance(node, (PureToApprox, PureToZCDP, ZCDPToApprox)):
+            stack.append(node.child)
+        elif isinstance(node, (GroupPrivacy, Subsample)):
+            stack.append(node.plan)
 
 
 def _primitives(plan: object) -> Iterator[AbstractPrimitive[Any]]:

@@ -39,10 +39,12 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import ColumnUse, Dataset, Key, Neighbouring, as_dataset, unit_count, unit_index
+from dpalg.data._expr import Expr, predicate
 from dpalg.data._numpy_reductions import inside_bounds
+from dpalg.data._transform import RowSteps, apply_steps
 from dpalg.queries._bounding import ClipPerUser, MaxKeysPerUser, MaxRowsPerUser, cap_param
 
-__all__ = ["BOUNDED_KINDS", "Clip", "Query", "QueryKind", "UserFunction", "clip_inside", "refuse_user_function"]
+__all__ = ["BOUNDED_KINDS", "Clip", "Query", "QueryKind", "UserFunction", "Where", "clip_inside", "refuse_user_function"]
 
 #: a user-defined statistic: the clipped values (sorted, read-only) to a real number
 UserFunction = Callable[[npt.NDArray[np.float64]], object]
@@ -64,6 +66,10 @@ BOUNDED_KINDS: frozenset[str] = frozenset(
     {"sum", "mean", "median", "quantile", "trimmed_mean", "max", "min", "function", "variance", "stdev"}
 )
 _NEEDS_COLUMN: frozenset[str] = frozenset(set(_KINDS) - {"count", "user_count"})
+#: kinds that read their column as keys or exact values: no derived column
+_NO_DERIVED: frozenset[str] = frozenset({"mode", "count_distinct", "user_count", "function"})
+#: a column of the data by name, or a row expression (``dpalg.col("price") * 2``)
+ColumnArg = str | Expr
 
 
 
@@ -169,6 +175,27 @@ class Clip:
         return f"Clip({_num(self.lower)}, {_num(self.upper)})"
 
 
+def _condition(value: object) -> Expr:
+    return predicate(value, "Where", "condition")
+
+
+@final
+@attrs.frozen(repr=False)
+class Where:
+    """Keep the rows a condition holds for: ``Query.mean("x") | Where(col("year") >= 2000) | Clip(0, 10)``.
+
+    The condition is a row expression (:func:`dpalg.col`); a row where it is false
+    or missing is dropped before the statistic (and before any clipping or per-user
+    bound). Row-wise, so 1-stable: the query's cost does not change
+    (:mod:`dpalg.data._transform`). Two ``Where`` are joined by ``&``.
+    """
+
+    condition: Expr = attrs.field(converter=_condition)
+
+    def __repr__(self) -> str:
+        return f"Where({self.condition!r})"
+
+
 def _num(x: Fraction) -> str:
     return str(x.numerator) if x.denominator == 1 else f"'{x}'"
 
@@ -194,6 +221,10 @@ class Query:
     fn: UserFunction | None = None
     name: str | None = None
     fallback: Fraction | None = attrs.field(default=None, converter=_fallback)
+    #: the value column as a row expression (``column`` is then its text); ``None``: a column of the data
+    derived: Expr | None = None
+    #: the rows the query reads: those this condition holds for (``| Where(...)``); ``None``: all rows
+    where: Expr | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.kind not in _KINDS:
@@ -214,6 +245,19 @@ class Query:
             raise InvalidArgument("Query", "user", self.user, "must be None or a non-empty id column name")
         self._check_function()
         self._check_bounding()
+        self._check_steps()
+
+    def _check_steps(self) -> None:
+        """``derived`` is an expression whose text is ``column``; ``where`` a condition expression."""
+        if self.derived is not None:
+            if not isinstance(self.derived, Expr):
+                raise InvalidArgument("Query", "derived", type(self.derived).__name__, "must be an expression built with dpalg.col")
+            if self.kind in _NO_DERIVED:
+                raise InvalidArgument("Query", "column", repr(self.derived)[:200], f"must be a column name for {self.kind} (it reads the column's values as keys)")
+            if self.column != repr(self.derived):
+                raise InvalidArgument("Query", "column", self.column, "must be the text of the derived expression")
+        if self.where is not None:
+            predicate(self.where, "Query", "where")
 
     def _check_function(self) -> None:
         """``fn``, ``name`` and ``fallback`` belong to ``Query.function`` only, which is row-level."""
@@ -256,22 +300,29 @@ class Query:
 
     # --- constructors -----------------------------------------------------
     @classmethod
-    def count(cls, column: str | None = None, *, user: str | None = None) -> Query:
+    def _of(cls, kind: QueryKind, column: ColumnArg | None, **fields: object) -> Query:
+        """A query of ``kind`` on a column by name, or on a row expression (its text becomes the column's name)."""
+        if isinstance(column, Expr):
+            return cls(kind, repr(column), derived=column, **fields)  # type: ignore[arg-type]
+        return cls(kind, column, **fields)  # type: ignore[arg-type]
+
+    @classmethod
+    def count(cls, column: ColumnArg | None = None, *, user: str | None = None) -> Query:
         """Number of rows (or of non-missing values of ``column``)."""
-        return cls("count", column, user=user)
+        return cls._of("count", column, user=user)
 
     @classmethod
-    def sum(cls, column: str, *, user: str | None = None) -> Query:
+    def sum(cls, column: ColumnArg, *, user: str | None = None) -> Query:
         """Sum of a column; needs ``| Clip(l, u)`` for a finite sensitivity."""
-        return cls("sum", column, user=user)
+        return cls._of("sum", column, user=user)
 
     @classmethod
-    def mean(cls, column: str, *, user: str | None = None) -> Query:
+    def mean(cls, column: ColumnArg, *, user: str | None = None) -> Query:
         """Mean of a column (needs a clip); user-level with ``user=`` and a contribution bound."""
-        return cls("mean", column, user=user)
+        return cls._of("mean", column, user=user)
 
     @classmethod
-    def variance(cls, column: str) -> Query:
+    def variance(cls, column: ColumnArg) -> Query:
         """Population variance ``(1/n)·Σ(x − mean)²`` of the clipped values (needs a clip; empty data: 0).
 
         Row level only: :class:`~dpalg.mechanisms.Laplace` and
@@ -283,32 +334,32 @@ class Query:
             >>> q, q.evaluate({"x": [2.0, 6.0, 30.0]})  # the values 2, 6, 10: (16 + 0 + 16)/3
             (Query.variance('x') | Clip(0, 10), 10.666666666666666)
         """
-        return cls("variance", column)
+        return cls._of("variance", column)
 
     @classmethod
-    def stdev(cls, column: str) -> Query:
+    def stdev(cls, column: ColumnArg) -> Query:
         """Population standard deviation, the square root of :meth:`variance` (needs a clip; empty data: 0).
 
         Examples:
             >>> (Query.stdev("x") | Clip(0, 10)).evaluate({"x": [1.0, 3.0]})
             1.0
         """
-        return cls("stdev", column)
+        return cls._of("stdev", column)
 
     @classmethod
-    def median(cls, column: str, *, user: str | None = None) -> Query:
+    def median(cls, column: ColumnArg, *, user: str | None = None) -> Query:
         """Lower median (needs a clip); user-level with ``user=`` and a contribution bound."""
-        return cls("median", column, user=user)
+        return cls._of("median", column, user=user)
 
     @classmethod
-    def quantile(cls, column: str, q: ExactLike, *, user: str | None = None) -> Query:
+    def quantile(cls, column: ColumnArg, q: ExactLike, *, user: str | None = None) -> Query:
         """The q-quantile ``x[max(0, ceil(q n) - 1)]`` (needs a clip); user-level with ``user=``."""
-        return cls("quantile", column, q=q, user=user)
+        return cls._of("quantile", column, q=q, user=user)
 
     @classmethod
-    def trimmed_mean(cls, column: str, trim: ExactLike) -> Query:
+    def trimmed_mean(cls, column: ColumnArg, trim: ExactLike) -> Query:
         """Mean after dropping ``floor(trim·n)`` values at each end (needs a clip)."""
-        return cls("trimmed_mean", column, trim=trim)
+        return cls._of("trimmed_mean", column, trim=trim)
 
     @classmethod
     def mode(cls, column: str) -> Query:
@@ -317,20 +368,20 @@ class Query:
 
     @classmethod
     def histogram(
-        cls, column: str, keys: tuple[str | int, ...] | list[str | int] | None = None, *, user: str | None = None
+        cls, column: ColumnArg, keys: tuple[str | int, ...] | list[str | int] | None = None, *, user: str | None = None
     ) -> Query:
         """Counts per key; ``keys=None`` means the key set is not public; user-level with ``user=``."""
-        return cls("histogram", column, keys=keys, user=user)
+        return cls._of("histogram", column, keys=keys, user=user)
 
     @classmethod
-    def max(cls, column: str) -> Query:
+    def max(cls, column: ColumnArg) -> Query:
         """Maximum (needs a clip)."""
-        return cls("max", column)
+        return cls._of("max", column)
 
     @classmethod
-    def min(cls, column: str) -> Query:
+    def min(cls, column: ColumnArg) -> Query:
         """Minimum (needs a clip)."""
-        return cls("min", column)
+        return cls._of("min", column)
 
     @classmethod
     def count_distinct(cls, column: str, *, user: str | None = None) -> Query:
@@ -338,9 +389,9 @@ class Query:
         return cls("count_distinct", column, user=user)
 
     @classmethod
-    def user_sum(cls, column: str, *, user: str) -> Query:
+    def user_sum(cls, column: ColumnArg, *, user: str) -> Query:
         """Sum over users of each user's total (user-level; contributions >= 0)."""
-        return cls("user_sum", column, user=user)
+        return cls._of("user_sum", column, user=user)
 
     @classmethod
     def count_users(cls, *, user: str) -> Query:
@@ -353,9 +404,9 @@ class Query:
         return cls.count_users(user=user)
 
     @classmethod
-    def user_max(cls, column: str, *, user: str) -> Query:
+    def user_max(cls, column: ColumnArg, *, user: str) -> Query:
         """Largest value over all users' rows (user-level)."""
-        return cls("user_max", column, user=user)
+        return cls._of("user_max", column, user=user)
 
     @classmethod
     def function(
@@ -387,7 +438,9 @@ class Query:
         return cls("function", column, fn=fn, name=name, fallback=fallback)
 
     # --- combinators ------------------------------------------------------
-    def __or__(self, modifier: Clip | ClipPerUser | MaxRowsPerUser | MaxKeysPerUser) -> Query:
+    def __or__(self, modifier: Clip | ClipPerUser | MaxRowsPerUser | MaxKeysPerUser | Where) -> Query:
+        if isinstance(modifier, Where):
+            return attrs.evolve(self, where=modifier.condition if self.where is None else self.where & modifier.condition)
         if isinstance(modifier, ClipPerUser):
             return attrs.evolve(self, user_lower=modifier.lower, user_upper=modifier.upper)
         if isinstance(modifier, MaxRowsPerUser):
@@ -430,6 +483,14 @@ class Query:
             raise InvalidArgument(owner, "query", self, "needs a clipping range: add | Clip(lower, upper)")
         return self.lower, self.upper
 
+    def row_steps(self) -> RowSteps | None:
+        """The query's row transformations (a derived column, a filter), or ``None`` when it reads the data as given."""
+        if self.derived is None and self.where is None:
+            return None
+        assert self.column is not None or self.derived is None
+        derive = () if self.derived is None or self.column is None else ((self.column, self.derived),)
+        return RowSteps(derive, self.where)
+
     def columns(self) -> tuple[ColumnUse, ...]:
         """The columns this query reads and their roles (public schema, checked before a charge).
 
@@ -447,7 +508,10 @@ class Query:
             (ColumnUse(name='pages', role='numeric'), ColumnUse(name='uid', role='id'))
         """
         uses: list[ColumnUse] = []
-        if self.column is not None:
+        steps = self.row_steps()
+        if steps is not None:  # the columns the expressions read (typed against the schema by check_steps)
+            uses.extend(ColumnUse(name, "expr") for name in steps.reads())
+        if self.column is not None and self.derived is None:
             if self.kind == "histogram":
                 uses.append(ColumnUse(self.column, "key", keys=self.keys))
             else:
@@ -495,6 +559,9 @@ class Query:
         """
         if not isinstance(data, Dataset):
             data = as_dataset(data)
+        steps = self.row_steps()
+        if steps is not None:
+            data = apply_steps(data, steps, [u.name for u in self.columns()])
         if self.per_user_totals and self.user is not None:
             return evaluate_values(self.totals_view(), self._user_totals(data))
         match self.kind:
@@ -559,6 +626,8 @@ class Query:
             args = [str(self.name), f"column={self.column!r}", f"name={self.name!r}"]
             if self.fallback:
                 args.append(f"fallback={_num(self.fallback)}")
+        elif self.derived is not None:
+            args.append(repr(self.derived))
         elif self.column is not None:
             args.append(repr(self.column))
         if self.q is not None:
@@ -571,6 +640,8 @@ class Query:
             args.append(f"user={self.user!r}")
         name = "count_users" if self.kind == "user_count" else self.kind
         text = f"Query.{name}({', '.join(args)})"
+        if self.where is not None:
+            text += f" | {Where(self.where)!r}"
         if self.lower is not None and self.upper is not None:
             text += f" | Clip({_num(self.lower)}, {_num(self.upper)})"
         if self.max_rows is not None:

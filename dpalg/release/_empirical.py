@@ -46,6 +46,7 @@ from dpalg._bottom import Bottom
 from dpalg._errors import InvalidArgument, Unsupported
 from dpalg.data import Dataset, as_dataset
 from dpalg.graph._node import AbstractPrimitive
+from dpalg.graph._schema import steps_data
 from dpalg.measures import ZCDP, ApproxDP, PureDP
 from dpalg.noise._random import AbstractRandomness, RngLike, resolve_rng
 from dpalg.release._clopper_pearson import clopper_pearson_lower, clopper_pearson_upper
@@ -189,6 +190,7 @@ def _label(value: object) -> str:
 def _runs(node: AnyPrimitive, data: Dataset, rng: AbstractRandomness, trials: int, bar: _Progress | None) -> list[object]:
     out: list[object] = []
     step = max(1, trials // 100)
+    data = steps_data(node, data)  # the node's queries' Where / derived columns, as a run applies them
     for i in range(trials):
         out.append(node.release(data, rng))
         if bar is not None and (i + 1) % step == 0:

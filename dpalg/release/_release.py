@@ -28,7 +28,7 @@ from dpalg.graph._subsample import Subsample, sampled_rows
 from dpalg.graph._derivation import Derivation
 from dpalg.graph._node import RUN, AbstractMeasurement, AbstractPrimitive, take_checked
 from dpalg.graph._result import SIGN, Release
-from dpalg.graph._schema import plan_columns, validate_schema
+from dpalg.graph._schema import plan_columns, steps_data, validate_schema
 from dpalg.graph._session import EXECUTE, SessionSpend
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.noise import prf_secret
@@ -128,7 +128,7 @@ def _exec(node: object, data: Dataset, rng: AbstractRandomness, path: str) -> ob
             columns = [use.name for _, use in plan_columns(known.plan)]
             return _exec(known.plan, data.take(sampled_rows(known, data, rng, columns)), rng, path)
         case AbstractPrimitive():
-            return known.release(data, rng)
+            return known.release(steps_data(known, data), rng)  # its queries' Where / derived columns, where the data is
         case _:
             assert_never(known)
 

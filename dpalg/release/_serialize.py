@@ -167,7 +167,11 @@ def encode(value: object) -> JSON:
 
 # Fields that hold plain names (never parsed as expressions); every other string is vetted.
 _NAME_FIELDS = frozenset({"column", "user", "unit", "by", "name", "where", "numerator", "relation", "kind", "calibration", "names"})  # Compose.names: identifiers, checked by Compose
-_NAME_CLASSES = frozenset({"Query", "Clip", "Parallel", "KeySet", "Neighbouring", "NoisyCount", "PrivateRatio"})
+_NAME_CLASSES = frozenset({
+    "Query", "Clip", "Parallel", "KeySet", "Neighbouring", "NoisyCount", "PrivateRatio",
+    # row expressions: their strings are column names, operators and literals, never parsed (dpalg.data._expr)
+    "Col", "Lit", "Arith", "Unary", "MinMax", "Compare", "Logic", "Not", "IsNull", "IsIn", "Cast", "Bin", "Where",
+})
 # sympy functions and constants dpalg formulas may use (dpalg/sensitivity/_sympy_check.py)
 _SAFE_CALLS = frozenset({"Min", "Max", "exp", "log", "sqrt", "ceiling", "floor", "Abs", "sin", "cos"})  # the formula grammar
 _CALL = re.compile(r"([A-Za-z_][A-Za-z_0-9]*)\s*\(")

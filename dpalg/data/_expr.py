@@ -1,0 +1,824 @@
+"""Row expressions as data: ``col("price") * (1 - col("discount"))``, never a string.
+
+An expression is a small tree of frozen nodes (:class:`Expr`), built with
+:func:`col`, :func:`lit`, Python operators and a few methods. It is a value: it
+prints as the code that builds it, compares structurally (``==`` compares two
+trees; the row-wise equality is :meth:`Expr.eq`), is recorded in a certificate
+node by node and rebuilt by ``dpalg audit`` through the constructors below (no
+string is ever parsed or evaluated).
+
+**Types.** Every expression has a type -- ``"number"``, ``"bool"`` or ``"str"``
+-- derived from the public schema before any row is read
+(:func:`expr_type`): a column's declared type gives its own (bool; int and float
+are numbers; str), an ``object`` column takes the type its use asks for (the
+other side of a comparison, the operand of arithmetic), and a mismatch (a str
+column in arithmetic, a number compared with a str) is refused with the node,
+the column and the fix. Dates, bytes and complex columns are refused.
+
+**Values** (the data policy: missing in, missing out). Numbers are float64 and
+every operation is IEEE double arithmetic, correctly rounded on every backend
+(``+ - * /``, comparisons, ``abs``, ``floor``, ``ceil``, minimum and maximum by
+comparison); transcendental functions are left out because backends round them
+differently. After every numeric step a value that is not finite (an overflow,
+``x / 0``, ``inf − inf``) becomes missing, and ``-0.0`` becomes ``0.0`` (the
+sign of a zero is not kept: backends disagree on it). A read numeric column
+follows the same rule, so an expression never yields ``±inf`` (a plain column
+given to a query by name keeps ``±inf`` and clips it). A comparison, ``is_in``
+or arithmetic with a missing operand is missing; ``&`` and ``|`` follow SQL's
+three-valued logic (``False & missing`` is ``False``, ``True | missing`` is
+``True``); ``is_null`` is never missing. A filter keeps the rows whose
+predicate is true: missing drops the row. Strings compare by code points (the
+order numpy, polars and Spark's binary collation share). Nothing here raises on
+a value: every refusal depends on the expression and the schema only.
+
+**Limits** (checked at construction): at most 16 levels and 256 nodes, number
+literals finite and, for integers, at most 2**53 in size (exact in a double),
+str literals at most 1,000 characters, at most 10,000 ``is_in`` values and 256
+``bin`` edges.
+
+The numpy evaluation is here (:func:`evaluate`); the polars and Spark
+translations are in :mod:`dpalg.data._polars_expr` and
+:mod:`dpalg.data._spark_expr`, and all three give the same values bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Final, Literal, Union, final
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from dpalg._errors import InvalidArgument
+from dpalg.data._dataset import Dataset
+from dpalg.data._schema import value_kind
+
+__all__ = [
+    "Arith", "Bin", "Cast", "Col", "Compare", "Expr", "ExprType", "IsIn", "IsNull", "Lit", "Logic", "MinMax", "Not",
+    "Unary", "col", "columns_of", "evaluate", "expr_type", "lit", "maximum", "minimum", "predicate", "read_types",
+]  # fmt: skip
+
+ExprType = Literal["number", "bool", "str"]
+#: a literal's Python value
+LitValue = Union[bool, float, str]
+Operand = Union["Expr", bool, int, float, str]
+
+MAX_DEPTH: Final = 16
+MAX_NODES: Final = 256
+MAX_STR: Final = 1000
+MAX_IN: Final = 10_000
+MAX_EDGES: Final = 257
+_EXACT_INT: Final = 2**53
+_OWNER: Final = "expression"
+
+
+class Expr:
+    """A row expression (module docstring). Build with :func:`col` and :func:`lit`; combine with operators."""
+
+    __slots__ = ()
+
+    def children(self) -> tuple[Expr, ...]:
+        """The sub-expressions."""
+        return ()
+
+    # arithmetic -------------------------------------------------------------------------
+    def __add__(self, other: Operand) -> Expr:
+        return Arith("+", self, _wrap(other))
+
+    def __radd__(self, other: Operand) -> Expr:
+        return Arith("+", _wrap(other), self)
+
+    def __sub__(self, other: Operand) -> Expr:
+        return Arith("-", self, _wrap(other))
+
+    def __rsub__(self, other: Operand) -> Expr:
+        return Arith("-", _wrap(other), self)
+
+    def __mul__(self, other: Operand) -> Expr:
+        return Arith("*", self, _wrap(other))
+
+    def __rmul__(self, other: Operand) -> Expr:
+        return Arith("*", _wrap(other), self)
+
+    def __truediv__(self, other: Operand) -> Expr:
+        return Arith("/", self, _wrap(other))
+
+    def __rtruediv__(self, other: Operand) -> Expr:
+        return Arith("/", _wrap(other), self)
+
+    def __neg__(self) -> Expr:
+        return Unary("neg", self)
+
+    def __abs__(self) -> Expr:
+        return Unary("abs", self)
+
+    def abs(self) -> Expr:
+        """``|x|``."""
+        return Unary("abs", self)
+
+    def floor(self) -> Expr:
+        """The largest integer <= x (a number)."""
+        return Unary("floor", self)
+
+    def ceil(self) -> Expr:
+        """The smallest integer >= x (a number)."""
+        return Unary("ceil", self)
+
+    def minimum(self, other: Operand) -> Expr:
+        """The smaller of the two (missing if either is)."""
+        return MinMax("min", self, _wrap(other))
+
+    def maximum(self, other: Operand) -> Expr:
+        """The larger of the two (missing if either is)."""
+        return MinMax("max", self, _wrap(other))
+
+    # comparisons (``==`` stays structural: use eq / ne) --------------------------------------
+    def __lt__(self, other: Operand) -> Expr:
+        return Compare("<", self, _wrap(other))
+
+    def __le__(self, other: Operand) -> Expr:
+        return Compare("<=", self, _wrap(other))
+
+    def __gt__(self, other: Operand) -> Expr:
+        return Compare(">", self, _wrap(other))
+
+    def __ge__(self, other: Operand) -> Expr:
+        return Compare(">=", self, _wrap(other))
+
+    def eq(self, other: Operand) -> Expr:
+        """Row-wise equality (``==`` compares two expressions as trees)."""
+        return Compare("==", self, _wrap(other))
+
+    def ne(self, other: Operand) -> Expr:
+        """Row-wise inequality."""
+        return Compare("!=", self, _wrap(other))
+
+    def is_in(self, values: Iterable[bool | int | float | str]) -> Expr:
+        """Whether the value is one of the public ``values`` (all numbers or all str)."""
+        return IsIn(self, tuple(values))
+
+    def is_null(self) -> Expr:
+        """Whether the value is missing (never missing itself)."""
+        return IsNull(self, False)
+
+    def is_not_null(self) -> Expr:
+        """Whether the value is present (never missing itself)."""
+        return IsNull(self, True)
+
+    def cast(self, to: Literal["number"]) -> Expr:
+        """A bool as the number 1 or 0."""
+        return Cast(self, to)
+
+    def bin(self, edges: Sequence[int | float]) -> Expr:
+        """The index i of the bin ``[edges[i], edges[i+1])`` holding the value, as a number; outside all bins, missing."""
+        return Bin(self, tuple(float(e) if not isinstance(e, bool) else e for e in edges))
+
+    # logic -------------------------------------------------------------------------------------
+    def __and__(self, other: Operand) -> Expr:
+        return Logic("&", self, _wrap(other))
+
+    def __rand__(self, other: Operand) -> Expr:
+        return Logic("&", _wrap(other), self)
+
+    def __or__(self, other: Operand) -> Expr:
+        return Logic("|", self, _wrap(other))
+
+    def __ror__(self, other: Operand) -> Expr:
+        return Logic("|", _wrap(other), self)
+
+    def __invert__(self) -> Expr:
+        return Not(self)
+
+    def __bool__(self) -> bool:
+        raise InvalidArgument(
+            _OWNER, "truth value", "expression",
+            "is not a Python bool: use & | ~ instead of and / or / not, and .eq() for row-wise equality",
+        )  # fmt: skip
+
+
+def _wrap(value: object) -> Expr:
+    if isinstance(value, Expr):
+        return value
+    return lit(value)  # type: ignore[arg-type]
+
+
+def _check_size(node: Expr) -> None:
+    depth, count = _measure(node)
+    if depth > MAX_DEPTH:
+        raise InvalidArgument(_OWNER, "depth", depth, f"must be at most {MAX_DEPTH} levels")
+    if count > MAX_NODES:
+        raise InvalidArgument(_OWNER, "size", count, f"must be at most {MAX_NODES} nodes")
+
+
+def _measure(node: Expr) -> tuple[int, int]:
+    depth, count = 1, 1
+    for child in node.children():
+        d, c = _measure(child)
+        depth, count = max(depth, d + 1), count + c
+    return depth, count
+
+
+def _expr(value: object) -> Expr:
+    if not isinstance(value, Expr):
+        raise InvalidArgument(_OWNER, "operand", type(value).__name__, "must be an expression (col(...), lit(...))")
+    return value
+
+
+def _column_name(value: object) -> str:
+    if not isinstance(value, str) or not value or len(value) > MAX_STR:
+        raise InvalidArgument("col", "name", type(value).__name__ if not isinstance(value, str) else value[:40], "must be a non-empty column name")
+    return value
+
+
+@final
+@attrs.frozen(repr=False)
+class Col(Expr):
+    """A column of the data."""
+
+    name: str = attrs.field(converter=_column_name)
+
+    def __repr__(self) -> str:
+        return f"col({self.name!r})"
+
+
+def _lit_value(value: object) -> LitValue:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        v = int(value)
+        if abs(v) > _EXACT_INT:
+            raise InvalidArgument("lit", "value", "an integer", f"must be at most 2**53 in size (exact as a double); got {v.bit_length()} bits")
+        return float(v)
+    if isinstance(value, (float, np.floating)):
+        f = float(value)
+        if not math.isfinite(f):
+            raise InvalidArgument("lit", "value", f, "must be finite (a missing value is written col(...).is_null())")
+        return f + 0.0  # -0.0 is 0.0 (module docstring)
+    if isinstance(value, str):
+        if len(value) > MAX_STR:
+            raise InvalidArgument("lit", "value", f"a str of {len(value)} characters", f"must be at most {MAX_STR} characters")
+        return value
+    raise InvalidArgument("lit", "value", type(value).__name__, "must be a bool, an int, a float or a str")
+
+
+@final
+@attrs.frozen(repr=False)
+class Lit(Expr):
+    """A public constant: a bool, a number (stored as a double) or a str."""
+
+    value: LitValue = attrs.field(converter=_lit_value)
+
+    def __repr__(self) -> str:
+        v = self.value
+        if isinstance(v, float) and v.is_integer() and abs(v) < 1e16:
+            return str(int(v))
+        return repr(v)
+
+
+def _one_of(owner: str, field: str, allowed: tuple[str, ...]) -> object:
+    def convert(value: object) -> str:
+        if value not in allowed:
+            raise InvalidArgument(owner, field, value, f"must be one of {allowed}")
+        return str(value)
+
+    return convert
+
+
+_PRECEDENCE: Final = {"|": 1, "&": 2, "cmp": 3, "+": 4, "-": 4, "*": 5, "/": 5}
+
+
+def _text(node: Expr, parent: int, right: bool = False) -> str:
+    own = _PRECEDENCE.get(getattr(node, "op", ""), 9) if isinstance(node, (Arith, Logic)) else (3 if isinstance(node, Compare) else 9)
+    text = repr(node)
+    return f"({text})" if own < parent or (right and own == parent) else text
+
+
+@final
+@attrs.frozen(repr=False)
+class Arith(Expr):
+    """``left op right`` on numbers: ``+ - * /``."""
+
+    op: str = attrs.field(converter=_one_of("Arith", "op", ("+", "-", "*", "/")))
+    left: Expr = attrs.field(converter=_expr)
+    right: Expr = attrs.field(converter=_expr)
+
+    def __attrs_post_init__(self) -> None:
+        _check_size(self)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.left, self.right)
+
+    def __repr__(self) -> str:
+        p = _PRECEDENCE[self.op]
+        return f"{_text(self.left, p)} {self.op} {_text(self.right, p, right=True)}"
+
+
+@final
+@attrs.frozen(repr=False)
+class Unary(Expr):
+    """``-x``, ``abs(x)``, ``floor(x)``, ``ceil(x)`` on a number."""
+
+    op: str = attrs.field(converter=_one_of("Unary", "op", ("neg", "abs", "floor", "ceil")))
+    operand: Expr = attrs.field(converter=_expr)
+
+    def __attrs_post_init__(self) -> None:
+        _check_size(self)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.operand,)
+
+    def __repr__(self) -> str:
+        if self.op == "neg":
+            return f"-{_text(self.operand, 6)}"
+        return f"{_text(self.operand, 9)}.{self.op}()"
+
+
+@final
+@attrs.frozen(repr=False)
+class MinMax(Expr):
+    """The smaller (``min``) or larger (``max``) of two numbers, by comparison."""
+
+    op: str = attrs.field(converter=_one_of("MinMax", "op", ("min", "max")))
+    left: Expr = attrs.field(converter=_expr)
+    right: Expr = attrs.field(converter=_expr)
+
+    def __attrs_post_init__(self) -> None:
+        _check_size(self)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.left, self.right)
+
+    def __repr__(self) -> str:
+        return f"{_text(self.left, 9)}.{'minimum' if self.op == 'min' else 'maximum'}({self.right!r})"
+
+
+@final
+@attrs.frozen(repr=False)
+class Compare(Expr):
+    """``left op right``: ``== != < <= > >=`` on two numbers or two str (``==``/``!=`` on bools too)."""
+
+    op: str = attrs.field(converter=_one_of("Compare", "op", ("==", "!=", "<", "<=", ">", ">=")))
+    left: Expr = attrs.field(converter=_expr)
+    right: Expr = attrs.field(converter=_expr)
+
+    def __attrs_post_init__(self) -> None:
+        _check_size(self)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.left, self.right)
+
+    def __repr__(self) -> str:
+        if self.op in ("==", "!="):
+            return f"{_text(self.left, 9)}.{'eq' if self.op == '==' else 'ne'}({self.right!r})"
+        return f"{_text(self.left, 4)} {self.op} {_text(self.right, 4)}"
+
+
+@final
+@attrs.frozen(repr=False)
+class Logic(Expr):
+    """``left & right`` or ``left | right`` on bools (three-valued)."""
+
+    op: str = attrs.field(converter=_one_of("Logic", "op", ("&", "|")))
+    left: Expr = attrs.field(converter=_expr)
+    right: Expr = attrs.field(converter=_expr)
+
+    def __attrs_post_init__(self) -> None:
+        _check_size(self)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.left, self.right)
+
+    def __repr__(self) -> str:
+        p = _PRECEDENCE[self.op]
+        return f"{_text(self.left, p)} {self.op} {_text(self.right, p, right=True)}"
+
+
+@final
+@attrs.frozen(repr=False)
+class Not(Expr):
+    """``~x`` on a bool."""
+
+    operand: Expr = attrs.field(converter=_expr)
+
+    def __attrs_post_init__(self) -> None:
+        _check_size(self)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.operand,)
+
+    def __repr__(self) -> str:
+        return f"~{_text(self.operand, 9)}"
+
+
+def _flag(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidArgument("IsNull", "negate", type(value).__name__, "must be a bool")
+    return value
+
+
+@final
+@attrs.frozen(repr=False)
+class IsNull(Expr):
+    """Whether the value is missing (``negate``: present)."""
+
+    operand: Expr = attrs.field(converter=_expr)
+    negate: bool = attrs.field(default=False, converter=_flag)
+
+    def __attrs_post_init__(self) -> None:
+        _check_size(self)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.operand,)
+
+    def __repr__(self) -> str:
+        return f"{_text(self.operand, 9)}.{'is_not_null' if self.negate else 'is_null'}()"
+
+
+def _in_values(value: object) -> tuple[float, ...] | tuple[str, ...]:
+    if not isinstance(value, tuple):
+        raise InvalidArgument("IsIn", "values", type(value).__name__, "must be a tuple of public values")
+    if len(value) > MAX_IN:
+        raise InvalidArgument("IsIn", "values", f"{len(value)} values", f"must be at most {MAX_IN}")
+    read = [_lit_value(v) for v in value]
+    if all(isinstance(v, str) for v in read):
+        return tuple(sorted(set(str(v) for v in read)))
+    if all(isinstance(v, float) for v in read):
+        return tuple(sorted(set(float(v) for v in read)))
+    raise InvalidArgument("IsIn", "values", "mixed or bool values", "must be all numbers or all str")
+
+
+@final
+@attrs.frozen(repr=False)
+class IsIn(Expr):
+    """Whether the value is one of public values (all numbers or all str; stored sorted, without repeats)."""
+
+    operand: Expr = attrs.field(converter=_expr)
+    values: tuple[float, ...] | tuple[str, ...] = attrs.field(converter=_in_values)
+
+    def __attrs_post_init__(self) -> None:
+        _check_size(self)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.operand,)
+
+    def value_type(self) -> ExprType:
+        """``"str"`` or ``"number"`` (an empty list is a number list)."""
+        return "str" if self.values and isinstance(self.values[0], str) else "number"
+
+    def __repr__(self) -> str:
+        shown = [Lit(v) for v in self.values]
+        return f"{_text(self.operand, 9)}.is_in({shown!r})"
+
+
+def _cast_to(value: object) -> str:
+    if value != "number":
+        raise InvalidArgument("Cast", "to", value, "must be 'number' (a bool as 1 or 0)")
+    return "number"
+
+
+@final
+@attrs.frozen(repr=False)
+class Cast(Expr):
+    """A bool as the number 1 or 0."""
+
+    operand: Expr = attrs.field(converter=_expr)
+    to: str = attrs.field(default="number", converter=_cast_to)
+
+    def __attrs_post_init__(self) -> None:
+        _check_size(self)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.operand,)
+
+    def __repr__(self) -> str:
+        return f"{_text(self.operand, 9)}.cast({self.to!r})"
+
+
+def _edges(value: object) -> tuple[float, ...]:
+    if not isinstance(value, tuple) or not 2 <= len(value) <= MAX_EDGES:
+        raise InvalidArgument("Bin", "edges", type(value).__name__, f"must be 2 to {MAX_EDGES} increasing finite numbers")
+    out = tuple(_lit_value(v) for v in value)
+    if not all(isinstance(v, float) for v in out):
+        raise InvalidArgument("Bin", "edges", "non-numbers", "must be numbers")
+    floats = [float(v) for v in out]
+    if any(b <= a for a, b in zip(floats, floats[1:])):
+        raise InvalidArgument("Bin", "edges", "not increasing", "must be strictly increasing")
+    return tuple(floats)
+
+
+@final
+@attrs.frozen(repr=False)
+class Bin(Expr):
+    """The index i with ``edges[i] <= x < edges[i+1]`` (a number); outside ``[edges[0], edges[-1])`` missing."""
+
+    operand: Expr = attrs.field(converter=_expr)
+    edges: tuple[float, ...] = attrs.field(converter=_edges)
+
+    def __attrs_post_init__(self) -> None:
+        _check_size(self)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.operand,)
+
+    def __repr__(self) -> str:
+        return f"{_text(self.operand, 9)}.bin({[Lit(e) for e in self.edges]!r})"
+
+
+def col(name: str) -> Expr:
+    """A column of the data, as an expression.
+
+    Examples:
+        >>> col("price") * (1 - col("discount"))
+        col('price') * (1 - col('discount'))
+        >>> (col("shipdate") >= "1994-01-01") & col("qty").is_in([1, 2])
+        col('shipdate') >= '1994-01-01' & col('qty').is_in([1, 2])
+    """
+    return Col(name)
+
+
+def lit(value: bool | int | float | str) -> Expr:
+    """A public constant: a bool, a number (at most 2**53 in size if an int; finite) or a str.
+
+    Examples:
+        >>> lit(2**53 + 1)
+        Traceback (most recent call last):
+        ...
+        dpalg._errors.InvalidArgument: lit: value='an integer' must be at most 2**53 in size (exact as a double); got 54 bits
+    """
+    return Lit(value)
+
+
+def minimum(a: Operand, b: Operand) -> Expr:
+    """The smaller of two numbers (missing if either is)."""
+    return MinMax("min", _wrap(a), _wrap(b))
+
+
+def maximum(a: Operand, b: Operand) -> Expr:
+    """The larger of two numbers (missing if either is)."""
+    return MinMax("max", _wrap(a), _wrap(b))
+
+
+def predicate(value: object, owner: str, field: str) -> Expr:
+    """``value`` as a filter predicate (an :class:`Expr`), refused otherwise with the fix for the usual slip."""
+    if isinstance(value, bool):
+        raise InvalidArgument(owner, field, value, "must be an expression; write col(...).eq(...) for row-wise equality (== compares expressions)")
+    if not isinstance(value, Expr):
+        raise InvalidArgument(owner, field, type(value).__name__, "must be an expression built with dpalg.col")
+    return value
+
+
+def columns_of(expr: Expr) -> tuple[str, ...]:
+    """The columns ``expr`` reads, in first-use order."""
+    out: dict[str, None] = {}
+
+    def walk(node: Expr) -> None:
+        if isinstance(node, Col):
+            out.setdefault(node.name, None)
+        for child in node.children():
+            walk(child)
+
+    walk(expr)
+    return tuple(out)
+
+
+# --- types -----------------------------------------------------------------------------------------
+
+#: a column's type for expressions: its own, or ``"object"`` (takes the type its use asks for)
+ColumnKind = Literal["number", "bool", "str", "object"]
+
+
+def read_types(data: Dataset, names: Iterable[str], owner: str) -> dict[str, ColumnKind]:
+    """The expression kind of each column (the schema only), refusing columns expressions cannot read."""
+    out: dict[str, ColumnKind] = {}
+    for name in names:
+        if name not in data.names:
+            raise InvalidArgument(owner, f"col({name!r})", "missing", f"is not a column of the data; available: {sorted(data.names)}")
+        kind = value_kind(data.column_dtype(name))
+        if kind == "bool":
+            out[name] = "bool"
+        elif kind in ("int", "float"):
+            out[name] = "number"
+        elif kind == "str":
+            out[name] = "str"
+        elif kind == "object":
+            out[name] = "object"
+        else:
+            shown = data.column_type(name).describe()
+            raise InvalidArgument(
+                owner, f"col({name!r})", shown,
+                "cannot be read by an expression (bool, int, float and str columns can; convert dates to str or numbers first)",
+            )  # fmt: skip
+    return out
+
+
+def expr_type(expr: Expr, kinds: Mapping[str, ColumnKind], owner: str, want: ExprType | None = None) -> ExprType:
+    """The type of ``expr`` given the columns' kinds (``want``: the type its context asks for), or refuse."""
+
+    def bad(node: Expr, what: str) -> InvalidArgument:
+        return InvalidArgument(owner, "expression", repr(node)[:200], what)
+
+    def of(node: Expr, want: ExprType | None) -> ExprType:
+        if isinstance(node, Col):
+            kind = kinds[node.name]
+            if kind == "object":
+                if want is None:
+                    raise bad(node, "reads an object column whose type is not public here: compare it with a literal, use it in arithmetic, or give the column a dtype")
+                return want
+            return kind
+        if isinstance(node, Lit):
+            return "bool" if isinstance(node.value, bool) else ("str" if isinstance(node.value, str) else "number")
+        if isinstance(node, (Arith, MinMax)):
+            for side in (node.left, node.right):
+                if of(side, "number") != "number":
+                    raise bad(node, f"has a {of(side, 'number')} operand; arithmetic and minimum/maximum take numbers")
+            return "number"
+        if isinstance(node, (Unary, Bin)):
+            if of(node.operand, "number") != "number":
+                raise bad(node, "takes a number")
+            return "number"
+        if isinstance(node, Cast):
+            if of(node.operand, "bool") != "bool":
+                raise bad(node, "casts a bool to a number; its operand is not a bool")
+            return "number"
+        if isinstance(node, Compare):
+            left = _side_type(node.left, kinds)
+            right = _side_type(node.right, kinds)
+            if left is None and right is None:
+                raise bad(node, "compares two object columns; give one of them a dtype or compare with a literal")
+            t = left or right
+            assert t is not None
+            lt, rt = of(node.left, t), of(node.right, t)
+            if lt != rt:
+                raise bad(node, f"compares a {lt} with a {rt}")
+            if lt == "bool" and node.op not in ("==", "!="):
+                raise bad(node, "orders bools; only .eq() and .ne() compare them")
+            return "bool"
+        if isinstance(node, IsIn):
+            t = node.value_type()
+            if of(node.operand, t) != t:
+                raise bad(node, f"tests a {of(node.operand, t)} against {t} values")
+            return "bool"
+        if isinstance(node, IsNull):
+            inner = _side_type(node.operand, kinds)
+            if inner is None:
+                raise bad(node, "tests an object column for missing values; its type is not public: give the column a dtype")
+            of(node.operand, inner)
+            return "bool"
+        if isinstance(node, (Logic, Not)):
+            for side in node.children():
+                if of(side, "bool") != "bool":
+                    raise bad(node, "takes bools (a comparison, is_in, is_null)")
+            return "bool"
+        raise bad(node, "is not an expression node")  # pragma: no cover
+
+    return of(expr, want)
+
+
+def _side_type(node: Expr, kinds: Mapping[str, ColumnKind]) -> ExprType | None:
+    """The type of a comparison side on its own, ``None`` for a bare object column (it takes the other side's)."""
+    if isinstance(node, Col):
+        kind = kinds[node.name]
+        return None if kind == "object" else kind
+    return expr_type(node, kinds, _OWNER)
+
+
+# --- numpy evaluation --------------------------------------------------------------------------------
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+def _clean(v: FloatArray) -> FloatArray:
+    """Not finite -> missing (NaN), -0.0 -> 0.0 (module docstring)."""
+    out = np.where(np.isfinite(v), v, np.nan)
+    return np.where(out == 0.0, 0.0, out)
+
+
+def evaluate(expr: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: ExprType | None = None) -> FloatArray | tuple[BoolArray, BoolArray] | tuple[npt.NDArray[np.object_], BoolArray]:
+    """The value of ``expr`` on every row of ``data`` (numpy): float64 with NaN for missing, or (values, present) for bool and str.
+
+    ``kinds`` comes from :func:`read_types` (the schema, checked before the charge).
+    """
+    with np.errstate(all="ignore"):
+        return _eval(expr, data, kinds, want if want is not None else expr_type(expr, kinds, _OWNER))
+
+
+def _eval(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: ExprType) -> FloatArray | tuple[BoolArray, BoolArray] | tuple[npt.NDArray[np.object_], BoolArray]:
+    n = data.n_rows
+    if isinstance(node, Col):
+        return _read(data, node.name, want)
+    if isinstance(node, Lit):
+        v = node.value
+        if isinstance(v, bool):
+            return np.full(n, v), np.ones(n, dtype=bool)
+        if isinstance(v, str):
+            return np.full(n, v, dtype=object), np.ones(n, dtype=bool)
+        return np.full(n, v, dtype=np.float64)
+    if isinstance(node, Arith):
+        a, b = _num(node.left, data, kinds), _num(node.right, data, kinds)
+        op = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[node.op]
+        return _clean(op(a, b))
+    if isinstance(node, Unary):
+        a = _num(node.operand, data, kinds)
+        f = {"neg": np.negative, "abs": np.abs, "floor": np.floor, "ceil": np.ceil}[node.op]
+        return _clean(f(a))
+    if isinstance(node, MinMax):
+        a, b = _num(node.left, data, kinds), _num(node.right, data, kinds)
+        pick = a <= b if node.op == "min" else a >= b
+        return np.where(np.isnan(a) | np.isnan(b), np.nan, np.where(pick, a, b))
+    if isinstance(node, Bin):
+        a = _num(node.operand, data, kinds)
+        edges = np.asarray(node.edges, dtype=np.float64)
+        i = np.searchsorted(edges, np.where(np.isnan(a), -np.inf, a), side="right") - 1
+        inside = ~np.isnan(a) & (i >= 0) & (i < len(edges) - 1)
+        return np.where(inside, i, np.nan).astype(np.float64)
+    if isinstance(node, Cast):
+        values, present = _bool(node.operand, data, kinds)
+        return np.where(present, values.astype(np.float64), np.nan)
+    if isinstance(node, Compare):
+        t = _side_type(node.left, kinds) or _side_type(node.right, kinds)
+        assert t is not None
+        op = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}[node.op]
+        if t == "number":
+            a, b = _num(node.left, data, kinds), _num(node.right, data, kinds)
+            present = ~np.isnan(a) & ~np.isnan(b)
+            return np.where(present, op(a, b), False), present
+        sa, pa = _pair(node.left, data, kinds, t)
+        sb, pb = _pair(node.right, data, kinds, t)
+        present = pa & pb
+        out = np.zeros(n, dtype=bool)
+        if present.any():
+            if t == "str":
+                out[present] = op(sa[present].astype(str), sb[present].astype(str))
+            else:
+                out[present] = op(sa[present].astype(bool), sb[present].astype(bool))
+        return out, present
+    if isinstance(node, IsIn):
+        if node.value_type() == "number":
+            a = _num(node.operand, data, kinds)
+            present = ~np.isnan(a)
+            return np.isin(a, np.asarray(node.values, dtype=np.float64)) & present, present
+        s, present = _pair(node.operand, data, kinds, "str")
+        hit = np.zeros(n, dtype=bool)
+        if present.any():
+            hit[present] = np.isin(s[present].astype(str), np.asarray(node.values, dtype=str))
+        return hit, present
+    if isinstance(node, IsNull):
+        t = _side_type(node.operand, kinds)
+        assert t is not None
+        got = _eval(node.operand, data, kinds, t)
+        missing = np.isnan(got) if isinstance(got, np.ndarray) else ~got[1]
+        return (~missing if node.negate else missing), np.ones(n, dtype=bool)
+    if isinstance(node, Logic):
+        av, ap = _bool(node.left, data, kinds)
+        bv, bp = _bool(node.right, data, kinds)
+        a_true, a_false = ap & av, ap & ~av
+        b_true, b_false = bp & bv, bp & ~bv
+        if node.op == "&":
+            false = a_false | b_false
+            true = a_true & b_true
+        else:
+            true = a_true | b_true
+            false = a_false & b_false
+        return true, true | false
+    if isinstance(node, Not):
+        v, p = _bool(node.operand, data, kinds)
+        return ~v & p, p
+    raise InvalidArgument(_OWNER, "node", type(node).__name__, "is not an expression node")  # pragma: no cover
+
+
+def _num(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind]) -> FloatArray:
+    got = _eval(node, data, kinds, "number")
+    assert isinstance(got, np.ndarray)
+    return got
+
+
+def _bool(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind]) -> tuple[BoolArray, BoolArray]:
+    got = _eval(node, data, kinds, "bool")
+    assert isinstance(got, tuple)
+    return got[0].astype(bool), got[1]
+
+
+def _pair(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], t: ExprType) -> tuple[npt.NDArray[np.object_], BoolArray]:
+    got = _eval(node, data, kinds, t)
+    assert isinstance(got, tuple)
+    return got[0].astype(object), got[1]
+
+
+def _read(data: Dataset, name: str, want: ExprType) -> FloatArray | tuple[BoolArray, BoolArray] | tuple[npt.NDArray[np.object_], BoolArray]:
+    if want == "number":
+        return _clean(data.numeric(name))
+    arr = data.column(name)
+    n = len(arr)
+    if want == "bool":
+        if arr.dtype == np.bool_:
+            return arr.astype(bool), np.ones(n, dtype=bool)
+        present = np.fromiter((isinstance(v, (bool, np.bool_)) for v in arr), dtype=bool, count=n)
+        values = np.fromiter((bool(v) if p else False for v, p in zip(arr, present)), dtype=bool, count=n)
+        return values, present
+    if arr.dtype.kind == "U":
+        return arr.astype(object), np.ones(n, dtype=bool)
+    present = np.fromiter((isinstance(v, str) for v in arr), dtype=bool, count=n)
+    return np.where(present, arr, "").astype(object), present

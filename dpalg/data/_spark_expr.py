@@ -1,0 +1,107 @@
+"""Expressions (:mod:`dpalg.data._expr`) as Spark column expressions: the same values, bit for bit, on the executors.
+
+Spark's double arithmetic and comparisons are IEEE (the JVM's ``strictfp``
+semantics); the data policy's steps are written out so that ANSI mode never
+raises: a division by zero is null (the others' ``±inf``/NaN, then missing),
+NaN and ``±inf`` become null and ``-0.0`` becomes ``0.0`` after every numeric
+step; ``floor``/``ceil`` go through ``bigint`` only below ``2**52`` (above it a
+double is already an integer); minimum and maximum are chosen by comparison
+(``least``/``greatest`` skip nulls); ``isin`` of a null is null; ``AND``/``OR``
+are three-valued as in :mod:`dpalg.data._expr`. String comparison is Spark's
+binary (UTF-8 byte) order, which is code point order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dpalg.data._expr import (
+    Arith, Bin, Cast, Col, ColumnKind, Compare, Expr, ExprType, IsIn, IsNull, Lit, Logic, MinMax, Not, Unary, expr_type,
+)  # fmt: skip
+from dpalg.data._spark_types import F, quoted
+
+__all__ = ["spark_expr"]
+
+_BIG = float(2**52)
+
+
+def _clean(x: Any) -> Any:
+    """Not finite (or null) -> null; -0.0 -> 0.0."""
+    bad = F.isnan(x) | (F.abs(x) == F.lit(float("inf")))
+    return F.when(x.isNull() | bad, F.lit(None).cast("double")).when(x == F.lit(0.0), F.lit(0.0)).otherwise(x)
+
+
+def spark_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> Any:
+    """``expr`` as a Spark Column of the given type (double, boolean or string; missing is null)."""
+
+    def side(node: Expr) -> ExprType | None:
+        if isinstance(node, Col):
+            kind = kinds[node.name]
+            return None if kind == "object" else kind
+        return expr_type(node, kinds, "expression")
+
+    def go(node: Expr, want: ExprType) -> Any:
+        if isinstance(node, Col):
+            c = F.col(quoted(node.name))
+            if want == "number":
+                return _clean(c.cast("double"))
+            return c.cast("boolean") if want == "bool" else c.cast("string")
+        if isinstance(node, Lit):
+            v = node.value
+            if isinstance(v, bool):
+                return F.lit(v)
+            if isinstance(v, str):
+                return F.lit(v).cast("string")
+            return F.lit(v).cast("double")
+        if isinstance(node, Arith):
+            a, b = go(node.left, "number"), go(node.right, "number")
+            if node.op == "/":
+                return _clean(F.when(b == F.lit(0.0), F.lit(None).cast("double")).otherwise(a / b))
+            return _clean(a + b if node.op == "+" else a - b if node.op == "-" else a * b)
+        if isinstance(node, Unary):
+            a = go(node.operand, "number")
+            if node.op == "neg":
+                return _clean(-a)
+            if node.op == "abs":
+                return _clean(F.abs(a))
+            rounded = F.floor(a) if node.op == "floor" else F.ceil(a)
+            return _clean(F.when(F.abs(a) >= F.lit(_BIG), a).otherwise(rounded.cast("double")))
+        if isinstance(node, MinMax):
+            a, b = go(node.left, "number"), go(node.right, "number")
+            pick = a <= b if node.op == "min" else a >= b
+            return F.when(a.isNull() | b.isNull(), F.lit(None).cast("double")).when(pick, a).otherwise(b)
+        if isinstance(node, Bin):
+            a = go(node.operand, "number")
+            edges = node.edges
+            chain = F.when(a.isNull(), F.lit(None).cast("double"))
+            for i in range(len(edges) - 1):
+                chain = chain.when((a >= F.lit(edges[i])) & (a < F.lit(edges[i + 1])), F.lit(float(i)))
+            return chain.otherwise(F.lit(None).cast("double"))
+        if isinstance(node, Cast):
+            return go(node.operand, "bool").cast("double")
+        if isinstance(node, Compare):
+            t = side(node.left) or side(node.right)
+            assert t is not None
+            a, b = go(node.left, t), go(node.right, t)
+            ops = {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}
+            return ops[node.op]
+        if isinstance(node, IsIn):
+            t = node.value_type()
+            a = go(node.operand, t)
+            values = [F.lit(v).cast("double") if t == "number" else F.lit(v) for v in node.values]
+            hit = a.isin(values) if values else F.lit(False)
+            return F.when(a.isNull(), F.lit(None).cast("boolean")).otherwise(hit)
+        if isinstance(node, IsNull):
+            t = side(node.operand)
+            assert t is not None
+            a = go(node.operand, t)
+            return a.isNotNull() if node.negate else a.isNull()
+        if isinstance(node, Logic):
+            a, b = go(node.left, "bool"), go(node.right, "bool")
+            return a & b if node.op == "&" else a | b
+        if isinstance(node, Not):
+            return ~go(node.operand, "bool")
+        raise AssertionError(type(node).__name__)  # pragma: no cover - every node type is handled above
+
+    return go(expr, want)
