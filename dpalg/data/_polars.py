@@ -202,7 +202,10 @@ class PolarsSource:
         frame = self.frame_for(*[pl.col(k) for k in kept], *derived, *([] if where is None else [where]))
         if where is not None:
             frame = frame.filter(where)
-        return Dataset.from_source(PolarsSource(frame.select(*[pl.col(k) for k in kept], *derived)))
+        # with_columns, then select by name: a derived value that is the same on every row (all missing, say) is
+        # broadcast to the frame's height; a bare select of such an expression gave one row (polars 2.1)
+        names = [name for name, _ in steps.derive]
+        return Dataset.from_source(PolarsSource(frame.with_columns(*derived).select(*kept, *names)))
 
     @property
     def backend(self) -> BackendInfo:
