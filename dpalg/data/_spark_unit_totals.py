@@ -180,7 +180,7 @@ class _CappedTotals:
         return f"_CappedTotals({self.spec!r})"
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
+        import pyarrow as pa  # type: ignore[import-untyped]
 
         read = list(batches)
         if not read:

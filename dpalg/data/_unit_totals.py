@@ -54,8 +54,10 @@ ROW_LATTICE_LIMIT: Final = 1 << 61
 
 
 def _kind(value: str) -> Literal["count", "sum"]:
-    if value == "count" or value == "sum":
-        return value
+    if value == "count":
+        return "count"
+    if value == "sum":
+        return "sum"
     raise InvalidArgument("UnitTotalSpec", "kind", value, "must be 'count' or 'sum'")
 
 

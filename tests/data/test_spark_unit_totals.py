@@ -94,7 +94,7 @@ def test_answers_equal_numpy_on_adversarial_values(spark: Any, path: str, monkey
 
 def test_string_float_and_empty_ids(spark: Any) -> None:
     secret = bytes(range(32))
-    cases = [
+    cases: list[tuple[str, list[Any]]] = [
         ("id string", ["a", "b", None, "a", "", "é", "a", "b", "A", None] * 3),
         ("id double", [1.0, -0.0, NAN, None, 0.0, 2.5, INF, 1.0, 1.0, 2.5] * 3),
     ]
