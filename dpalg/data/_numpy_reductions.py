@@ -37,7 +37,7 @@ import math
 import sys
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Final, final
+from typing import TYPE_CHECKING, Final, final
 
 import numpy as np
 import numpy.typing as npt
@@ -49,6 +49,9 @@ from dpalg.data._fixed_point import exact_clipped_sum, exact_square_sum, square_
 from dpalg.data._lattice_sums import exact_int_total
 from dpalg.data._keys import Key, key_counts, key_index
 from dpalg.data._reductions import LatticeSum, OrderWindow, Reductions, SumSpec
+
+if TYPE_CHECKING:
+    from dpalg.data._unit_totals import UnitTotals, UnitTotalSpec
 from dpalg.data._user_units import (
     check_unit_clip, check_unit_lattice, clip_rows, per_unit_max, per_unit_row_counts, per_unit_sums, unit_count,
 )  # fmt: skip
@@ -436,6 +439,20 @@ class NumpyReductions:
     def per_unit_row_counts(self, unit: str, column: str | None) -> npt.NDArray[np.int64]:
         ids = self._data.column(unit)
         return np.sort(per_unit_row_counts(ids, None if column is None else self._data.numeric(column)))
+
+    def unit_total_sum(self, spec: UnitTotalSpec, secret: bytes) -> UnitTotals:
+        from dpalg.data._unit_totals import sum_of_totals
+
+        return sum_of_totals(self._unit_totals(spec, secret), spec)
+
+    def unit_totals(self, spec: UnitTotalSpec, secret: bytes) -> npt.NDArray[np.int64]:
+        return np.sort(self._unit_totals(spec, secret))
+
+    def _unit_totals(self, spec: UnitTotalSpec, secret: bytes) -> npt.NDArray[np.int64]:
+        """The users' clamped totals in id order (the user-level mechanisms' reads, in their order)."""
+        from dpalg.data._unit_totals import dataset_unit_totals
+
+        return dataset_unit_totals(self._data, spec, secret)
 
     def per_unit_max(self, unit: str, column: str, lower: float | None, upper: float | None) -> npt.NDArray[np.float64]:
         check_unit_clip("per_unit_max", lower, upper)

@@ -42,13 +42,21 @@ value**, not in the order of the ids, and a zero is ``+0.0``. Every consumer
 cheaply (the driver sorts one number per unit, and never needs the ids, which
 stay on the executors), so a seeded release is bit-identical across backends and
 partitionings.
+
+**Users' bounded totals** (``unit_total_sum``, ``unit_totals``; the user-level
+Laplace/Gaussian count, sum and mean under ``ClipPerUser``, the count under
+``MaxRowsPerUser``, :class:`~dpalg.mechanisms.AutoClipSum`). Each user's exact
+lattice total of their kept rows, clamped (:mod:`dpalg.data._unit_totals`
+defines it, with the numpy answer). ``unit_total_sum`` returns only the exact sum
+of the clamped totals and the number of users; ``unit_totals`` one integer per
+user (ascending), for a mechanism that needs each total.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import attrs
 import numpy as np
@@ -56,6 +64,9 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg.data._keys import Key
+
+if TYPE_CHECKING:
+    from dpalg.data._unit_totals import UnitTotals, UnitTotalSpec
 
 __all__ = ["LatticeSum", "OrderWindow", "Reductions", "SumSpec"]
 
@@ -213,6 +224,17 @@ class Reductions(Protocol):
 
     def per_unit_row_counts(self, unit: str, column: str | None) -> npt.NDArray[np.int64]:
         """Each unit's number of rows, or of present (not missing) numeric values of ``column``; ascending."""
+        ...
+
+    def unit_total_sum(self, spec: UnitTotalSpec, secret: bytes) -> UnitTotals:
+        """``Σ_u`` of the users' clamped totals (exact) and the number of users (:mod:`dpalg.data._unit_totals`).
+
+        ``secret`` keys the row choice under ``spec.max_rows`` (it is never shown).
+        """
+        ...
+
+    def unit_totals(self, spec: UnitTotalSpec, secret: bytes) -> npt.NDArray[np.int64]:
+        """Each user's clamped total (:mod:`dpalg.data._unit_totals`), one per user, ascending."""
         ...
 
     def per_unit_max(self, unit: str, column: str, lower: float | None, upper: float | None) -> npt.NDArray[np.float64]:

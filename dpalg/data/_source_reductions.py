@@ -40,6 +40,7 @@ from dpalg.data._fixed_point import square_term
 from dpalg.data._keys import Key, key_order, normalise_key
 from dpalg.data._numpy_reductions import MAX_COUNTED_GRID_BITS, NumpyReductions, inside_bounds
 from dpalg.data._reductions import LatticeSum, OrderWindow, SumSpec
+from dpalg.data._unit_totals import UnitTotals, UnitTotalSpec
 
 __all__ = [
     "BucketSpan", "GridCells", "SourceReductions", "SumPlan", "WindowBuckets", "bucket_span", "chosen_window",
@@ -154,6 +155,14 @@ class SourceReductions(Generic[S]):
     def unit_count(self, unit: str) -> int:
         kind = self._kind(unit)
         return self._unit_count(unit, kind) if kind in self._KEY_KINDS else self._numpy().unit_count(unit)
+
+    def unit_total_sum(self, spec: UnitTotalSpec, secret: bytes) -> UnitTotals:
+        """The numpy backend's answer on the collected columns (a backend that computes it overrides this)."""
+        return self._numpy().unit_total_sum(spec, secret)
+
+    def unit_totals(self, spec: UnitTotalSpec, secret: bytes) -> npt.NDArray[np.int64]:
+        """The numpy backend's answer on the collected columns (a backend that computes it overrides this)."""
+        return self._numpy().unit_totals(spec, secret)
 
     # -- the backend's hooks ---------------------------------------------------------------
 

@@ -66,7 +66,9 @@ from dpalg.data._reductions import OrderWindow, SumSpec
 from dpalg.data._source_reductions import (
     GridCells, SourceReductions, SumPlan, WindowBuckets, bucket_span, chosen_window, key_candidates, sorted_window,
 )  # fmt: skip
+from dpalg.data import _spark_unit_totals as unit_totals
 from dpalg.data import _spark_units as units
+from dpalg.data._unit_totals import UnitTotals, UnitTotalSpec
 from dpalg.data._spark_types import quoted, spark_kind
 
 if TYPE_CHECKING:
@@ -304,6 +306,27 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         if plan is None:
             return self._numpy().per_unit_row_counts(unit, column)
         return units.unit_row_counts(self._source.frame, plan[0], plan[1])
+
+    def unit_total_sum(self, spec: UnitTotalSpec, secret: bytes) -> UnitTotals:
+        per_unit = self._per_unit_totals(spec, secret)
+        if per_unit is None:
+            return self._numpy().unit_total_sum(spec, secret)
+        return unit_totals.total_sum(per_unit, spec, self.n_rows)
+
+    def unit_totals(self, spec: UnitTotalSpec, secret: bytes) -> npt.NDArray[np.int64]:
+        per_unit = self._per_unit_totals(spec, secret)
+        if per_unit is None:
+            return self._numpy().unit_totals(spec, secret)
+        return unit_totals.totals_collected(per_unit, self.n_rows)
+
+    def _per_unit_totals(self, spec: UnitTotalSpec, secret: bytes) -> Any:
+        """The per-user frame of :mod:`dpalg.data._spark_unit_totals`, or ``None`` when numpy answers."""
+        plan = self._unit_plan(spec.unit, spec.column)
+        if plan is None or spec.k > 900:  # 2**61·2**k may overflow a double beyond: numpy's exact path
+            return None
+        key_kind = units.unit_key_kind(self._source.spark_dtype(spec.unit))
+        assert key_kind is not None
+        return unit_totals.per_unit_totals(self._source.frame, key_kind, plan[1], spec, self.n_rows, secret)
 
     def per_unit_max(self, unit: str, column: str, lower: float | None, upper: float | None) -> npt.NDArray[np.float64]:
         from dpalg.data._user_units import check_unit_clip

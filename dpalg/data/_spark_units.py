@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 else:
     from dpalg.data._spark_types import F  # the lazy proxy: pyspark is imported on first use
 
-__all__ = ["present_values", "unit_key", "unit_key_kind", "unit_max", "unit_row_counts", "unit_sums"]
+__all__ = ["exact_total", "present_values", "unit_key", "unit_key_kind", "unit_max", "unit_row_counts", "unit_sums"]
 
 _LONG_SUM_LIMIT: Final = 1 << 63
 _SPLIT_BITS: Final = 31
@@ -147,17 +147,24 @@ def unit_sums(
     limit = math.ldexp(1.0, 62 + k)
     scaled = F.least(F.greatest(_clipped(x, lower, upper), F.lit(-limit)), F.lit(limit)) * F.lit(math.ldexp(1.0, -k))
     term = F.when(x.isNotNull(), F.rint(scaled).cast("long"))
-    bound = unit_term_bound(lower, upper, k)
-    if n_rows * bound < _LONG_SUM_LIMIT:
-        total = F.coalesce(F.sum(term), F.lit(0))
-    elif n_rows < _SPLIT_ROWS:  # t = h·2**31 + l: two long sums that cannot overflow, recombined per unit
-        high = F.coalesce(F.sum(F.shiftright(term, _SPLIT_BITS)), F.lit(0)).cast("decimal(38,0)")
-        low = F.coalesce(F.sum(term.bitwiseAND(F.lit((1 << _SPLIT_BITS) - 1))), F.lit(0)).cast("decimal(38,0)")
-        total = high * F.lit(1 << _SPLIT_BITS).cast("decimal(38,0)") + low
-    else:
-        total = F.coalesce(F.sum(term.cast("decimal(38,0)")), F.lit(0).cast("decimal(38,0)"))
+    total = exact_total(term, unit_term_bound(lower, upper, k), n_rows)
     clamped = F.least(F.greatest(total, F.lit(0)), F.lit(_TOTAL_LIMIT)).cast("long")
     return lattice_totals_to_float(_per_unit(frame, key, clamped, np.int64), k)  # monotone: still ascending
+
+
+def exact_total(term: Column, bound: int, n_rows: int) -> Column:
+    """The exact sum of a group's ``long`` terms with ``|t| <= bound`` (0 for a group without one); module docstring.
+
+    A ``long`` sum when ``n_rows·bound < 2**63``; else the split sums recombined
+    in ``decimal(38,0)`` (``n_rows < 2**32``); else a ``decimal(38,0)`` sum.
+    """
+    if n_rows * bound < _LONG_SUM_LIMIT:
+        return F.coalesce(F.sum(term), F.lit(0))
+    if n_rows < _SPLIT_ROWS:  # t = h·2**31 + l: two long sums that cannot overflow, recombined per unit
+        high = F.coalesce(F.sum(F.shiftright(term, _SPLIT_BITS)), F.lit(0)).cast("decimal(38,0)")
+        low = F.coalesce(F.sum(term.bitwiseAND(F.lit((1 << _SPLIT_BITS) - 1))), F.lit(0)).cast("decimal(38,0)")
+        return high * F.lit(1 << _SPLIT_BITS).cast("decimal(38,0)") + low
+    return F.coalesce(F.sum(term.cast("decimal(38,0)")), F.lit(0).cast("decimal(38,0)"))
 
 
 def unit_row_counts(frame: Any, key: Column, x: Column | None) -> npt.NDArray[np.int64]:

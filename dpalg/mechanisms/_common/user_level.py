@@ -26,15 +26,16 @@ user", who adds at most ``values_per_user`` values of the bounded range.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Final
+from typing import Final, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
-from dpalg.data import Dataset, Relation, keyed_hashes, per_unit_lattice_sums, select_keys, select_rows, unit_index
+from dpalg.data import Dataset, Relation
+from dpalg.data._unit_totals import UnitTotalSpec, dataset_unit_totals, kept_unit_rows, row_lattice_terms
 from dpalg.mechanisms._common.params import floor_log2
-from dpalg.noise import AbstractRandomness, prf_secret, round_to_lattice
+from dpalg.noise import AbstractRandomness, prf_secret
 from dpalg.noise._fixed_point import lattice_bounds
 from dpalg.queries import Query, clip_inside
 
@@ -44,13 +45,11 @@ __all__ = [
     "kept_rows",
     "lattice_terms",
     "row_view",
+    "unit_total_spec",
     "unit_values",
     "user_lattice_totals",
     "values_per_user",
 ]
-
-#: rows are clamped to this many lattice steps before a per-user total (public; see :func:`lattice_terms`)
-ROW_LATTICE_LIMIT: Final = 1 << 61
 
 _BOUND_HINT = (
     "bound each user's contribution: | ClipPerUser(lower, upper) (clips each user's total), "
@@ -143,7 +142,7 @@ def _present(query: Query, data: Dataset) -> npt.NDArray[np.bool_]:
 
 
 def kept_rows(query: Query, data: Dataset, secret: bytes) -> tuple[int, npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
-    """The rows a user-level statistic reads, after the caps.
+    """The rows a user-level statistic reads, after the caps (:func:`dpalg.data._unit_totals.kept_unit_rows`).
 
     Args:
         query: a user-level query (``user`` set).
@@ -157,47 +156,24 @@ def kept_rows(query: Query, data: Dataset, secret: bytes) -> tuple[int, npt.NDAr
     """
     assert query.user is not None
     ids = data.column(query.user)
-    n_units, codes = unit_index(ids, owner="user-level query")
-    keep = _present(query, data) & (codes >= 0)
+    present = _present(query, data)
     if query.max_rows is None and query.max_keys is None:
-        return n_units, codes, keep
-    rows = np.flatnonzero(keep)
-    sub_codes = codes[rows]
-    unit_hash = keyed_hashes(ids[rows], secret)
-    if query.column is None:
-        content = np.zeros(rows.size, dtype=np.uint64)
-    else:
-        content = keyed_hashes(data.column(query.column)[rows], secret)
-    chosen = np.ones(rows.size, dtype=np.bool_)
+        return kept_unit_rows(ids, present, None, secret, max_rows=None)
+    content = None if query.column is None else data.column(query.column)
+    key_cap = None
     if query.max_keys is not None and query.rows_per_key is not None:
         assert query.column is not None
         if query.keys is not None:
-            key_codes = data.key_codes(query.column, query.keys)[rows]
+            key_codes = data.key_codes(query.column, query.keys)
         else:
-            key_codes = data.key_index(query.column)[1][rows]
-        chosen &= select_keys(sub_codes, n_units, unit_hash, key_codes, content, query.max_keys, query.rows_per_key, secret)
-    if query.max_rows is not None:
-        # the row cap acts on the rows that survived the key cap (a function of the user's rows again)
-        capped = np.zeros(rows.size, dtype=np.bool_)
-        idx = np.flatnonzero(chosen)
-        capped[idx] = select_rows(sub_codes[idx], n_units, unit_hash[idx], content[idx], query.max_rows, secret)
-        chosen = capped
-    out = np.zeros(data.n_rows, dtype=np.bool_)
-    out[rows[chosen]] = True
-    return n_units, codes, out
+            key_codes = data.key_index(query.column)[1]
+        key_cap = (key_codes, query.max_keys, query.rows_per_key)
+    return kept_unit_rows(ids, present, content, secret, max_rows=query.max_rows, key_cap=key_cap)
 
 
 def lattice_terms(values: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.int64]:
-    """Each value rounded (half-even) to the lattice ``2**k``, after clamping to ±2**61 steps.
-
-    The clamp is public and per row, so it keeps every per-user total a
-    function of that user's rows; at the automatic lattice it lies about 2**41
-    noise scales out, far beyond any clip a user would set.
-    """
-    limit = float(ROW_LATTICE_LIMIT) * 2.0**k if k > -1000 else 0.0
-    clipped = np.clip(values, -limit, limit) if limit > 0 else np.zeros_like(values)
-    terms = round_to_lattice(clipped, k)
-    return np.clip(terms.astype(np.int64), -ROW_LATTICE_LIMIT, ROW_LATTICE_LIMIT)
+    """Each value rounded (half-even) to the lattice ``2**k``, after clamping to ±2**61 steps (:func:`~dpalg.data._unit_totals.row_lattice_terms`)."""
+    return row_lattice_terms(values, k)
 
 
 def row_values(query: Query, data: Dataset, keep: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
@@ -216,20 +192,42 @@ def total_bounds(query: Query, k: int) -> tuple[int, int]:
     return lattice_bounds(query.user_lower, query.user_upper, k, "ClipPerUser")
 
 
+def unit_total_spec(query: Query, k: int) -> UnitTotalSpec | None:
+    """What a user-level query totals per user (static), or ``None`` for a query read row by row.
+
+    ``| ClipPerUser(L, U)``: each user's kept rows (a count: 1 each; any other
+    kind: the row-clipped value on the lattice ``2**k``), the total clamped to
+    :func:`total_bounds`. ``Query.count(user=…) | MaxRowsPerUser(r)`` alone: each
+    user's kept rows, at most ``r``, so the clamp ``[0, r]`` changes nothing and
+    the sum of the totals is the number of kept rows. ``None``: a histogram, a
+    key cap, or a sum or mean capped by rows alone (read row by row).
+    """
+    if query.user is None or query.max_keys is not None or query.kind in ("histogram", "user_count"):
+        return None
+    kind: Literal["count", "sum"] = "count" if query.kind == "count" else "sum"
+    if query.per_user_totals:
+        lo, hi = total_bounds(query, k)
+    elif kind == "count" and query.max_rows is not None:
+        lo, hi = 0, query.max_rows
+    else:
+        return None
+    clipped = kind == "sum" and query.lower is not None and query.upper is not None
+    return UnitTotalSpec(
+        query.user, query.column, kind, k, lo, hi,
+        query.lower if clipped else None, query.upper if clipped else None, query.max_rows,
+    )  # fmt: skip
+
+
 def user_lattice_totals(query: Query, data: Dataset, k: int, secret: bytes) -> npt.NDArray[np.int64]:
-    """Each user's total on the lattice ``2**k``, clamped to the per-user clip (one entry per user).
+    """Each user's total on the lattice ``2**k``, clamped to the per-user clip (one entry per user, in id order).
 
     A count totals the user's kept rows (``k = 0``); a sum totals their kept,
     row-clipped values rounded to the lattice. The total is exact and clamped to
     :func:`total_bounds`; a user with no kept row has total 0, clamped too.
     """
-    n_units, codes, keep = kept_rows(query, data, secret)
-    lo, hi = total_bounds(query, k)
-    if query.kind == "count":
-        terms = np.ones(int(np.count_nonzero(keep)), dtype=np.int64)
-    else:
-        terms = lattice_terms(row_values(query, data, keep), k)
-    return per_unit_lattice_sums(codes[keep], n_units, terms, lo, hi)
+    spec = unit_total_spec(query, k)
+    assert spec is not None and query.per_user_totals
+    return dataset_unit_totals(data, spec, secret)
 
 
 def total_sensitivity(query: Query, k: int) -> int:

@@ -59,13 +59,13 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
-from dpalg.data import Dataset, Neighbouring, exact_int_total, per_unit_lattice_sums, unit_index
+from dpalg.data import Dataset, Neighbouring, as_reductions, exact_int_total
+from dpalg.data._unit_totals import UnitTotalSpec
 from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.mechanisms._common.accuracy import up_text
 from dpalg.graph._node import ABSENT_IN_CERTIFICATE, AbstractPrimitive, PrivacyClaim
 from dpalg.measures import PureDP
 from dpalg.mechanisms._common.params import floor_log2, positive_param, unit_interval_param
-from dpalg.mechanisms._common.user_level import lattice_terms, row_values
 from dpalg.noise import AbstractRandomness, discrete_laplace, sample_exp_weights
 from dpalg.noise._tails import laplace_tail_quantile
 from dpalg.queries import Query
@@ -282,15 +282,21 @@ class AutoClipSum(AbstractPrimitive[PureDP]):
         return auto_clip_accuracy(self, alpha, clip)
 
     def totals(self, data: Dataset) -> npt.NDArray[np.int64]:
-        """Each user's total in lattice units of ``2**lattice_k()``, clamped to ``[0, upper_limit]`` (not private)."""
+        """Each user's total in lattice units of ``2**lattice_k()``, clamped to ``[0, upper_limit]``, ascending (not private).
+
+        Read through the reductions seam (:meth:`~dpalg.data.Reductions.unit_totals`):
+        on a Spark frame the totals are computed on the executors and only one
+        integer per user reaches the driver.
+        """
         assert self.query.user is not None and self.query.column is not None
-        n_units, codes = unit_index(data.column(self.query.user), owner="AutoClipSum")
-        values = data.numeric(self.query.column)
-        keep = (codes >= 0) & ~np.isnan(values)
         k = self.lattice_k()
         top = int(self.upper_limit / Fraction(2) ** k)  # floor: the clamp stays within upper_limit
-        terms = lattice_terms(row_values(self.query, data, keep), k)
-        return per_unit_lattice_sums(codes[keep], n_units, terms, 0, top)
+        clipped = self.query.lower is not None and self.query.upper is not None
+        spec = UnitTotalSpec(
+            self.query.user, self.query.column, "sum", k, 0, top,
+            self.query.lower if clipped else None, self.query.upper if clipped else None,
+        )  # fmt: skip
+        return as_reductions(data).unit_totals(spec, bytes(32))  # no row cap: the key is never read
 
     def clip_scores(self, totals: npt.NDArray[np.int64]) -> list[Fraction]:
         """The score of every candidate (lower is better): ``max(#{u : T_u > C_j} − r, 0) + (2/ε₁)·(J·s − j)/s``.

@@ -28,7 +28,7 @@ from fractions import Fraction
 import attrs
 import numpy as np
 
-from dpalg.data import Dataset, exact_int_total
+from dpalg.data import Dataset, as_reductions
 from dpalg.mechanisms._common.params import floor_log2
 from dpalg.mechanisms._common.user_level import (
     histogram_sensitivity,
@@ -36,7 +36,7 @@ from dpalg.mechanisms._common.user_level import (
     row_values,
     total_bounds,
     total_sensitivity,
-    user_lattice_totals,
+    unit_total_spec,
     values_per_user,
 )
 from dpalg.noise import exact_clipped_sum
@@ -120,27 +120,31 @@ def user_noise_terms(
         counts = np.bincount(codes[codes >= 0], minlength=len(query.keys)).tolist()
         return [term(str(key), int(c), Fraction(l1), Fraction(l2sq), one, 0) for key, c in zip(query.keys, counts)]
     if query.kind == "count":
+        spec = unit_total_spec(query, 0)
         if query.per_user_totals:
-            totals = user_lattice_totals(query, data, 0, secret)
-            lo, hi = total_bounds(query, 0)
+            assert spec is not None
+            total = as_reductions(data).unit_total_sum(spec, secret).total
             delta = Fraction(total_sensitivity(query, 0))
-            return [term("count", exact_int_total(totals, max(abs(lo), abs(hi))), delta, delta * delta, one, 0)]
+            return [term("count", total, delta, delta * delta, one, 0)]
         r = Fraction(values_per_user(query))
+        if spec is not None:  # each user's kept rows, at most r: their sum is the number of kept rows
+            return [term("count", as_reductions(data).unit_total_sum(spec, secret).total, r, r * r, one, 0)]
         _, _, keep = kept_rows(query, data, secret)
         return [term("count", int(np.count_nonzero(keep)), r, r * r, one, 0)]
     share = one if query.kind == "sum" else Fraction(1, 2)
     k = granularity if granularity is not None else auto_k(max(_real_sensitivity(query), Fraction(1, 2**60)) / (budget * share))
     if query.per_user_totals:
-        totals = user_lattice_totals(query, data, k, secret)
+        spec = unit_total_spec(query, k)
+        assert spec is not None
+        totals = as_reductions(data).unit_total_sum(spec, secret)  # on the executors for a Spark frame
         lo, hi = total_bounds(query, k)
-        bound = max(abs(lo), abs(hi))
         if query.kind == "sum":
             delta = Fraction(total_sensitivity(query, k))
-            return [term("sum", exact_int_total(totals, bound), delta, delta * delta, share, k)]
+            return [term("sum", totals.total, delta, delta * delta, share, k)]
         # mean over users: each user adds one clamped total in [lo, hi] and 1 to the count
         _, _, centre = lattice_centre(*mean_bounds(query), k)
-        n_users = int(totals.size)
-        centred = exact_int_total(totals, bound) - n_users * centre
+        n_users = totals.units
+        centred = totals.total - n_users * centre
         half = Fraction(max(centre - lo, hi - centre))
         return [term("centred_sum", centred, half, half * half, share, k), term("count", n_users, one, one, share, 0)]
     # k kept rows per user, each clipped to [l, u]

@@ -1,0 +1,248 @@
+"""Users' bounded totals: the per-user questions of the user-level Laplace/Gaussian and AutoClipSum releases.
+
+A user-level count, sum or mean under :class:`~dpalg.ClipPerUser` (and the count
+under :class:`~dpalg.MaxRowsPerUser`) reads the data through one object, a
+:class:`UnitTotalSpec`: each user's exact lattice total of their (kept) rows,
+clamped to ``[lower, upper]``. The reductions seam answers two questions about
+those totals (:meth:`~dpalg.data.Reductions.unit_total_sum` and
+:meth:`~dpalg.data.Reductions.unit_totals`); this module holds the numpy
+answer, which every other backend reproduces bit for bit:
+
+1. **rows.** A row counts when its id is present (a missing id is nobody's row)
+   and, for a sum or a count of a column, its value is present (not NaN).
+   Under ``max_rows = r`` each user keeps ``r`` of those rows, chosen by the keyed
+   priority of :func:`~dpalg.data.select_rows` (a function of the secret and that
+   user's multiset of rows only): :func:`kept_unit_rows`.
+2. **terms.** A count's term is 1. A sum's term is the value clipped to the row
+   clip's floats from inside (``np.clip(np.clip(x, float(l), float(u)), lo_in, hi_in)``,
+   what :func:`dpalg.queries.clip_inside` does), clamped to ``±2**61`` lattice
+   steps and rounded half-even to the lattice ``2**k``: :func:`row_lattice_terms`.
+3. **totals.** Each user's exact integer total, clamped to ``[lower, upper]``
+   (:func:`~dpalg.data.per_unit_lattice_sums`; a user whose values are all
+   missing has total 0, clamped too).
+
+Every step is a function of one user's rows, so a user's total depends on
+nothing else (the row order, the partitioning, the other users): the argument
+that lets the Spark backend compute it on the executors, one user group at a
+time, and still agree with this code bit for bit.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Final, Literal
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from dpalg._errors import InvalidArgument
+from dpalg.data._dataset import Dataset
+from dpalg.data._fixed_point import round_to_lattice
+from dpalg.data._lattice_sums import TERM_LIMIT, exact_int_total, per_unit_lattice_sums
+from dpalg.data._numpy_reductions import inside_bounds
+from dpalg.data._row_choice import keyed_hashes, select_keys, select_rows
+from dpalg.data._user_units import unit_index
+
+__all__ = [
+    "ROW_LATTICE_LIMIT", "UnitTotalSpec", "UnitTotals", "dataset_unit_totals", "kept_unit_rows", "numpy_unit_totals",
+    "row_lattice_terms", "sum_of_totals",
+]  # fmt: skip
+
+#: rows are clamped to this many lattice steps before a per-user total (public; see :func:`row_lattice_terms`)
+ROW_LATTICE_LIMIT: Final = 1 << 61
+
+
+def _kind(value: str) -> Literal["count", "sum"]:
+    if value == "count":
+        return "count"
+    if value == "sum":
+        return "sum"
+    raise InvalidArgument("UnitTotalSpec", "kind", value, "must be 'count' or 'sum'")
+
+
+def _bound(value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > TERM_LIMIT:
+        raise InvalidArgument("UnitTotalSpec", "lower/upper", value, "must be an int with |bound| <= 2**62 (lattice units)")
+    return value
+
+
+def _lattice(value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not -1000 <= value <= 1000:
+        raise InvalidArgument("UnitTotalSpec", "k", value, "must be an int in [-1000, 1000]")
+    return value
+
+
+def _cap(value: int | None) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise InvalidArgument("UnitTotalSpec", "max_rows", value, "must be None or an int >= 1")
+    return value
+
+
+@attrs.frozen
+class UnitTotalSpec:
+    """Each user's bounded total (module docstring): what the users' rows add up to, on the lattice ``2**k``.
+
+    Attributes:
+        unit: the id column.
+        column: the value column (``None``: a count of rows).
+        kind: ``"count"`` (each kept row is 1) or ``"sum"`` (each kept value's lattice term).
+        k: the lattice exponent (0 for a count).
+        lower, upper: the clamp of each user's total, in lattice units.
+        row_lower, row_upper: the row clip of a sum (both or neither).
+        max_rows: keep at most this many rows per user (the keyed choice), or ``None``.
+
+    Examples:
+        >>> UnitTotalSpec("uid", "x", "sum", -10, 0, 1024)
+        UnitTotalSpec(unit='uid', column='x', kind='sum', k=-10, lower=0, upper=1024, row_lower=None, row_upper=None, max_rows=None)
+    """
+
+    unit: str
+    column: str | None
+    kind: Literal["count", "sum"] = attrs.field(converter=_kind)
+    k: int = attrs.field(converter=_lattice)
+    lower: int = attrs.field(converter=_bound)
+    upper: int = attrs.field(converter=_bound)
+    row_lower: Fraction | None = None
+    row_upper: Fraction | None = None
+    max_rows: int | None = attrs.field(default=None, converter=_cap)
+
+    def __attrs_post_init__(self) -> None:
+        if self.lower > self.upper:
+            raise InvalidArgument("UnitTotalSpec", "lower", self.lower, f"must be <= upper={self.upper}")
+        if self.kind == "sum" and self.column is None:
+            raise InvalidArgument("UnitTotalSpec", "column", None, "a sum needs a value column")
+        if (self.row_lower is None) != (self.row_upper is None):
+            raise InvalidArgument("UnitTotalSpec", "row_lower", self.row_lower, "row_lower and row_upper go together")
+        if self.row_lower is not None and self.row_upper is not None and self.row_lower > self.row_upper:
+            raise InvalidArgument("UnitTotalSpec", "row_lower", self.row_lower, f"must be <= row_upper={self.row_upper}")
+
+    @property
+    def total_bound(self) -> int:
+        """The largest ``|clamped total|`` (public): ``max(|lower|, |upper|)``."""
+        return max(abs(self.lower), abs(self.upper))
+
+    def row_clip(self) -> tuple[float, float, float, float] | None:
+        """``(float(l), float(u), lo_in, hi_in)``: the nearest floats of the row clip, then the floats inside it."""
+        if self.row_lower is None or self.row_upper is None:
+            return None
+        lo_in, hi_in = inside_bounds(self.row_lower, self.row_upper)
+        return float(self.row_lower), float(self.row_upper), lo_in, hi_in
+
+
+@attrs.frozen
+class UnitTotals:
+    """The answer of :meth:`~dpalg.data.Reductions.unit_total_sum`: ``Σ_u`` clamped total, and the number of users."""
+
+    total: int
+    units: int
+
+
+def row_lattice_terms(values: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.int64]:
+    """Each value rounded (half-even) to the lattice ``2**k``, after clamping to ±2**61 steps.
+
+    The clamp is public and per row, so it keeps every per-user total a
+    function of that user's rows; at the automatic lattice it lies about 2**41
+    noise scales out, far beyond any clip a user would set.
+
+    Examples:
+        >>> row_lattice_terms(np.array([1.5, -2.5, float("inf")]), -1).tolist()
+        [3, -5, 2305843009213693952]
+    """
+    limit = float(ROW_LATTICE_LIMIT) * 2.0**k if k > -1000 else 0.0
+    clipped = np.clip(values, -limit, limit) if limit > 0 else np.zeros_like(values)
+    terms = round_to_lattice(clipped, k)
+    return np.clip(terms.astype(np.int64), -ROW_LATTICE_LIMIT, ROW_LATTICE_LIMIT)
+
+
+def kept_unit_rows(
+    ids: npt.NDArray[np.generic],
+    present: npt.NDArray[np.bool_],
+    content: npt.NDArray[np.generic] | None,
+    secret: bytes,
+    *,
+    max_rows: int | None,
+    key_cap: tuple[npt.NDArray[np.intp], int, int] | None = None,
+) -> tuple[int, npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
+    """The rows a user-level statistic reads, after the caps: ``(n_units, unit_codes, keep)``.
+
+    Args:
+        ids: the id column.
+        present: the rows whose value the statistic reads.
+        content: the column whose keyed hash is a row's content (``None``: every row alike).
+        secret: the key of the row choice (:func:`dpalg.noise.prf_secret`).
+        max_rows: the row cap, or ``None``.
+        key_cap: ``(key_codes, max_keys, rows_per_key)`` of a histogram's key cap, or ``None``.
+
+    A row is kept only when its id and value are present and it survives the
+    caps (the key cap first, then the row cap on the rows that survived it:
+    a function of the user's rows again).
+    """
+    n_units, codes = unit_index(ids, owner="user-level query")
+    keep = present & (codes >= 0)
+    if max_rows is None and key_cap is None:
+        return n_units, codes, keep
+    rows = np.flatnonzero(keep)
+    sub_codes = codes[rows]
+    unit_hash = keyed_hashes(ids[rows], secret)
+    hashes = np.zeros(rows.size, dtype=np.uint64) if content is None else keyed_hashes(content[rows], secret)
+    chosen = np.ones(rows.size, dtype=np.bool_)
+    if key_cap is not None:
+        key_codes, max_keys, rows_per_key = key_cap
+        chosen &= select_keys(sub_codes, n_units, unit_hash, key_codes[rows], hashes, max_keys, rows_per_key, secret)
+    if max_rows is not None:
+        capped = np.zeros(rows.size, dtype=np.bool_)
+        idx = np.flatnonzero(chosen)
+        capped[idx] = select_rows(sub_codes[idx], n_units, unit_hash[idx], hashes[idx], max_rows, secret)
+        chosen = capped
+    out = np.zeros(ids.shape[0], dtype=np.bool_)
+    out[rows[chosen]] = True
+    return n_units, codes, out
+
+
+def numpy_unit_totals(
+    ids: npt.NDArray[np.generic],
+    numeric: npt.NDArray[np.float64] | None,
+    content: npt.NDArray[np.generic] | None,
+    spec: UnitTotalSpec,
+    secret: bytes,
+) -> npt.NDArray[np.int64]:
+    """Each user's clamped total (module docstring), in the order of the users' ids.
+
+    Args:
+        ids: the id column.
+        numeric: the value column as float64 (NaN: missing), or ``None`` for a count of rows.
+        content: the value column as it is (its keyed hash is a row's content under ``max_rows``), or ``None``.
+        spec: what to total.
+        secret: the key of the row choice (read only under ``max_rows``).
+
+    Examples:
+        >>> spec = UnitTotalSpec("u", "x", "sum", 0, 0, 5)
+        >>> numpy_unit_totals(np.array(["a", "b", "a"], dtype=object), np.array([2.0, 9.0, 1.5]), None, spec, bytes(32)).tolist()
+        [4, 5]
+    """
+    present = np.ones(ids.shape[0], dtype=np.bool_) if numeric is None else ~np.isnan(numeric)
+    n_units, codes, keep = kept_unit_rows(ids, present, content, secret, max_rows=spec.max_rows)
+    if spec.kind == "count":
+        terms = np.ones(int(np.count_nonzero(keep)), dtype=np.int64)
+    else:
+        assert numeric is not None
+        vals = numeric[keep]
+        clip = spec.row_clip()
+        if clip is not None:
+            vals = np.clip(np.clip(vals, clip[0], clip[1]), clip[2], clip[3])
+        terms = row_lattice_terms(vals, spec.k)
+    return per_unit_lattice_sums(codes[keep], n_units, terms, spec.lower, spec.upper)
+
+
+def dataset_unit_totals(data: Dataset, spec: UnitTotalSpec, secret: bytes) -> npt.NDArray[np.int64]:
+    """:func:`numpy_unit_totals` on a dataset's columns (read in this order: ids, values, values as they are)."""
+    ids = data.column(spec.unit)
+    numeric = None if spec.column is None else data.numeric(spec.column)
+    content = None if spec.column is None or spec.max_rows is None else data.column(spec.column)
+    return numpy_unit_totals(ids, numeric, content, spec, secret)
+
+
+def sum_of_totals(totals: npt.NDArray[np.int64], spec: UnitTotalSpec) -> UnitTotals:
+    """``Σ_u`` total (exact) and the number of users."""
+    return UnitTotals(exact_int_total(totals, spec.total_bound), int(totals.size))
