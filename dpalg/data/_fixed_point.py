@@ -29,6 +29,7 @@ lies in ``[0, Q]`` with ``Q = q`` at ``|t - c| = H = max(c - L, U - c)``
 from __future__ import annotations
 
 import math
+import sys
 from fractions import Fraction
 from typing import Final, Literal
 
@@ -40,7 +41,7 @@ from dpalg._numbers import fraction_ceil, fraction_floor, to_fraction
 
 __all__ = [
     "clipped_lattice_terms", "clipped_sum_sensitivity", "exact_clipped_sum", "exact_square_sum", "lattice_bounds",
-    "round_to_lattice", "square_term", "square_term_bound", "square_terms",
+    "round_to_lattice", "square_term", "square_term_bound", "square_terms", "inside_bounds",
 ]  # fmt: skip
 
 _INT64_MAX = (1 << 63) - 1
@@ -308,3 +309,29 @@ def clipped_sum_sensitivity(
     if relation == "substitution":
         return (max(hi_u, 0) - min(lo_u, 0)) * step
     raise InvalidArgument(owner, "relation", relation, "must be 'add_remove' or 'substitution'")
+
+
+def _float_or_huge(x: Fraction) -> float:
+    """``float(x)``, or the largest float of x's sign beyond the float range (a clip that wide clips nothing finite)."""
+    try:
+        return float(x)
+    except OverflowError:
+        return -sys.float_info.max if x < 0 else sys.float_info.max
+
+
+def inside_bounds(lower: Fraction, upper: Fraction) -> tuple[float, float]:
+    """The floats nearest ``[lower, upper]`` from inside (what :func:`dpalg.queries.clip_inside` clips to).
+
+    Examples:
+        >>> inside_bounds(Fraction(1, 10), Fraction(1, 2))
+        (0.1, 0.5)
+        >>> inside_bounds(Fraction(0), Fraction(1, 10))[1] < 0.1  # float(0.1) lies above 1/10
+        True
+    """
+    lo = _float_or_huge(lower)
+    if Fraction(lo) < lower:
+        lo = float(np.nextafter(lo, np.inf))
+    hi = _float_or_huge(upper)
+    if Fraction(hi) > upper:
+        hi = float(np.nextafter(hi, -np.inf))
+    return lo, hi

@@ -34,7 +34,6 @@ missing value, as for plain sums.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Final, final
@@ -48,10 +47,11 @@ from dpalg.data._dataset import Dataset, register_in_memory_reductions
 from dpalg.data._fixed_point import exact_clipped_sum, exact_square_sum, square_term, square_terms
 from dpalg.data._lattice_sums import exact_int_total
 from dpalg.data._keys import Key, key_counts, key_index
+from dpalg.data._fixed_point import inside_bounds
 from dpalg.data._reductions import LatticeSum, OrderWindow, Reductions, SumSpec
 
 if TYPE_CHECKING:
-    from dpalg.data._unit_totals import UnitTotals, UnitTotalSpec
+    from dpalg.data._unit_spec import UnitTotals, UnitTotalSpec
 from dpalg.data._user_units import (
     check_unit_clip, check_unit_lattice, clip_rows, per_unit_max, per_unit_row_counts, per_unit_sums, unit_count,
 )  # fmt: skip
@@ -68,32 +68,6 @@ _INT64_MAX: Final = (1 << 63) - 1
 _SQUARE_INT64: Final = 1 << 31
 #: the largest grid counted with bincount (larger grids sort the present values)
 MAX_COUNTED_GRID_BITS: Final = 24
-
-
-def _float_or_huge(x: Fraction) -> float:
-    """``float(x)``, or the largest float of x's sign beyond the float range (a clip that wide clips nothing finite)."""
-    try:
-        return float(x)
-    except OverflowError:
-        return -sys.float_info.max if x < 0 else sys.float_info.max
-
-
-def inside_bounds(lower: Fraction, upper: Fraction) -> tuple[float, float]:
-    """The floats nearest ``[lower, upper]`` from inside (what :func:`dpalg.queries.clip_inside` clips to).
-
-    Examples:
-        >>> inside_bounds(Fraction(1, 10), Fraction(1, 2))
-        (0.1, 0.5)
-        >>> inside_bounds(Fraction(0), Fraction(1, 10))[1] < 0.1  # float(0.1) lies above 1/10
-        True
-    """
-    lo = _float_or_huge(lower)
-    if Fraction(lo) < lower:
-        lo = float(np.nextafter(lo, np.inf))
-    hi = _float_or_huge(upper)
-    if Fraction(hi) > upper:
-        hi = float(np.nextafter(hi, -np.inf))
-    return lo, hi
 
 
 def _blocks(x: npt.NDArray[np.float64], size: int | None = None) -> list[npt.NDArray[np.float64]]:

@@ -66,7 +66,7 @@ from dpalg._errors import InvalidArgument
 from dpalg.data._keys import Key
 
 if TYPE_CHECKING:
-    from dpalg.data._unit_totals import UnitTotals, UnitTotalSpec
+    from dpalg.data._unit_spec import UnitTotals, UnitTotalSpec
 
 __all__ = ["LatticeSum", "OrderWindow", "Reductions", "SumSpec"]
 

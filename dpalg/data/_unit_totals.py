@@ -29,19 +29,16 @@ time, and still agree with this code bit for bit.
 
 from __future__ import annotations
 
-from fractions import Fraction
-from typing import Final, Literal
+from typing import Final
 
-import attrs
 import numpy as np
 import numpy.typing as npt
 
-from dpalg._errors import InvalidArgument
 from dpalg.data._dataset import Dataset
 from dpalg.data._fixed_point import round_to_lattice
-from dpalg.data._lattice_sums import TERM_LIMIT, exact_int_total, per_unit_lattice_sums
-from dpalg.data._numpy_reductions import inside_bounds
+from dpalg.data._lattice_sums import exact_int_total, per_unit_lattice_sums
 from dpalg.data._row_choice import keyed_hashes, select_keys, select_rows
+from dpalg.data._unit_spec import UnitTotals, UnitTotalSpec
 from dpalg.data._user_units import unit_index
 
 __all__ = [
@@ -51,91 +48,6 @@ __all__ = [
 
 #: rows are clamped to this many lattice steps before a per-user total (public; see :func:`row_lattice_terms`)
 ROW_LATTICE_LIMIT: Final = 1 << 61
-
-
-def _kind(value: str) -> Literal["count", "sum"]:
-    if value == "count":
-        return "count"
-    if value == "sum":
-        return "sum"
-    raise InvalidArgument("UnitTotalSpec", "kind", value, "must be 'count' or 'sum'")
-
-
-def _bound(value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > TERM_LIMIT:
-        raise InvalidArgument("UnitTotalSpec", "lower/upper", value, "must be an int with |bound| <= 2**62 (lattice units)")
-    return value
-
-
-def _lattice(value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not -1000 <= value <= 1000:
-        raise InvalidArgument("UnitTotalSpec", "k", value, "must be an int in [-1000, 1000]")
-    return value
-
-
-def _cap(value: int | None) -> int | None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise InvalidArgument("UnitTotalSpec", "max_rows", value, "must be None or an int >= 1")
-    return value
-
-
-@attrs.frozen
-class UnitTotalSpec:
-    """Each user's bounded total (module docstring): what the users' rows add up to, on the lattice ``2**k``.
-
-    Attributes:
-        unit: the id column.
-        column: the value column (``None``: a count of rows).
-        kind: ``"count"`` (each kept row is 1) or ``"sum"`` (each kept value's lattice term).
-        k: the lattice exponent (0 for a count).
-        lower, upper: the clamp of each user's total, in lattice units.
-        row_lower, row_upper: the row clip of a sum (both or neither).
-        max_rows: keep at most this many rows per user (the keyed choice), or ``None``.
-
-    Examples:
-        >>> UnitTotalSpec("uid", "x", "sum", -10, 0, 1024)
-        UnitTotalSpec(unit='uid', column='x', kind='sum', k=-10, lower=0, upper=1024, row_lower=None, row_upper=None, max_rows=None)
-    """
-
-    unit: str
-    column: str | None
-    kind: Literal["count", "sum"] = attrs.field(converter=_kind)
-    k: int = attrs.field(converter=_lattice)
-    lower: int = attrs.field(converter=_bound)
-    upper: int = attrs.field(converter=_bound)
-    row_lower: Fraction | None = None
-    row_upper: Fraction | None = None
-    max_rows: int | None = attrs.field(default=None, converter=_cap)
-
-    def __attrs_post_init__(self) -> None:
-        if self.lower > self.upper:
-            raise InvalidArgument("UnitTotalSpec", "lower", self.lower, f"must be <= upper={self.upper}")
-        if self.kind == "sum" and self.column is None:
-            raise InvalidArgument("UnitTotalSpec", "column", None, "a sum needs a value column")
-        if (self.row_lower is None) != (self.row_upper is None):
-            raise InvalidArgument("UnitTotalSpec", "row_lower", self.row_lower, "row_lower and row_upper go together")
-        if self.row_lower is not None and self.row_upper is not None and self.row_lower > self.row_upper:
-            raise InvalidArgument("UnitTotalSpec", "row_lower", self.row_lower, f"must be <= row_upper={self.row_upper}")
-
-    @property
-    def total_bound(self) -> int:
-        """The largest ``|clamped total|`` (public): ``max(|lower|, |upper|)``."""
-        return max(abs(self.lower), abs(self.upper))
-
-    def row_clip(self) -> tuple[float, float, float, float] | None:
-        """``(float(l), float(u), lo_in, hi_in)``: the nearest floats of the row clip, then the floats inside it."""
-        if self.row_lower is None or self.row_upper is None:
-            return None
-        lo_in, hi_in = inside_bounds(self.row_lower, self.row_upper)
-        return float(self.row_lower), float(self.row_upper), lo_in, hi_in
-
-
-@attrs.frozen
-class UnitTotals:
-    """The answer of :meth:`~dpalg.data.Reductions.unit_total_sum`: ``Σ_u`` clamped total, and the number of users."""
-
-    total: int
-    units: int
 
 
 def row_lattice_terms(values: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.int64]:

@@ -54,7 +54,7 @@ from dpalg.graph._compose import Compose, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._derivation import Derivation
 from dpalg.graph._node import AbstractPrimitive, claim_of
 from dpalg.graph._subsample import Subsample
-from dpalg.measures import ZCDP, ApproxDP, Measure, PLDPart, PLDSampled, PureDP, pld_epsilon
+from dpalg.measures import ZCDP, ApproxDP, Measure, PLDSampled, PureDP, pld_epsilon
 from dpalg.measures._display import short_number
 from dpalg.measures._zcdp_conversion import zcdp_to_approx_epsilon
 from dpalg.measures import optimal_epsilon
