@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -30,7 +31,7 @@ INT_PATH = "Compose/0/ExponentialQuantile"
 FLOAT_PATH = "Compose/1/ExponentialQuantile"
 
 
-def _reseal(cert: dict[str, object]) -> dict[str, object]:
+def _reseal(cert: dict[str, Any]) -> dict[str, Any]:
     """Recompute the digest, as anyone can (the same canonical JSON as the certificate writer)."""
     body = {k: v for k, v in cert.items() if k not in ("digest", "signature")}
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
@@ -52,15 +53,12 @@ def _data() -> dict[str, object]:
     return {"price": price.astype(np.int64), "weight": price.astype(np.float64) + 0.25, "city": ["a", "b"] * 200, "unused": [1.5] * 400}
 
 
-def _certificate(seed: int = 0) -> dict[str, object]:
+def _certificate(seed: int = 0) -> dict[str, Any]:
     plan = _plan()
     plan.check(PureDP(5))
     release = plan.run(_data(), rng=seed)
-    return json.loads(release.certificate_json())  # type: ignore[no-any-return]
-
-
-def _findings(cert: dict[str, object]) -> str:
-    return "\n".join(audit_certificate(cert).findings)
+    cert: dict[str, Any] = json.loads(release.certificate_json())
+    return cert
 
 
 def test_round_trip_records_the_schema_and_the_candidate_set_that_ran() -> None:
@@ -75,7 +73,7 @@ def test_round_trip_records_the_schema_and_the_candidate_set_that_ran() -> None:
     assert f"resolved at {INT_PATH}: candidates: integers (column 'price' is int)" in text
     assert f"resolved at {FLOAT_PATH}: candidates: grid (column 'weight' is float: 2**3 grid points)" in text
     # the recorded choice is the candidate set that ran: the integer median is off the 12.5 grid, the float one on it
-    values = [(cert["value"][0], cert["value"][1]) for cert in (_certificate(seed) for seed in range(4))]  # type: ignore[index]
+    values = [(cert["value"][0], cert["value"][1]) for cert in (_certificate(seed) for seed in range(4))]
     assert all(float(p).is_integer() for p, _ in values) and any(float(p) % 12.5 for p, _ in values)
     assert all(float(w) % 12.5 == 0 for _, w in values)
 
@@ -100,7 +98,7 @@ def test_a_node_that_does_not_choose_from_the_schema_has_no_resolved_entry() -> 
 @pytest.mark.parametrize(("path", "forged"), [(INT_PATH, "grid"), (FLOAT_PATH, "integers")])
 def test_a_swapped_candidate_set_is_refuted(path: str, forged: str) -> None:
     cert = _certificate()
-    cert["resolved"] = [{"path": e["path"], "choice": forged if e["path"] == path else e["choice"]} for e in cert["resolved"]]  # type: ignore[attr-defined]
+    cert["resolved"] = [{"path": e["path"], "choice": forged if e["path"] == path else e["choice"]} for e in cert["resolved"]]
     report = audit_certificate(_reseal(cert))
     assert report.status == "refuted" and report.exit_code == 1
     assert f"REFUTED: resolved at {path} is '{forged}', but the plan and the recorded schema give candidates:" in "\n".join(report.findings)
@@ -108,7 +106,7 @@ def test_a_swapped_candidate_set_is_refuted(path: str, forged: str) -> None:
 
 def test_a_schema_type_that_contradicts_the_recorded_choice_is_refuted() -> None:
     cert = _certificate()
-    cert["schema"] = [{**e, "type": "float"} if e["column"] == "price" else e for e in cert["schema"]]  # type: ignore[attr-defined]
+    cert["schema"] = [{**e, "type": "float"} if e["column"] == "price" else e for e in cert["schema"]]
     report = audit_certificate(_reseal(cert))
     assert report.status == "refuted"
     assert f"REFUTED: resolved at {INT_PATH} is 'integers', but the plan and the recorded schema give candidates: grid (column 'price' is float" in "\n".join(report.findings)
@@ -117,7 +115,7 @@ def test_a_schema_type_that_contradicts_the_recorded_choice_is_refuted() -> None
 def test_a_consistent_forgery_of_schema_and_choice_is_only_a_claim() -> None:
     """Editing the type *and* the choice together re-derives: the schema is a claim only a signature vouches for."""
     cert = _certificate()
-    cert["schema"] = [{**e, "type": "float"} if e["column"] == "price" else e for e in cert["schema"]]  # type: ignore[attr-defined]
+    cert["schema"] = [{**e, "type": "float"} if e["column"] == "price" else e for e in cert["schema"]]
     cert["resolved"] = [{"path": INT_PATH, "choice": "grid"}, {"path": FLOAT_PATH, "choice": "grid"}]
     report = audit_certificate(_reseal(cert))
     assert report.status == "cost_confirmed" and "schema" in report.unverifiable
@@ -126,7 +124,7 @@ def test_a_consistent_forgery_of_schema_and_choice_is_only_a_claim() -> None:
 @pytest.mark.parametrize("column", ["city", "price"])
 def test_a_schema_missing_a_read_column_is_refuted(column: str) -> None:
     cert = _certificate()
-    cert["schema"] = [e for e in cert["schema"] if e["column"] != column]  # type: ignore[attr-defined]
+    cert["schema"] = [e for e in cert["schema"] if e["column"] != column]
     report = audit_certificate(_reseal(cert))
     assert report.status == "refuted"
     assert f"REFUTED: the schema does not record the type of ['{column}'], which the plan reads" in "\n".join(report.findings)
@@ -134,7 +132,7 @@ def test_a_schema_missing_a_read_column_is_refuted(column: str) -> None:
 
 def test_a_schema_with_a_column_the_plan_does_not_read_is_refuted() -> None:
     cert = _certificate()
-    cert["schema"] = sorted([*cert["schema"], {"column": "unused", "type": "float"}], key=lambda e: e["column"])  # type: ignore[misc]
+    cert["schema"] = sorted([*cert["schema"], {"column": "unused", "type": "float"}], key=lambda e: e["column"])
     report = audit_certificate(_reseal(cert))
     assert report.status == "refuted"
     assert "REFUTED: the schema records ['unused'], which the plan does not read" in "\n".join(report.findings)
@@ -163,7 +161,7 @@ def test_a_missing_or_extra_resolved_entry_is_refuted() -> None:
         ([{"column": "", "type": "int"}], "column must be a non-empty string"),
     ],
 )
-def test_a_misshapen_schema_is_malformed(schema: list[object], message: str) -> None:
+def test_a_misshapen_schema_is_malformed(schema: list[dict[str, str]], message: str) -> None:
     report = audit_certificate(_reseal({**_certificate(), "schema": schema}))
     assert report.status == "malformed" and message in report.findings[-1]
 
@@ -177,7 +175,7 @@ def test_version_2_requires_its_fields_and_version_1_refuses_them() -> None:
     assert "unknown fields ['resolved', 'schema']" in audit_certificate(as_v1).findings[-1]
 
 
-def _as_format_1(cert: dict[str, object]) -> dict[str, object]:
+def _as_format_1(cert: dict[str, Any]) -> dict[str, Any]:
     """The certificate as this dpalg wrote it before format 2: no schema, no resolved."""
     return _reseal({**{k: v for k, v in cert.items() if k not in ("schema", "resolved")}, "format": FORMAT_1})
 
@@ -201,7 +199,7 @@ def test_a_version_1_signature_still_verifies() -> None:
     cert["signature"] = {"algorithm": "ed25519", "public_key": public.hex(), "value": key.sign(b"dpalg-certificate/1\n" + canonical).hex()}
     assert audit_certificate(cert, public_key=public).status == "confirmed"
     # the prefix is the certificate's own format: the same body signed under format 2's prefix does not verify
-    cert["signature"] = {**cert["signature"], "value": key.sign(b"dpalg-certificate/2\n" + canonical).hex()}  # type: ignore[dict-item]
+    cert["signature"] = {**cert["signature"], "value": key.sign(b"dpalg-certificate/2\n" + canonical).hex()}
     forged = audit_certificate(cert, public_key=public)
     assert forged.status == "malformed" and "does not match the certificate" in forged.findings[-1]
 
