@@ -45,7 +45,7 @@ from dpalg._errors import InvalidArgument, name_param
 from dpalg.data._column_type import ColumnType
 from dpalg.data._dataset import Dataset
 
-__all__ = ["ColumnRole", "ColumnUse", "check_columns"]
+__all__ = ["COLUMN_KINDS", "ColumnRole", "ColumnUse", "check_columns", "column_kind", "value_kind"]
 
 #: ``"numeric"``: read as numbers; ``"key"``: histogram or partition keys;
 #: ``"id"``: the privacy unit's id column; ``"expr"``: read by a row expression (typed by
@@ -116,6 +116,8 @@ class ColumnUse:
 
 #: a dtype's kind as the schema table reads it
 _KINDS = {"b": "bool", "i": "int", "u": "int", "f": "float", "U": "str", "S": "bytes", "O": "object", "M": "time", "m": "time", "c": "complex"}
+#: every row of the schema table, as :func:`value_kind` names it (certificates record a column's type by this name)
+COLUMN_KINDS = ("bool", "int", "float", "str", "bytes", "object", "time", "complex", "other")
 
 
 def value_kind(dtype: np.dtype[np.generic]) -> str:
@@ -128,14 +130,27 @@ def value_kind(dtype: np.dtype[np.generic]) -> str:
     return _KINDS.get(dtype.kind, "other")
 
 
+def column_kind(data: Dataset, name: str) -> str:
+    """The row of the schema table column ``name`` of ``data`` falls in: its declared type, never a value.
+
+    This is the one classification of a column's type: the schema check reads it,
+    a release that chooses from the schema reads it, and certificates record it.
+
+    Examples:
+        >>> from dpalg.data import as_dataset
+        >>> [column_kind(as_dataset({"p": [1, 2], "f": [1.5, 2.0]}), n) for n in ("p", "f")]
+        ['int', 'float']
+    """
+    return value_kind(data.column_dtype(name))
+
+
 def column_problem(data: Dataset, use: ColumnUse) -> str | None:
     """Why ``data`` cannot serve ``use``, or ``None`` (names and types only, the table of the module docstring)."""
     if use.name not in data.names:
         return f"is not a column of the data; available: {sorted(data.names)}"
     if use.role == "expr":
         return None  # an expression's columns are typed by check_steps, with the expression in the message
-    dtype = data.column_dtype(use.name)  # the schema alone: a polars-backed dataset reads no row here
-    kind = value_kind(dtype)
+    kind = column_kind(data, use.name)  # the schema alone: a polars-backed dataset reads no row here
     if kind == "object" or (kind in ("int", "float") and use.role != "key") or (kind == "bool" and use.role == "numeric"):
         return None  # the common cases, without asking a source for its type's name
     return _problem(data.column_type(use.name), kind, use)

@@ -23,7 +23,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from fractions import Fraction
-from typing import Generic, Protocol, TypeVar, cast
+from typing import Generic, Protocol, TypeVar, cast, final
 
 import attrs
 
@@ -41,7 +41,7 @@ from dpalg.measures._measures import zero_like
 from dpalg.noise._random import AbstractRandomness, RngLike
 
 __all__ = [
-    "ABSENT_IN_CERTIFICATE", "QUIET_DEFAULT", "AbstractMeasurement", "AbstractPrimitive", "CHECK", "DERIVE", "EPSILON_AT", "M", "PLAN_TREE", "PrivacyClaim", "Provided", "RUN", "SUMMARISE",
+    "ABSENT_IN_CERTIFICATE", "QUIET_DEFAULT", "AbstractMeasurement", "AbstractPrimitive", "CHECK", "DERIVE", "EPSILON_AT", "M", "PLAN_TREE", "PrivacyClaim", "Provided", "RUN", "SUMMARISE", "SchemaChoice",
     "claim_of", "neighbouring_of", "take_checked",
 ]  # fmt: skip
 
@@ -53,6 +53,34 @@ ABSENT_IN_CERTIFICATE = "dpalg_absent_in_certificate"
 #: attrs field metadata key: when true, the plan tree (``str(plan)``) leaves the field out while it
 #: holds its default, as the node's repr does (an option added later, so older plans read as before)
 QUIET_DEFAULT = "dpalg_quiet_default"
+
+
+@final
+@attrs.frozen
+class SchemaChoice:
+    """What a primitive's release chooses from the public schema (the declared types of the columns it reads).
+
+    Certificates record ``choice`` under the node's derivation path (format 2,
+    ``resolved``), and ``dpalg audit`` re-derives it from the plan and the
+    recorded schema (:meth:`AbstractPrimitive.schema_choice`).
+
+    Attributes:
+        field: the parameter whose value the schema resolves, e.g. ``"candidates"``.
+        choice: what it resolves to, e.g. ``"integers"`` or ``"grid"``.
+        reason: why, from the schema alone, e.g. ``"column 'price' is int"``.
+
+    Examples:
+        >>> SchemaChoice("candidates", "integers", "column 'price' is int").describe()
+        "candidates: integers (column 'price' is int)"
+    """
+
+    field: str
+    choice: str
+    reason: str
+
+    def describe(self) -> str:
+        """``"<field>: <choice> (<reason>)"``: how reports show it."""
+        return f"{self.field}: {self.choice} ({self.reason})"
 
 
 class _Run(Protocol):
@@ -425,6 +453,18 @@ class AbstractPrimitive(AbstractMeasurement[M]):
         if self.neighbouring.unit is not None:
             uses.append(ColumnUse(self.neighbouring.unit, "id"))
         return tuple(dict.fromkeys(uses))
+
+    def schema_choice(self, kinds: Mapping[str, str]) -> SchemaChoice | None:
+        """What :meth:`release` chooses from the public schema, or ``None`` (the default): nothing beyond the schema check.
+
+        ``kinds`` maps each column the node reads to its type as the schema check
+        classifies it (:func:`dpalg.data._schema.column_kind`: ``"int"``,
+        ``"float"``, ...). A node whose release depends on a column's declared
+        type must override this and make :meth:`release` decide through it, so
+        that the choice a certificate records is the one that ran and an audit
+        can re-derive it from the plan and the recorded schema alone.
+        """
+        return None
 
     def release_groups(self, groups: ReleasedGroups, rng: AbstractRandomness) -> list[object] | None:
         """Every released group's value at once, or ``None`` (the default): not supported, run :meth:`release` per group.

@@ -8,7 +8,7 @@ nothing, and nothing after the charge can fail because of the schema.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, cast
 
 import attrs
@@ -16,15 +16,17 @@ import attrs
 from dpalg._errors import Unsupported
 from dpalg.data import ColumnUse, Dataset, check_columns
 from dpalg.data._evaluation import evaluate_input
+from dpalg.data._schema import column_kind
 from dpalg.data._transform import RowSteps, apply_steps, check_steps
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._group import GroupPrivacy
 from dpalg.graph._groupby import GroupBy, KeySet
-from dpalg.graph._node import AbstractPrimitive
+from dpalg.graph._derivation import Derivation
+from dpalg.graph._node import AbstractPrimitive, SchemaChoice
 from dpalg.graph._subsample import Subsample
 from dpalg.queries import Query
 
-__all__ = ["plan_columns", "primitive_steps", "steps_data", "validate_schema"]
+__all__ = ["plan_columns", "plan_schema", "primitive_steps", "read_columns", "schema_choices", "steps_data", "validate_schema"]
 
 
 def _join(path: str, label: str) -> str:
@@ -188,3 +190,42 @@ def _primitives(plan: object) -> Iterator[AbstractPrimitive[Any]]:
         yield from _primitives(plan.plan)
     elif isinstance(plan, AbstractPrimitive):
         yield plan
+
+
+def read_columns(plan: object) -> tuple[str, ...]:
+    """The names of the columns the plan reads (:func:`plan_columns`), sorted, each once: a function of the plan alone."""
+    return tuple(sorted({use.name for _, use in plan_columns(plan)}))
+
+
+def plan_schema(plan: object, data: Dataset) -> tuple[tuple[str, str], ...]:
+    """The public schema of the columns the plan reads: ``(column, type)`` pairs sorted by column name.
+
+    The type is the row of the schema table the column's declared type falls in
+    (:func:`dpalg.data._schema.column_kind`), the same classification the schema
+    check and the releases read. Reads names and dtypes only; called after
+    :func:`validate_schema` and before the charge, and recorded in the certificate.
+
+    Examples:
+        >>> from dpalg import Clip, Query
+        >>> from dpalg.mechanisms import Laplace
+        >>> from dpalg.data import as_dataset
+        >>> plan_schema(Laplace(Query.sum("x") | Clip(0, 1), epsilon=1), as_dataset({"x": [1], "y": ["a"]}))
+        (('x', 'int'),)
+    """
+    return tuple((name, column_kind(data, name)) for name in read_columns(plan))
+
+
+def schema_choices(derivation: Derivation, kinds: Mapping[str, str]) -> tuple[tuple[str, SchemaChoice], ...]:
+    """``(path, choice)`` for every primitive whose release chooses from the schema, in derivation pre-order.
+
+    ``path`` is the primitive's derivation path; ``kinds`` maps every column the
+    plan reads to its type (:func:`plan_schema`). A path is listed once (a tight
+    rule wraps the root under the root's own path).
+    """
+    out: dict[str, SchemaChoice] = {}
+    for d in derivation.walk():
+        if isinstance(d.source, AbstractPrimitive) and d.path not in out:
+            choice = d.source.schema_choice(kinds)
+            if choice is not None:
+                out[d.path] = choice
+    return tuple(out.items())

@@ -20,7 +20,7 @@ from dpalg.data._dataset import run_data
 from dpalg.graph._node import AbstractMeasurement, M
 from dpalg.graph._provided import Provided
 from dpalg.graph._result import Release
-from dpalg.graph._schema import validate_schema
+from dpalg.graph._schema import plan_schema, validate_schema
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import decimal_measure as short_measure
 from dpalg.noise._random import RngLike
@@ -49,7 +49,8 @@ class SessionSpend:
 
 class _Execute(Protocol):
     def __call__(
-        self, plan: AbstractMeasurement[M], data: object, *, rng: RngLike, derivation: Derivation, budget: Measure, session: SessionSpend | None = None
+        self, plan: AbstractMeasurement[M], data: object, *, rng: RngLike, derivation: Derivation, budget: Measure,
+        session: SessionSpend | None = None, schema: tuple[tuple[str, str], ...] | None = None,
     ) -> Release: ...
 
 
@@ -255,10 +256,11 @@ class Session(Generic[M]):
         derivation = derive(plan)
         with run_data(data) as dataset:  # a frame's cache lives for this run only
             validate_schema(plan, dataset)  # the public schema, before the charge: a typo costs nothing
+            schema = plan_schema(plan, dataset)  # recorded in the certificate as it was before the charge
             digest = plan_digest(plan)
             before, after, charge_id = self._charge(cast(M, derivation.cost), shown, digest)
             spend = SessionSpend(budget=self._budget, spent_before=before, spent_after=after)
-            release = EXECUTE.impl(plan, dataset, rng=rng, derivation=derivation, budget=self._budget, session=spend)
+            release = EXECUTE.impl(plan, dataset, rng=rng, derivation=derivation, budget=self._budget, session=spend, schema=schema)
         sealed = release.certificate.get("digest")
         if isinstance(sealed, dict) and isinstance(sealed.get("value"), str):
             # Bookkeeping only: the release is made and paid for; a busy ledger must not swallow it.

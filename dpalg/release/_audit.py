@@ -15,13 +15,23 @@ neighbouring relation, the derivation, the claimed cost, the symbolic checks,
 that the recorded budget covers the cost and that the session's arithmetic
 adds up. Every other field -- the released ``value``, the ``randomness`` (and
 so whether the release is private at all), the ``budget`` and ``session``
-amounts, ``created``, ``dpalg_version`` and the ``backend`` that computed the
-release -- is the publisher's *claim*, which
+amounts, ``created``, ``dpalg_version``, the ``backend`` that computed the
+release and the ``schema`` it read -- is the publisher's *claim*, which
 only a valid signature by a key the auditor trusts (``public_key``) can vouch
 for. So an audit without such a signature ends ``"cost_confirmed"`` (exit 0)
 and lists those fields as unverifiable claims, never plain ``"confirmed"``;
 and ``require_secure`` needs the trusted signature (exit 2 without one),
 because a relabelled ``randomness`` cannot be detected otherwise.
+
+Format 2 records the public ``schema`` of the columns the plan read and the
+choices releases made from it (``resolved``). The schema is a claim, but what
+follows from it is not: the audit refutes a schema that does not list exactly
+the columns the plan reads, and re-derives every ``resolved`` entry from the
+plan and the recorded schema (:meth:`~dpalg.graph.AbstractPrimitive.schema_choice`),
+refuting one that differs, is missing or is extra. So a certificate cannot say
+``"integers"`` for a quantile whose recorded column is a float, and whoever
+edits the schema to match must claim a type the signature (if any) does not
+cover. A format 1 certificate has neither field and is audited as before.
 """
 
 from __future__ import annotations
@@ -38,12 +48,16 @@ import attrs
 from dpalg._errors import DPAlgError, InvalidArgument
 from dpalg.graph._tight import TIGHT_RULE, tighten
 from dpalg.graph._accountant import add_measures, derive, fits
-from dpalg.graph._derivation import measure_from_json, measure_to_json
+from dpalg.graph._derivation import Derivation, measure_from_json, measure_to_json
 from dpalg.graph._node import AbstractMeasurement
+from dpalg.graph._schema import read_columns, schema_choices
+from dpalg.data._schema import COLUMN_KINDS
 from dpalg.measures import Measure
 from dpalg.measures._display import short_measure
 from dpalg.release._certificate import (
     CERTIFICATE_FORMAT,
+    CERTIFICATE_FORMATS,
+    FORMAT_1,
     certificate_digest,
     certificate_warnings,
     derivation_json,
@@ -63,13 +77,14 @@ MAX_JSON_DEPTH = 64
 MAX_CERTIFICATE_BYTES = 16 * 1024 * 1024
 
 # re-derived from the plan: they hold whoever wrote the document
-VERIFIED_FIELDS = ("format", "plan", "plan_repr", "neighbouring", "claimed_cost", "derivation", "symbolic_checks")
+VERIFIED_FIELDS = ("format", "plan", "plan_repr", "neighbouring", "claimed_cost", "derivation", "symbolic_checks", "resolved")
 # the publisher's word: only a signature by a trusted key vouches for them
-CLAIMED_FIELDS = ("value", "randomness", "budget", "session", "created", "dpalg_version", "warnings", "backend")
+CLAIMED_FIELDS = ("value", "randomness", "budget", "session", "created", "dpalg_version", "warnings", "backend", "schema")
 _CLAIMS_TEXT = (
     "value (the released numbers), randomness (its kind and whether it was secure, hence the seeded-randomness warning), "
     "budget (only budget >= cost is checked), session (the spend; only its arithmetic is checked), created, dpalg_version, "
-    "backend (when recorded)"
+    "backend (when recorded), schema (the column types the plan read, format 2; only that it lists the plan's columns is checked, "
+    "and the resolved choices are re-derived from it)"
 )
 
 # field -> JSON types it may have (schema v1, docs/certificates.md)
@@ -81,6 +96,8 @@ _FIELDS: dict[str, tuple[type, ...]] = {
 }  # fmt: skip
 # optional: "signature"; "backend" was added to version 1 later, so a certificate made before has none
 _OPTIONAL = {"signature": (dict,), "backend": (dict,)}
+# format 2: version 1's fields plus these, required
+_V2_FIELDS: dict[str, tuple[type, ...]] = {"schema": (list,), "resolved": (list,)}
 _MAX_BACKEND_ENTRIES = 16
 
 
@@ -287,6 +304,85 @@ def _describe_backend(backend: Mapping[str, JSON]) -> str:
     return f"{_clip(str(backend['name']), 40)} ({listed or 'no versions recorded'})"
 
 
+def _schema_problem(schema: object) -> str | None:
+    """What is wrong with a recorded ``schema`` field's shape (``None``: well formed). Never quotes its content."""
+    assert isinstance(schema, list)
+    names: list[str] = []
+    for entry in schema:
+        if not isinstance(entry, dict) or set(entry) != {"column", "type"}:
+            return "schema must be a list of objects with exactly the fields column and type"
+        name, kind = entry["column"], entry["type"]
+        if not isinstance(name, str) or not name:
+            return "schema: column must be a non-empty string"
+        if kind not in COLUMN_KINDS:
+            return f"schema: type must be one of {list(COLUMN_KINDS)}"
+        names.append(name)
+    if any(a >= b for a, b in zip(names, names[1:])):
+        return "schema must be sorted by column name, each column once"
+    return None
+
+
+def _resolved_problem(resolved: object) -> str | None:
+    """What is wrong with a recorded ``resolved`` field's shape (``None``: well formed). Never quotes its content."""
+    assert isinstance(resolved, list)
+    for entry in resolved:
+        if not isinstance(entry, dict) or set(entry) != {"path", "choice"} or not all(isinstance(v, str) for v in entry.values()):
+            return "resolved must be a list of objects with exactly the string fields path and choice"
+    return None
+
+
+def _check_schema(findings: list[str], plan: object, derivation: Derivation, cert: Mapping[str, JSON], trusted: bool) -> list[str]:
+    """Format 2: the recorded schema lists exactly the columns the plan reads, and every ``resolved`` entry
+    re-derives from the plan and that schema. Returns the refutations; adds a finding per check that passes."""
+    schema = cert["schema"]
+    assert isinstance(schema, list)
+    kinds = {str(e["column"]): str(e["type"]) for e in schema if isinstance(e, dict)}
+    reads = read_columns(plan)
+    missing = [name for name in reads if name not in kinds]
+    extra = sorted(set(kinds) - set(reads))
+    refuted: list[str] = []
+    if missing:
+        refuted.append(f"REFUTED: the schema does not record the type of {_clip(repr(missing), 200)}, which the plan reads")
+    if extra:
+        refuted.append(f"REFUTED: the schema records {_clip(repr(extra), 200)}, which the plan does not read")
+    if refuted:
+        return refuted
+    shown = ", ".join(f"{_clip(repr(name), 60)} {kind}" for name, kind in sorted(kinds.items()))
+    findings.append(f"schema: {shown or 'no column'}{'' if trusted else ' (as claimed)'}; it lists exactly the columns the plan reads")
+    derived = schema_choices(derivation, kinds)
+    recorded = cert["resolved"]
+    assert isinstance(recorded, list)
+    recorded_at = {str(e["path"]): str(e["choice"]) for e in recorded if isinstance(e, dict)}
+    derived_at = {path: choice for path, choice in derived}
+    for path, choice in derived:
+        if path not in recorded_at:
+            refuted.append(f"REFUTED: resolved has no entry for {_clip(path, 200)}: the plan and the recorded schema give {choice.describe()}")
+        elif recorded_at[path] != choice.choice:
+            refuted.append(
+                f"REFUTED: resolved at {_clip(path, 200)} is {_clip(repr(recorded_at[path]), 80)}, but the plan and the recorded schema give "
+                f"{choice.describe()}"
+            )
+    for path in recorded_at:
+        if path not in derived_at:
+            refuted.append(f"REFUTED: resolved has an entry for {_clip(path, 200)}, but no node there chooses from the schema")
+    if not refuted and recorded != [{"path": path, "choice": choice.choice} for path, choice in derived]:
+        refuted.append("REFUTED: resolved lists its entries more than once or out of the derivation's order")
+    if not refuted:
+        findings.extend(f"resolved at {_clip(path, 200)}: {choice.describe()} (re-derived from the recorded schema)" for path, choice in derived)
+    return refuted
+
+
+def _note_unrecorded_choices(findings: list[str], plan: object, derivation: Derivation) -> None:
+    """Format 1 records no schema: name the nodes whose choice from it cannot be re-derived."""
+    unknown = {name: "object" for name in read_columns(plan)}  # any type: only which nodes choose matters here
+    paths = [path for path, _ in schema_choices(derivation, unknown)]
+    if paths:
+        findings.append(
+            f"format {FORMAT_1!r} records no schema: what {_clip(', '.join(paths), 300)} chose from the column types "
+            "(e.g. integer or grid candidates) is not recorded and not re-derived"
+        )
+
+
 def _measure(findings: list[str], cert: Mapping[str, object], field: str) -> Measure | None:
     try:
         return measure_from_json(cert.get(field))
@@ -326,20 +422,26 @@ def audit_certificate(
         return _malformed(findings, "a certificate is a JSON object")
     if _object_too_deep(certificate, MAX_JSON_DEPTH):
         return _malformed(findings, f"the certificate nests more than {MAX_JSON_DEPTH} levels deep")
-    if certificate.get("format") != CERTIFICATE_FORMAT:
-        return _malformed(findings, f"format is {_clip(repr(certificate.get('format')), 80)}; this dpalg reads {CERTIFICATE_FORMAT!r}")
-    for name, types in _FIELDS.items():
+    if certificate.get("format") not in CERTIFICATE_FORMATS:
+        return _malformed(findings, f"format is {_clip(repr(certificate.get('format')), 80)}; this dpalg reads {' and '.join(map(repr, CERTIFICATE_FORMATS))}")
+    version2 = certificate.get("format") == CERTIFICATE_FORMAT
+    required = {**_FIELDS, **_V2_FIELDS} if version2 else _FIELDS
+    for name, types in required.items():
         if name not in certificate:
             return _malformed(findings, f"missing field {name!r}")
         if not isinstance(certificate[name], types) or (isinstance(certificate[name], bool) and bool not in types and int in types):
             return _malformed(findings, f"field {name!r} has the wrong type {type(certificate[name]).__name__}")
-    extra = set(certificate) - set(_FIELDS) - set(_OPTIONAL)
+    extra = set(certificate) - set(required) - set(_OPTIONAL)
     if extra:
         return _malformed(findings, f"unknown fields {_clip(repr(sorted(str(k) for k in extra)), 200)}")
     if "backend" in certificate:
         backend_problem = _backend_problem(certificate["backend"])
         if backend_problem is not None:
             return _malformed(findings, f"backend {backend_problem}")
+    if version2:
+        shape_problem = _schema_problem(certificate["schema"]) or _resolved_problem(certificate["resolved"])
+        if shape_problem is not None:
+            return _malformed(findings, shape_problem)
     cert: dict[str, JSON] = dict(certificate)  # type: ignore[arg-type]  # checked field by field above
     # 2. integrity: digest, then signature
     digest = cert["digest"]
@@ -432,6 +534,10 @@ def audit_certificate(
         refuted.append(f"REFUTED: the recorded derivation differs from the re-derived one at {diff}")
     else:
         findings.append("derivation re-derived node by node: identical")
+    if version2:
+        refuted.extend(_check_schema(findings, plan, derivation, cert, trusted))
+    else:
+        _note_unrecorded_choices(findings, plan, derivation)
     if type(claimed) is not type(budget) or not fits(claimed, budget):
         refuted.append(f"REFUTED: claimed cost {short_measure(claimed, 'up')} does not fit the recorded budget {short_measure(budget, 'down')}")
     else:

@@ -1,7 +1,10 @@
 """Release certificates: building, sealing (SHA-256 digest) and optional Ed25519 signing.
 
 The schema is documented field by field in ``docs/certificates.md``; its
-version is the ``format`` field, ``"dpalg-certificate/1"``. A digest only
+version is the ``format`` field. New releases write ``"dpalg-certificate/2"``:
+version 1 plus the public ``schema`` of the columns the plan read (recorded
+before the charge) and the choices a release made from it (``resolved``), so
+that an audit can re-derive which mechanism ran; the audit reads both. A digest only
 detects accidental or naive edits (anyone can recompute it). ``dpalg audit``
 re-derives what the plan determines (its cost, derivation, symbolic checks);
 the other fields (the value, the randomness, the budget and session amounts,
@@ -27,16 +30,22 @@ from dpalg._errors import InvalidArgument, Unsupported
 from dpalg.data._dataset import BackendInfo
 from dpalg.graph._derivation import Derivation, measure_to_json
 from dpalg.graph._node import AbstractMeasurement
+from dpalg.graph._schema import schema_choices
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.release._serialize import JSON, canonical_json, encode, stable_repr
 
 __all__ = [
-    "CERTIFICATE_FORMAT", "CheckStatus", "SignatureCheck", "backend_json", "build_certificate", "certificate_digest", "signing_available",
+    "CERTIFICATE_FORMAT", "CERTIFICATE_FORMATS", "FORMAT_1", "CheckStatus", "resolved_json", "schema_json", "SignatureCheck", "backend_json", "build_certificate", "certificate_digest", "signing_available",
     "certificate_warnings", "classify_note", "derivation_json", "generate_signing_key", "library_version", "seal", "sign_certificate",
     "symbolic_check_records", "verify_signature",
 ]  # fmt: skip
 
-CERTIFICATE_FORMAT = "dpalg-certificate/1"
+#: version 1: no schema recorded (still read by the audit)
+FORMAT_1 = "dpalg-certificate/1"
+#: the format new releases write: version 1 plus ``schema`` and ``resolved``
+CERTIFICATE_FORMAT = "dpalg-certificate/2"
+#: every format this dpalg reads
+CERTIFICATE_FORMATS = (FORMAT_1, CERTIFICATE_FORMAT)
 CheckStatus = Literal["proven", "unproven", "refuted", "note"]
 SEEDED_WARNING = (
     "NOT SECURE: this release used a seeded pseudo-random generator (for tests and examples only); "
@@ -120,6 +129,26 @@ def backend_json(backend: BackendInfo) -> dict[str, JSON]:
     return {"name": backend.name, "versions": {package: v for package, v in backend.versions}}
 
 
+def schema_json(schema: tuple[tuple[str, str], ...]) -> list[JSON]:
+    """The certificate's ``schema`` field: ``[{"column": name, "type": kind}, ...]`` sorted by column name.
+
+    Examples:
+        >>> schema_json((("price", "int"), ("city", "str")))
+        [{'column': 'city', 'type': 'str'}, {'column': 'price', 'type': 'int'}]
+    """
+    return [{"column": name, "type": kind} for name, kind in sorted(schema)]
+
+
+def resolved_json(derivation: Derivation, kinds: Mapping[str, str]) -> list[JSON]:
+    """The certificate's ``resolved`` field: ``[{"path": ..., "choice": ...}, ...]`` in derivation pre-order.
+
+    One entry per primitive whose release chooses from the schema
+    (:meth:`~dpalg.graph.AbstractPrimitive.schema_choice`), for ``kinds`` the
+    recorded schema; ``dpalg audit`` re-derives the list the same way.
+    """
+    return [{"path": path, "choice": choice.choice} for path, choice in schema_choices(derivation, kinds)]
+
+
 def build_certificate(
     plan: AbstractMeasurement[PureDP] | AbstractMeasurement[ApproxDP] | AbstractMeasurement[ZCDP],
     derivation: Derivation,
@@ -130,12 +159,16 @@ def build_certificate(
     session: tuple[Measure, Measure, Measure] | None,
     value: JSON,
     backend: BackendInfo,
+    schema: tuple[tuple[str, str], ...],
 ) -> dict[str, JSON]:
     """The sealed certificate of one release (see ``docs/certificates.md``).
 
     ``backend`` is the data's backend (:attr:`dpalg.data.Dataset.backend`): a
     fact of the release, so it is part of the digest, and a claim that only a
-    signature vouches for (the audit checks its shape only).
+    signature vouches for (the audit checks its shape only). ``schema`` is the
+    public schema of the columns the plan read, taken before the charge
+    (:func:`dpalg.graph._schema.plan_schema`); it is recorded, and so are the
+    choices the release made from it (``resolved``).
     """
     nb = plan.neighbouring
     session_json: JSON = None
@@ -159,6 +192,8 @@ def build_certificate(
         "symbolic_checks": symbolic_check_records(derivation),
         "randomness": {"kind": kind, "secure": secure},
         "backend": backend_json(backend),
+        "schema": schema_json(schema),
+        "resolved": resolved_json(derivation, dict(schema)),
         "warnings": certificate_warnings(derivation, secure),
         "session": session_json,
         "value": value,
@@ -183,8 +218,11 @@ def seal(certificate: Mapping[str, JSON]) -> dict[str, JSON]:
 
 
 def _signed_message(certificate: Mapping[str, JSON]) -> bytes:
-    # the digest is part of what is signed; the signature itself is not
-    return CERTIFICATE_FORMAT.encode() + b"\n" + canonical_json({k: v for k, v in certificate.items() if k != "signature"})
+    # the digest is part of what is signed; the signature itself is not. The prefix is the certificate's own
+    # format (a version 1 certificate was signed under "dpalg-certificate/1"); anything else reads as the current one
+    recorded = certificate.get("format")
+    prefix = recorded if isinstance(recorded, str) and recorded in CERTIFICATE_FORMATS else CERTIFICATE_FORMAT
+    return prefix.encode() + b"\n" + canonical_json({k: v for k, v in certificate.items() if k != "signature"})
 
 
 class _PrivateKey(Protocol):

@@ -28,7 +28,7 @@ from dpalg.graph._subsample import Subsample, sampled_rows
 from dpalg.graph._derivation import Derivation
 from dpalg.graph._node import RUN, AbstractMeasurement, AbstractPrimitive, take_checked
 from dpalg.graph._result import SIGN, Release
-from dpalg.graph._schema import plan_columns, steps_data, validate_schema
+from dpalg.graph._schema import plan_columns, plan_schema, steps_data, validate_schema
 from dpalg.graph._session import EXECUTE, SessionSpend
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.noise import prf_secret
@@ -72,9 +72,18 @@ def execute(
     derivation: Derivation,
     budget: Measure,
     session: SessionSpend | None = None,
+    schema: tuple[tuple[str, str], ...] | None = None,
 ) -> Release:
-    """Run ``plan`` (already checked and, in a session, already charged)."""
+    """Run ``plan`` (already checked and, in a session, already charged).
+
+    ``schema`` is the public schema of the columns the plan reads, taken before
+    the charge (:func:`~dpalg.graph._schema.plan_schema`); the certificate records
+    it. Without one it is read here (names and dtypes only, never a row: the
+    same answer as before the charge).
+    """
     dataset = as_dataset(data)
+    if schema is None:
+        schema = plan_schema(plan, dataset)
     source = resolve_rng(rng)
     if not source.secure:  # depends on the caller's rng only, never on the data
         warnings.warn(f"{SEEDED_WARNING} (randomness: {source.kind})", InsecureRandomnessWarning, stacklevel=3)
@@ -83,7 +92,7 @@ def execute(
     spend = None if session is None else (session.budget, session.spent_before, session.spent_after)
     certificate = build_certificate(
         plan, derivation, budget, kind=source.kind, secure=source.secure, session=spend, value=_value_json(value),
-        backend=dataset.backend,
+        backend=dataset.backend, schema=schema,
     )
     return Release(value, certificate, plan)
 
@@ -104,8 +113,9 @@ def run_checked(plan: AbstractMeasurement[M], data: object, *, rng: RngLike) -> 
         )
     with run_data(data) as dataset:
         validate_schema(plan, dataset)
+        schema = plan_schema(plan, dataset)  # recorded in the certificate as it was before the charge
         budget, derivation = take_checked(plan)
-        return execute(plan, dataset, rng=rng, derivation=derivation, budget=budget)
+        return execute(plan, dataset, rng=rng, derivation=derivation, budget=budget, schema=schema)
 
 
 def _exec(node: object, data: Dataset, rng: AbstractRandomness, path: str) -> object:

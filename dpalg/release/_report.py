@@ -38,13 +38,15 @@ import attrs
 
 from dpalg._bottom import BOTTOM
 from dpalg._errors import DPAlgError
+from dpalg.graph._accountant import derive
 from dpalg.graph._derivation import measure_from_json
 from dpalg.graph._node import AbstractMeasurement
+from dpalg.graph._schema import schema_choices
 from dpalg.graph._readable import GroupTable, group_tables, value_rows
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import decimal_measure as short_measure, decimal_text as short_number
 from dpalg.release._audit import _FIELDS, MAX_CERTIFICATE_BYTES, MAX_JSON_DEPTH, audit_certificate, parse_certificate
-from dpalg.release._certificate import CERTIFICATE_FORMAT, certificate_digest, library_version, verify_signature
+from dpalg.release._certificate import CERTIFICATE_FORMATS, certificate_digest, library_version, verify_signature
 from dpalg.release._serialize import JSON, CertificateMalformed, decode
 from dpalg.release._shown import shown
 
@@ -105,6 +107,7 @@ class _Node:
     inputs: str
     combine: str
     children: tuple[_Node, ...]
+    resolved: str = ""  # what the node chose from the public schema (format 2), e.g. "candidates: integers (column 'p' is int)"
 
 
 @final
@@ -140,7 +143,7 @@ class _Model:
         return self.status in ("confirmed", "cost_confirmed")
 
 
-def _node(obj: JSON, depth: int = 0) -> _Node:
+def _node(obj: JSON, resolved: Mapping[str, str], depth: int = 0) -> _Node:
     d = obj if isinstance(obj, dict) else {}
     cost = _measure(d.get("cost"))
     text = d.get("node")
@@ -152,8 +155,48 @@ def _node(obj: JSON, depth: int = 0) -> _Node:
     return _Node(
         _clean(kind, 60), _clean(d.get("path", "?"), 200), _clean(d.get("rule", "?"), 200), _short(cost, "up"), _exact(cost),
         _clean(text if text is not None else "?", 1000), _clean(", ".join(pairs), 500), _clean(d.get("combine", "?"), 20),
-        tuple(_node(c, depth + 1) for c in kids),
+        tuple(_node(c, resolved, depth + 1) for c in kids),
+        _clean(resolved.get(str(d.get("path")), "") if d.get("combine") == "leaf" else "", 300),
     )  # fmt: skip
+
+
+def _resolved(cert: Mapping[str, JSON], plan: object) -> dict[str, str]:
+    """path -> what the node chose from the recorded schema, for the plan tree (format 2; empty for format 1).
+
+    The recorded choice is shown with its reason re-derived from the rebuilt
+    ``plan`` and the recorded schema; a recorded choice that does not re-derive
+    is shown as such (the audit refutes it).
+    """
+    recorded, schema = cert.get("resolved"), cert.get("schema")
+    if not isinstance(recorded, list):
+        return {}
+    derived = {}
+    if isinstance(plan, AbstractMeasurement) and isinstance(schema, list):
+        kinds = {str(e.get("column")): str(e.get("type")) for e in schema if isinstance(e, dict)}
+        try:
+            derived = dict(schema_choices(derive(plan), kinds))
+        except Exception:  # noqa: BLE001 - a schema that misses a column, a plan that cannot be derived: the audit says why
+            derived = {}
+    out: dict[str, str] = {}
+    for entry in recorded:
+        if not isinstance(entry, dict):
+            continue
+        path, choice = str(entry.get("path")), str(entry.get("choice"))
+        again = derived.get(path)
+        if again is not None and again.choice == choice:
+            out[path] = again.describe()
+        elif again is not None:
+            out[path] = f"{again.field}: {choice} (recorded, but the plan and the recorded schema give {again.choice})"
+        else:
+            out[path] = f"resolved: {choice} (recorded; not re-derived)"
+    return out
+
+
+def _schema_text(schema: JSON) -> str:
+    """The recorded schema in one line: ``'price' int, 'city' str``."""
+    if not isinstance(schema, list):
+        return "not recorded (format 1)"
+    return ", ".join(f"{e.get('column')!r} {e.get('type')}" for e in schema if isinstance(e, dict)) or "no column"
 
 
 def _python(v: JSON, depth: int = 0) -> object:
@@ -331,6 +374,7 @@ def _model(cert: Mapping[str, JSON]) -> _Model:
         ("budget", _short(budget, "down"), _exact(budget)),
         ("privacy unit", _clean(nb.get("description", "?") if isinstance(nb, dict) else "?", 200), ""),
         ("format", _clean(cert.get("format", "?"), 60), ""),
+        ("schema", _clean(_schema_text(cert.get("schema")), 300) + ("" if "schema" not in cert else " (as claimed)"), ""),
         ("dpalg version", version + ("" if version == library_version() else f" (this dpalg: {library_version()})"), ""),
         ("created", _clean(cert.get("created", "?"), 60), ""),
         ("digest", _clean(digest_text, 120) + (" (matches the content)" if matches else " (DOES NOT MATCH the content: tampered)"), ""),
@@ -344,7 +388,7 @@ def _model(cert: Mapping[str, JSON]) -> _Model:
     )  # fmt: skip
     plan = _rebuilt(cert)  # once, for the value rows and the group tables
     values = _values(cert, plan)
-    tree = _node(cert["derivation"]) if isinstance(cert.get("derivation"), dict) else None
+    tree = _node(cert["derivation"], _resolved(cert, plan)) if isinstance(cert.get("derivation"), dict) else None
     return _Model(
         status, _clean(reason, 800), findings, warnings, facts, secure and passed, kind, bars, budget_lines, checks, values, tree, _groups(cert, plan), _curve(plan),
     )
@@ -371,7 +415,7 @@ def _insecure(m: _Model) -> str:
 
 
 def _tree_lines(node: _Node, lead: str, branch: str, out: list[str]) -> None:
-    out.append(f"{lead}{branch}{node.kind}  {node.cost}  at {node.path}  <- {node.rule}")
+    out.append(f"{lead}{branch}{node.kind}  {node.cost}  at {node.path}  <- {node.rule}" + (f"  [{node.resolved}]" if node.resolved else ""))
     rest = lead + ("" if not branch else "   " if branch == "└─ " else "│  ")
     for i, child in enumerate(node.children):
         _tree_lines(child, rest, "└─ " if i == len(node.children) - 1 else "├─ ", out)
@@ -422,6 +466,7 @@ def _tree_html(node: _Node) -> str:
         f'<li class="node"><span class="kind">{escape(node.kind)}</span> '
         f'<span class="cost" title="exact: {escape(node.exact)}">{escape(node.cost)}</span> '
         f'<code class="path">{escape(node.path)}</code> <span class="rule">{escape(node.rule)}</span>'
+        + (f' <span class="resolved">{escape(node.resolved)}</span>' if node.resolved else "") +
         f"<details><summary>exact</summary><dl><dt>node</dt><dd><code>{escape(node.repr)}</code></dd>"
         f"<dt>inputs</dt><dd>{escape(node.inputs) or '(none)'}</dd><dt>cost</dt><dd>{escape(node.exact)}</dd>"
         f"<dt>combine</dt><dd>{escape(node.combine)}</dd></dl></details>"
@@ -501,8 +546,9 @@ def load_certificate(path: str) -> dict[str, JSON]:
     doc = parse_certificate(data)
     if not isinstance(doc, dict):
         raise CertificateMalformed(path, "not a dpalg certificate (not a JSON object)")
-    if doc.get("format") != CERTIFICATE_FORMAT:
-        raise CertificateMalformed(path, f"not a dpalg certificate (format {_clean(doc.get('format'), 60)}, expected {CERTIFICATE_FORMAT})")
+    if doc.get("format") not in CERTIFICATE_FORMATS:
+        expected = " or ".join(CERTIFICATE_FORMATS)
+        raise CertificateMalformed(path, f"not a dpalg certificate (format {_clean(doc.get('format'), 60)}, expected {expected})")
     for name, types in _FIELDS.items():
         if name not in doc or not isinstance(doc[name], types):
             raise CertificateMalformed(path, f"not a dpalg certificate: field {name!r} is missing or has the wrong type")

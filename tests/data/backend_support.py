@@ -309,10 +309,14 @@ def seeded_release(plan: Any, budget: Any, data: object) -> tuple[str, dict[str,
 
 
 def comparable(certificate: dict[str, Any]) -> dict[str, Any]:
-    """The certificate without what must differ between backends and runs: ``backend`` (where recorded), ``created`` and the digest."""
+    """The certificate without what must differ between backends and runs: ``backend`` (where recorded), ``schema``
+    (where recorded), ``created`` and the digest."""
     rest = dict(certificate)
     del rest["created"], rest["digest"]  # a hash over the certificate, timestamp included
     rest.pop("backend", None)  # the one field that names the backend and its versions
+    # the declared types, which backends name differently: a pandas object column of str is "object" where polars'
+    # String is "str", and an empty list has no type ("object") where a typed empty column has its own
+    rest.pop("schema", None)
     return rest
 
 

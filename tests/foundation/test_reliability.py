@@ -290,7 +290,7 @@ def test_the_certificate_has_every_documented_field() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "certificates.md").read_text()
     for field in FIELDS:
         assert f"| `{field}` |" in doc, field
-    assert CERT["format"] == "dpalg-certificate/1"
+    assert CERT["format"] == "dpalg-certificate/2"
     assert audit_certificate(CERT).status == "cost_confirmed"  # unsigned: the cost only
 
 

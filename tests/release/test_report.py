@@ -263,7 +263,7 @@ def test_format_versions_timestamp_and_digest_are_shown() -> None:
     text = render_text(doc)
     digest = doc["digest"]
     assert isinstance(digest, dict)
-    for expected in ("format        dpalg-certificate/1", f"created       {doc['created']}", f"sha256 {digest['value']} (matches the content)",
+    for expected in ("format        dpalg-certificate/2", f"created       {doc['created']}", f"sha256 {digest['value']} (matches the content)",
                      f"dpalg version {doc['dpalg_version']}"):
         assert expected in text
 

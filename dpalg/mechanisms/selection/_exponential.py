@@ -23,7 +23,7 @@ the output's score is at most ``t − 1`` above the best with probability ``≥ 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Final, Literal, final
 
@@ -35,9 +35,10 @@ from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import Dataset, Neighbouring, Relation, as_reductions
 from dpalg.data._numpy_reductions import MAX_COUNTED_GRID_BITS
+from dpalg.data._schema import column_kind
 from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.mechanisms._common.accuracy import exp_mech_gap, up_text
-from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
+from dpalg.graph._node import AbstractPrimitive, PrivacyClaim, SchemaChoice
 from dpalg.measures import PureDP
 from dpalg.mechanisms._common.params import floor_log2, positive_param, relation_param
 from dpalg.mechanisms._common.user_level import (
@@ -158,7 +159,7 @@ def integer_range(query: Query) -> tuple[int, int] | None:
 
 def _integer_typed(data: Dataset, column: str) -> bool:
     """Whether the column's *declared* type is an integer (the public schema, never a value)."""
-    return data.column_type(column).dtype.kind in "iu"
+    return column_kind(data, column) == "int"
 
 
 def _selection(value: str) -> Selection:
@@ -463,15 +464,49 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
         """
         return exponential_quantile_accuracy(self, alpha)
 
+    def schema_choice(self, kinds: Mapping[str, str]) -> SchemaChoice | None:
+        """For ``candidates="auto"``: ``"integers"`` when the column's declared type is ``"int"`` and the clip
+        range holds 1 to 2**16 integers (within ±2**53), else ``"grid"``; ``None`` for any other ``candidates``.
+
+        ``kinds`` maps the column to its type as the schema check classifies it
+        (:func:`dpalg.data._schema.column_kind`); the release decides through this
+        method, so a certificate's ``resolved`` entry is the candidate set that ran.
+
+        Examples:
+            >>> from dpalg import Clip
+            >>> node = ExponentialQuantile(Query.median("price") | Clip(0, 100), epsilon=1)
+            >>> node.schema_choice({"price": "int"}).describe()
+            "candidates: integers (column 'price' is int)"
+            >>> node.schema_choice({"price": "float"}).describe()
+            "candidates: grid (column 'price' is float: 2**20 grid points)"
+        """
+        if self.candidates != "auto":
+            return None
+        column = self.query.column
+        assert column is not None
+        # a derived column (dpalg.col expressions) is a double on every backend, whatever the columns it reads
+        kind = "float" if self.query.derived is not None else kinds[column]
+        if kind != "int":
+            return SchemaChoice("candidates", "grid", f"column {column!r} is {kind}: 2**{self.grid_bits} grid points")
+        if integer_range(self.query) is None:
+            lower, upper = grid_bounds(self.query)
+            return SchemaChoice(
+                "candidates", "grid",
+                f"column {column!r} is int, but [{lower}, {upper}] holds no integer, more than 2**16, or reaches past ±2**53",
+            )
+        return SchemaChoice("candidates", "integers", f"column {column!r} is int")
+
     def uses_integers(self, data: Dataset) -> bool:
         """Whether the release on ``data`` uses the integer candidates: ``"integers"``, or ``"auto"``
         on a column whose declared type is an integer (the public schema; no value is read)."""
         if self.candidates == "integers":
             return True
-        if self.candidates != "auto" or integer_range(self.query) is None:
+        if self.candidates != "auto":
             return False
         assert self.query.column is not None
-        return _integer_typed(data, self.query.column)
+        choice = self.schema_choice({self.query.column: column_kind(data, self.query.column)})
+        assert choice is not None
+        return choice.choice == "integers"
 
     def integer_runs(
         self, data: Dataset, rng: AbstractRandomness
