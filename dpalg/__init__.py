@@ -35,7 +35,7 @@ from dpalg.graph import (
 )
 from dpalg.graph._derivation import BudgetExceeded
 from dpalg.measures import ZCDP, ApproxDP, PureDP
-from dpalg.queries import Clip, ClipPerUser, MaxKeysPerUser, MaxRowsPerUser, Query, Where
+from dpalg.queries import Clip, ClipPerUser, JoinPublic, MaxKeysPerUser, MaxRowsPerUser, Query, Where
 from dpalg.release import BOTTOM, Bottom, Release
 
 __version__ = "0.1.0"
@@ -44,5 +44,5 @@ __all__ = [
     "BOTTOM", "AbstractMeasurement", "AbstractPrimitive", "ApproxDP", "BackendError", "Bottom", "BudgetExceeded", "Clip", "ClipPerUser", "MaxKeysPerUser", "MaxRowsPerUser",
     "Compose", "DPAlgError", "Derivation", "GaussianPartitionSelection", "GroupBy", "GroupPrivacy", "InsecureRandomnessWarning", "InvalidArgument", "KeySet", "MaxGroupsPerUser", "Neighbouring", "Parallel", "PartitionSelection", "PrivacyClaim",
     "PureDP", "PureToApprox", "PureToZCDP", "Query", "Release", "Session", "Subsample", "UncheckedPlan", "Unsupported",
-    "Where", "ZCDP", "ZCDPToApprox", "Expr", "col", "compose", "lit", "maximum", "minimum",
+    "JoinPublic", "Where", "ZCDP", "ZCDPToApprox", "Expr", "col", "compose", "lit", "maximum", "minimum",
 ]  # fmt: skip

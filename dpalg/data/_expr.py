@@ -56,8 +56,8 @@ from dpalg.data._dataset import Dataset
 from dpalg.data._schema import value_kind
 
 __all__ = [
-    "Arith", "Bin", "Cast", "Col", "Compare", "Expr", "ExprType", "IsIn", "IsNull", "Lit", "Logic", "MinMax", "Not",
-    "Unary", "col", "columns_of", "evaluate", "expr_type", "lit", "maximum", "minimum", "predicate", "read_types",
+    "Arith", "Bin", "Cast", "Col", "Compare", "Expr", "ExprType", "IsIn", "IsNull", "Lit", "Logic", "Lookup", "MinMax", "Not",
+    "Unary", "col", "columns_of", "evaluate", "expr_type", "lit", "maximum", "minimum", "predicate", "read_types", "substitute", "derived_type",
 ]  # fmt: skip
 
 ExprType = Literal["number", "bool", "str"]
@@ -170,6 +170,10 @@ class Expr:
     def cast(self, to: Literal["number"]) -> Expr:
         """A bool as the number 1 or 0."""
         return Cast(self, to)
+
+    def lookup(self, table: Mapping[bool | int | float | str, bool | int | float | str | None]) -> Expr:
+        """The public value ``table[x]`` (a join with a public table on a unique key); missing when x is not a key."""
+        return Lookup(self, tuple(table.items()))
 
     def bin(self, edges: Sequence[int | float]) -> Expr:
         """The index i of the bin ``[edges[i], edges[i+1])`` holding the value, as a number; outside all bins, missing."""
@@ -526,6 +530,81 @@ class Bin(Expr):
         return f"{_text(self.operand, 9)}.bin({[Lit(e) for e in self.edges]!r})"
 
 
+def _pairs(value: object) -> tuple[tuple[LitValue, LitValue | None], ...]:
+    if not isinstance(value, tuple):
+        raise InvalidArgument("Lookup", "pairs", type(value).__name__, "must be a tuple of (key, value) pairs")
+    if len(value) > MAX_IN:
+        raise InvalidArgument("Lookup", "pairs", f"{len(value)} keys", f"must be at most {MAX_IN}")
+    out: dict[LitValue, LitValue | None] = {}
+    for item in value:
+        if not isinstance(item, tuple) or len(item) != 2:
+            raise InvalidArgument("Lookup", "pairs", type(item).__name__, "must hold (key, value) pairs")
+        key = _lit_value(item[0])
+        if isinstance(key, bool):
+            raise InvalidArgument("Lookup", "key", key, "must be a number or a str")
+        if key in out:
+            raise InvalidArgument("Lookup", "key", key if isinstance(key, float) else key[:40], "appears twice: the public keys must be unique")
+        out[key] = None if item[1] is None else _lit_value(item[1])
+    keys = list(out)
+    if keys and not (all(isinstance(k, str) for k in keys) or all(isinstance(k, float) for k in keys)):
+        raise InvalidArgument("Lookup", "keys", "mixed", "must be all numbers or all str")
+    found = [v for v in out.values() if v is not None]
+    if found and not (all(isinstance(v, str) for v in found) or all(isinstance(v, float) and not isinstance(v, bool) for v in found)):
+        raise InvalidArgument("Lookup", "values", "mixed or bool", "must be all numbers or all str (or None for missing)")
+    return tuple(sorted(out.items(), key=lambda kv: kv[0]))  # type: ignore[arg-type,return-value]
+
+
+@final
+@attrs.frozen(repr=False)
+class Lookup(Expr):
+    """The public value paired with the operand's value (a join with a public table on a unique key); missing if none.
+
+    ``pairs``: ``(key, value)`` with unique keys (all numbers or all str) and values all numbers or all str
+    (``None``: missing). Row-wise: a row's result depends on its own value and the public pairs only.
+    """
+
+    operand: Expr = attrs.field(converter=_expr)
+    pairs: tuple[tuple[LitValue, LitValue | None], ...] = attrs.field(converter=_pairs)
+
+    def __attrs_post_init__(self) -> None:
+        _check_size(self)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.operand,)
+
+    def key_type(self) -> ExprType:
+        """The keys' type (``"number"`` for an empty table)."""
+        return "str" if self.pairs and isinstance(self.pairs[0][0], str) else "number"
+
+    def value_type(self) -> ExprType:
+        """The values' type (``"number"`` when every value is missing)."""
+        found = [v for _, v in self.pairs if v is not None]
+        return "str" if found and isinstance(found[0], str) else "number"
+
+    def __repr__(self) -> str:
+        shown = {Lit(k): (None if v is None else Lit(v)) for k, v in self.pairs}
+        if len(self.pairs) <= 8:
+            return f"{_text(self.operand, 9)}.lookup({shown!r})"
+        import hashlib
+
+        digest = hashlib.sha256(repr(self.pairs).encode()).hexdigest()[:12]
+        return f"{_text(self.operand, 9)}.lookup(<{len(self.pairs)} public pairs, sha256 {digest}>)"
+
+
+def substitute(expr: Expr, mapping: Mapping[str, Expr]) -> Expr:
+    """``expr`` with every ``col(name)`` of ``mapping`` replaced by ``mapping[name]`` (a public join's columns)."""
+    if isinstance(expr, Col):
+        return mapping.get(expr.name, expr)
+    changes: dict[str, Expr] = {}
+    for field in attrs.fields(type(expr)):  # type: ignore[arg-type]
+        value = getattr(expr, field.name)
+        if isinstance(value, Expr):
+            new = substitute(value, mapping)
+            if new is not value:
+                changes[field.name] = new
+    return attrs.evolve(expr, **changes) if changes else expr  # type: ignore[misc]
+
+
 def col(name: str) -> Expr:
     """A column of the data, as an expression.
 
@@ -660,6 +739,11 @@ def expr_type(expr: Expr, kinds: Mapping[str, ColumnKind], owner: str, want: Exp
             if of(node.operand, t) != t:
                 raise bad(node, f"tests a {of(node.operand, t)} against {t} values")
             return "bool"
+        if isinstance(node, Lookup):
+            t = node.key_type()
+            if of(node.operand, t) != t:
+                raise bad(node, f"looks up a {of(node.operand, t)} among {t} keys")
+            return node.value_type()
         if isinstance(node, IsNull):
             inner = _side_type(node.operand, kinds)
             if inner is None:
@@ -674,6 +758,11 @@ def expr_type(expr: Expr, kinds: Mapping[str, ColumnKind], owner: str, want: Exp
         raise bad(node, "is not an expression node")  # pragma: no cover
 
     return of(expr, want)
+
+
+def derived_type(expr: Expr, kinds: Mapping[str, ColumnKind]) -> ExprType:
+    """The type of a derived column: a number, or a str (a histogram's keys); checked by ``check_steps``."""
+    return expr_type(expr, kinds, _OWNER, "number")
 
 
 def _side_type(node: Expr, kinds: Mapping[str, ColumnKind]) -> ExprType | None:
@@ -765,6 +854,8 @@ def _eval(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: Expr
         if present.any():
             hit[present] = np.isin(s[present].astype(str), np.asarray(node.values, dtype=str))
         return hit, present
+    if isinstance(node, Lookup):
+        return _lookup(node, data, kinds)
     if isinstance(node, IsNull):
         t = _side_type(node.operand, kinds)
         assert t is not None
@@ -787,6 +878,35 @@ def _eval(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: Expr
         v, p = _bool(node.operand, data, kinds)
         return ~v & p, p
     raise InvalidArgument(_OWNER, "node", type(node).__name__, "is not an expression node")  # pragma: no cover
+
+
+def _lookup(node: Lookup, data: Dataset, kinds: Mapping[str, ColumnKind]) -> FloatArray | tuple[npt.NDArray[np.object_], BoolArray]:
+    n = data.n_rows
+    keys = [k for k, _ in node.pairs]
+    if node.key_type() == "number":
+        a = _num(node.operand, data, kinds)
+        present = ~np.isnan(a)
+        sorted_keys = np.asarray(keys, dtype=np.float64)
+        probe = np.where(present, a, 0.0)
+    else:
+        s, present = _pair(node.operand, data, kinds, "str")
+        sorted_keys = np.asarray(sorted(keys), dtype=str) if keys else np.asarray([], dtype=str)  # code point order
+        probe = np.where(present, s, "").astype(str)
+    if len(keys):
+        at = np.clip(np.searchsorted(sorted_keys, probe), 0, len(keys) - 1)
+        hit = present & (sorted_keys[at] == probe)
+    else:
+        at, hit = np.zeros(n, dtype=np.intp), np.zeros(n, dtype=bool)
+    by_key = dict(node.pairs)
+    ordered = [by_key[k] for k in (sorted_keys.tolist() if len(keys) else [])]
+    if node.value_type() == "number":
+        table = np.asarray([np.nan if v is None else v for v in ordered] or [np.nan], dtype=np.float64)
+        return np.where(hit, table[np.minimum(at, len(table) - 1)], np.nan)
+    found = np.asarray([v is not None for v in ordered] or [False], dtype=bool)
+    table_s = np.asarray([("" if v is None else v) for v in ordered] or [""], dtype=object)
+    idx = np.minimum(at, len(table_s) - 1)
+    ok = hit & found[idx]
+    return np.where(ok, table_s[idx], ""), ok
 
 
 def _num(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind]) -> FloatArray:

@@ -48,7 +48,7 @@ import polars as pl
 from dpalg._errors import InvalidArgument
 from dpalg.data._column_type import ColumnType
 from dpalg.data._dataset import BackendInfo, Dataset
-from dpalg.data._expr import ColumnKind
+from dpalg.data._expr import ColumnKind, derived_type
 from dpalg.data._numeric import to_float
 from dpalg.data._polars_expr import polars_expr
 from dpalg.data._polars_reductions import PolarsReductions
@@ -197,7 +197,7 @@ class PolarsSource:
 
     def transform(self, steps: RowSteps, kinds: Mapping[str, ColumnKind], kept: tuple[str, ...]) -> Dataset:
         """A query's row steps as a lazy ``filter``/``select`` of this frame (:mod:`dpalg.data._transform`), evaluated by polars."""
-        derived = [polars_expr(expr, kinds, "number").alias(name) for name, expr in steps.derive]
+        derived = [polars_expr(expr, kinds, derived_type(expr, kinds)).alias(name) for name, expr in steps.derive]
         where = None if steps.where is None else polars_expr(steps.where, kinds, "bool")
         frame = self.frame_for(*[pl.col(k) for k in kept], *derived, *([] if where is None else [where]))
         if where is not None:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 import polars as pl
 
 from dpalg.data._expr import (
-    Arith, Bin, Cast, Col, ColumnKind, Compare, Expr, ExprType, IsIn, IsNull, Lit, Logic, MinMax, Not, Unary, expr_type,
+    Arith, Bin, Cast, Col, ColumnKind, Compare, Expr, ExprType, IsIn, IsNull, Lit, Logic, Lookup, MinMax, Not, Unary, expr_type,
 )  # fmt: skip
 
 __all__ = ["polars_expr"]
@@ -83,6 +83,12 @@ def polars_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> 
             t = node.value_type()
             a = go(node.operand, t)
             return pl.when(a.is_null()).then(pl.lit(None, dtype=pl.Boolean)).otherwise(a.is_in(list(node.values)))
+        if isinstance(node, Lookup):
+            a = go(node.operand, node.key_type())
+            number = node.value_type() == "number"
+            keys = [k for k, _ in node.pairs]
+            new = [v for _, v in node.pairs]
+            return a.replace_strict(keys, new, default=None, return_dtype=pl.Float64 if number else pl.String)
         if isinstance(node, IsNull):
             t = side(node.operand)
             assert t is not None

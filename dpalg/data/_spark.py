@@ -82,7 +82,7 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument, Unsupported
 from dpalg.data._column_type import ColumnType
 from dpalg.data._dataset import BackendInfo, Dataset
-from dpalg.data._expr import ColumnKind
+from dpalg.data._expr import ColumnKind, derived_type
 from dpalg.data._numeric import to_float
 from dpalg.data._reductions import Reductions
 from dpalg.data._groups import GroupKey
@@ -265,7 +265,7 @@ class SparkSource:
         if steps.where is not None:
             frame = frame.filter(spark_expr(steps.where, kinds, "bool"))
         columns = [F.col(quoted(k)).alias(k) for k in kept]
-        columns += [spark_expr(expr, kinds, "number").alias(name) for name, expr in steps.derive]
+        columns += [spark_expr(expr, kinds, derived_type(expr, kinds)).alias(name) for name, expr in steps.derive]
         return Dataset.from_source(SparkSource(frame.select(*columns), persist=False))
 
     def grouping(

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpalg.data._expr import (
-    Arith, Bin, Cast, Col, ColumnKind, Compare, Expr, ExprType, IsIn, IsNull, Lit, Logic, MinMax, Not, Unary, expr_type,
+    Arith, Bin, Cast, Col, ColumnKind, Compare, Expr, ExprType, IsIn, IsNull, Lit, Logic, Lookup, MinMax, Not, Unary, expr_type,
 )  # fmt: skip
 from dpalg.data._spark_types import F, quoted
 
@@ -92,6 +92,16 @@ def spark_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> A
             values = [F.lit(v).cast("double") if t == "number" else F.lit(v) for v in node.values]
             hit = a.isin(values) if values else F.lit(False)
             return F.when(a.isNull(), F.lit(None).cast("boolean")).otherwise(hit)
+        if isinstance(node, Lookup):
+            a = go(node.operand, node.key_type())
+            kind = "double" if node.value_type() == "number" else "string"
+            if not node.pairs:
+                return F.lit(None).cast(kind)
+            key_kind = "double" if node.key_type() == "number" else "string"
+            keys = [F.lit(k).cast(key_kind) for k, _ in node.pairs]
+            table = F.create_map(*[part for key, (_, v) in zip(keys, node.pairs) for part in (key, F.lit(v).cast(kind))])
+            # a key outside the table is null; the isin guard keeps ANSI mode's missing-key error away
+            return F.when(a.isNull() | ~a.isin(keys), F.lit(None).cast(kind)).otherwise(table.getItem(a))
         if isinstance(node, IsNull):
             t = side(node.operand)
             assert t is not None

@@ -58,6 +58,10 @@ class RowSteps:
 
     derive: tuple[tuple[str, Expr], ...] = attrs.field(converter=_derive)
     where: Expr | None = None
+    #: the derived columns are keys (a histogram's): a str is allowed as well as a number
+    keys: bool = False
+    #: the names public tables add (``JoinPublic``): a column of the data with such a name is ambiguous
+    public: tuple[str, ...] = ()
 
     def reads(self) -> tuple[str, ...]:
         """The columns of the data the steps read."""
@@ -71,12 +75,16 @@ class RowSteps:
 
 def check_steps(data: Dataset, steps: RowSteps, owner: str) -> dict[str, ColumnKind]:
     """Refuse, before the charge, steps the data's schema cannot serve; return the columns' expression kinds."""
+    clash = sorted(set(steps.public) & set(data.names))
+    if clash:
+        raise InvalidArgument(owner, "JoinPublic", clash[0], "is both a column of the data and of a joined public table: rename one")
     kinds = read_types(data, steps.reads(), owner)
     if steps.where is not None and expr_type(steps.where, kinds, owner, "bool") != "bool":
         raise InvalidArgument(owner, "where", repr(steps.where)[:200], "must be a condition (a comparison, is_in, is_null, & | ~)")
     for name, expr in steps.derive:
-        if expr_type(expr, kinds, owner, "number") != "number":
-            raise InvalidArgument(owner, f"column {name[:100]!r}", repr(expr)[:200], "must be a number expression")
+        t = expr_type(expr, kinds, owner, "number")
+        if t != "number" and not (steps.keys and t == "str"):
+            raise InvalidArgument(owner, f"column {name[:100]!r}", repr(expr)[:200], "must be a number expression" + (" or a str" if steps.keys else ""))
     return kinds
 
 
@@ -106,7 +114,12 @@ def _numpy_steps(data: Dataset, steps: RowSteps, kinds: dict[str, ColumnKind], k
     columns = {name: rows.column(name) for name in kept}
     types = {name: rows.column_type(name) for name in kept}
     for name, expr in steps.derive:
-        value = evaluate(expr, rows, kinds, "number")
-        assert isinstance(value, np.ndarray)
-        columns[name] = value
+        if expr_type(expr, kinds, "Where", "number") == "str":  # a histogram's key column: str, None for missing
+            got = evaluate(expr, rows, kinds, "str")
+            assert isinstance(got, tuple)
+            columns[name] = np.where(got[1], got[0], None).astype(object)
+        else:
+            value = evaluate(expr, rows, kinds, "number")
+            assert isinstance(value, np.ndarray)
+            columns[name] = value
     return Dataset(columns, types)

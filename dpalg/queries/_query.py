@@ -39,12 +39,12 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import ColumnUse, Dataset, Key, Neighbouring, as_dataset, unit_count, unit_index
-from dpalg.data._expr import Expr, predicate
+from dpalg.data._expr import Col, Expr, Lookup, predicate, substitute
 from dpalg.data._numpy_reductions import inside_bounds
 from dpalg.data._transform import RowSteps, apply_steps
 from dpalg.queries._bounding import ClipPerUser, MaxKeysPerUser, MaxRowsPerUser, cap_param
 
-__all__ = ["BOUNDED_KINDS", "Clip", "Query", "QueryKind", "UserFunction", "Where", "clip_inside", "refuse_user_function"]
+__all__ = ["BOUNDED_KINDS", "Clip", "JoinPublic", "Query", "QueryKind", "UserFunction", "Where", "clip_inside", "refuse_user_function"]
 
 #: a user-defined statistic: the clipped values (sorted, read-only) to a real number
 UserFunction = Callable[[npt.NDArray[np.float64]], object]
@@ -196,6 +196,100 @@ class Where:
         return f"Where({self.condition!r})"
 
 
+_MAX_PUBLIC_ROWS = 10_000
+_MAX_PUBLIC_COLUMNS = 32
+PublicCell = bool | float | str | None
+
+
+def _cell(value: object, column: str) -> PublicCell:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        if abs(int(value)) > 2**53:
+            raise InvalidArgument("JoinPublic", f"table[{column!r}]", "an integer", "must be at most 2**53 in size (exact as a double)")
+        return float(value)
+    if isinstance(value, (float, np.floating)):
+        if not math.isfinite(float(value)):
+            raise InvalidArgument("JoinPublic", f"table[{column!r}]", float(value), "must be finite or missing")
+        return float(value) + 0.0
+    if isinstance(value, str):
+        return value
+    raise InvalidArgument("JoinPublic", f"table[{column!r}]", type(value).__name__, "must hold bools, numbers, str or None")
+
+
+def _public_table(value: object) -> tuple[tuple[str, tuple[PublicCell, ...]], ...]:
+    if isinstance(value, tuple) and all(isinstance(c, tuple) and len(c) == 2 and isinstance(c[0], str) for c in value):
+        items = list(value)  # a rebuilt table (a certificate): the same converter checks it again
+    elif hasattr(value, "items") and callable(getattr(value, "items")):
+        items = list(value.items())  # type: ignore[union-attr]
+    elif hasattr(value, "columns") and hasattr(value, "__getitem__"):
+        items = [(str(name), value[name]) for name in getattr(value, "columns")]  # a pandas or polars DataFrame
+    else:
+        raise InvalidArgument("JoinPublic", "table", type(value).__name__, "must be a mapping of column -> values or a DataFrame (public data)")
+    if not 2 <= len(items) <= _MAX_PUBLIC_COLUMNS:
+        raise InvalidArgument("JoinPublic", "table", f"{len(items)} columns", f"must have 2 to {_MAX_PUBLIC_COLUMNS} columns (the key and what it adds)")
+    out: list[tuple[str, tuple[PublicCell, ...]]] = []
+    n: int | None = None
+    for name, column in items:
+        if not isinstance(name, str) or not name:
+            raise InvalidArgument("JoinPublic", "table", type(name).__name__, "column names must be non-empty str")
+        to_list = getattr(column, "to_list", None) or getattr(column, "tolist", None)
+        cells = tuple(_cell(v, name) for v in (to_list() if callable(to_list) else list(column)))
+        if n is not None and len(cells) != n:
+            raise InvalidArgument("JoinPublic", f"table[{name!r}]", len(cells), f"must have {n} values like the other columns")
+        n = len(cells)
+        if n > _MAX_PUBLIC_ROWS:
+            raise InvalidArgument("JoinPublic", "table", f"{n} rows", f"must have at most {_MAX_PUBLIC_ROWS} rows (it is recorded in the certificate)")
+        out.append((name, cells))
+    return tuple(out)
+
+
+@final
+@attrs.frozen(repr=False)
+class JoinPublic:
+    """Join each row with a **public** table on a unique key: its columns become readable as ``col(name)``.
+
+    ``Query.sum(col("price")) | JoinPublic(nations, on="nationkey") | Where(col("region").eq("ASIA"))``.
+    The table is public data (it is recorded in the certificate; at most 10,000 rows and 32
+    columns). Its key column ``on`` must be unique and never missing -- checked here, on public
+    data -- so each private row meets at most one public row: the join is a row-wise map
+    (:class:`~dpalg.data._expr.Lookup`), 1-stable, and the query's cost does not change. A row
+    whose key is missing or absent from the table gets missing values (a left join). A table
+    column whose name is also a column of the data is refused before the charge (ambiguous).
+    """
+
+    table: tuple[tuple[str, tuple[PublicCell, ...]], ...] = attrs.field(converter=_public_table)
+    on: str = attrs.field(kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
+        names = [name for name, _ in self.table]
+        if self.on not in names:
+            raise InvalidArgument("JoinPublic", "on", self.on, f"must be a column of the public table: {names}")
+        if len(set(names)) != len(names):
+            raise InvalidArgument("JoinPublic", "table", "repeated names", "column names must be unique")
+        keys = dict(self.table)[self.on]
+        if any(k is None for k in keys):
+            raise InvalidArgument("JoinPublic", "on", self.on, "must have no missing key in the public table")
+        if len(set(keys)) != len(keys):
+            raise InvalidArgument("JoinPublic", "on", self.on, "must be unique in the public table (each private row meets one public row)")
+        self.lookups()  # the columns' values are checked as lookup values (all numbers or all str)
+
+    def lookups(self) -> dict[str, Expr]:
+        """Each added column as an expression: ``col(on).lookup({key: value})``."""
+        keys = dict(self.table)[self.on]
+        return {
+            name: Lookup(Col(self.on), tuple(zip(keys, values)))
+            for name, values in self.table if name != self.on
+        }  # fmt: skip
+
+    def __repr__(self) -> str:
+        names = [name for name, _ in self.table]
+        rows = len(self.table[0][1]) if self.table else 0
+        return f"JoinPublic(<public table, {rows} rows: {', '.join(names)}>, on={self.on!r})"
+
+
 def _num(x: Fraction) -> str:
     return str(x.numerator) if x.denominator == 1 else f"'{x}'"
 
@@ -225,6 +319,8 @@ class Query:
     derived: Expr | None = None
     #: the rows the query reads: those this condition holds for (``| Where(...)``); ``None``: all rows
     where: Expr | None = None
+    #: public tables joined on a unique key (``| JoinPublic(...)``): their columns are readable by the expressions
+    joins: tuple[JoinPublic, ...] = ()
 
     def __attrs_post_init__(self) -> None:
         if self.kind not in _KINDS:
@@ -438,7 +534,13 @@ class Query:
         return cls("function", column, fn=fn, name=name, fallback=fallback)
 
     # --- combinators ------------------------------------------------------
-    def __or__(self, modifier: Clip | ClipPerUser | MaxRowsPerUser | MaxKeysPerUser | Where) -> Query:
+    def __or__(self, modifier: Clip | ClipPerUser | MaxRowsPerUser | MaxKeysPerUser | Where | JoinPublic) -> Query:
+        if isinstance(modifier, JoinPublic):
+            taken = {name for j in self.joins for name, _ in j.table if name != j.on}
+            added = {name for name, _ in modifier.table if name != modifier.on}
+            if taken & added:
+                raise InvalidArgument("JoinPublic", "table", sorted(taken & added)[0], "is added by an earlier JoinPublic of this query")
+            return attrs.evolve(self, joins=(*self.joins, modifier))
         if isinstance(modifier, Where):
             return attrs.evolve(self, where=modifier.condition if self.where is None else self.where & modifier.condition)
         if isinstance(modifier, ClipPerUser):
@@ -488,8 +590,13 @@ class Query:
         if self.derived is None and self.where is None:
             return None
         assert self.column is not None or self.derived is None
-        derive = () if self.derived is None or self.column is None else ((self.column, self.derived),)
-        return RowSteps(derive, self.where)
+        public: dict[str, Expr] = {}
+        for join in self.joins:
+            public.update(join.lookups())
+        derived = None if self.derived is None else substitute(self.derived, public)
+        where = None if self.where is None else substitute(self.where, public)
+        derive = () if derived is None or self.column is None else ((self.column, derived),)
+        return RowSteps(derive, where, keys=self.kind == "histogram", public=tuple(public))
 
     def columns(self) -> tuple[ColumnUse, ...]:
         """The columns this query reads and their roles (public schema, checked before a charge).
@@ -640,6 +747,8 @@ class Query:
             args.append(f"user={self.user!r}")
         name = "count_users" if self.kind == "user_count" else self.kind
         text = f"Query.{name}({', '.join(args)})"
+        for join in self.joins:
+            text += f" | {join!r}"
         if self.where is not None:
             text += f" | {Where(self.where)!r}"
         if self.lower is not None and self.upper is not None:

@@ -13,7 +13,7 @@ import pandas as pd
 from hypothesis import strategies as st
 
 from dpalg.data import Dataset
-from dpalg.data._expr import Arith, Bin, Cast, Col, Compare, Expr, IsIn, IsNull, Lit, Logic, MinMax, Not, Unary
+from dpalg.data._expr import Arith, Bin, Cast, Col, Compare, Expr, IsIn, IsNull, Lit, Logic, Lookup, MinMax, Not, Unary
 from dpalg.data._transform import RowSteps, apply_steps
 
 #: adversarial doubles: missing, infinities, signed zeros, the largest, 2**53 + 1 (not a double), ties at .5
@@ -24,7 +24,13 @@ _num_leaf = st.one_of(
     st.sampled_from([Col("x"), Col("y")]),
     st.sampled_from([0.0, 1.0, -1.0, 0.5, 2.0, 1e308, 3.0]).map(Lit),
 )
-_str_leaf = st.one_of(st.just(Col("s")), st.sampled_from(STRINGS).map(Lit))
+_str_leaf = st.one_of(
+    st.just(Col("s")),
+    st.sampled_from(STRINGS).map(Lit),
+    st.just(Lookup(Col("s"), (("a", "x"), ("b", None), ("é", "a"), ("", "")))),  # a public join: str -> str
+)
+#: public lookups (a join with a public table on a unique key)
+NUMBER_TABLE = ((0.0, 10.0), (0.5, None), (3.0, -1.0), (1e308, 0.0))
 
 
 def _num(children: st.SearchStrategy[Expr]) -> st.SearchStrategy[Expr]:
@@ -33,6 +39,8 @@ def _num(children: st.SearchStrategy[Expr]) -> st.SearchStrategy[Expr]:
         st.builds(Unary, st.sampled_from(["neg", "abs", "floor", "ceil"]), children),
         st.builds(MinMax, st.sampled_from(["min", "max"]), children, children),
         st.builds(Bin, children, st.sampled_from([(0.0, 1.0, 2.0, 5.0), (-1e308, 0.0, 1e308), (-3.0, 3.0)])),
+        st.builds(Lookup, children, st.just(NUMBER_TABLE)),
+        st.just(Lookup(Col("s"), (("a", 1.0), ("ab", 2.5), ("é", None)))),
     )
 
 

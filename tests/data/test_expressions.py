@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import dpalg.data._expr as expr_module
-from dpalg import Clip, Compose, GroupBy, InvalidArgument, KeySet, PureDP, Query, Session, Unsupported, Where, col, lit, maximum
+from dpalg import Clip, Compose, GroupBy, InvalidArgument, JoinPublic, KeySet, PureDP, Query, Session, Unsupported, Where, col, lit, maximum
 from dpalg.data import as_dataset
 from dpalg.data._expr import Expr, evaluate, read_types
 from dpalg.data._transform import RowSteps, apply_steps
@@ -233,4 +233,45 @@ def test_a_string_literal_with_quotes_and_operators_survives_the_certificate() -
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         release = plan.run({"name": np.array(["o'brien", "x"])}, rng=0)
+    assert audit_certificate(json.loads(json.dumps(release.certificate))).status == "cost_confirmed"
+
+
+# -- joins with public tables ------------------------------------------------------------------------
+
+NATIONS = {"nationkey": [0, 1, 2, 3], "region": ["ASIA", "EUROPE", "ASIA", "AFRICA"], "w": [1.0, 2.0, None, 4.0]}
+
+
+def test_a_public_join_is_a_lookup_on_a_unique_key() -> None:
+    q = Query.sum(col("price") * col("w")) | JoinPublic(NATIONS, on="nationkey") | Where(col("region").eq("ASIA") | col("w").is_null()) | Clip(0, 100)
+    data = {"price": np.array([10.0, 20.0, 30.0, 40.0, 50.0]), "nationkey": np.array([0, 1, 2, 3, 9])}
+    # nation 0: ASIA, 10·1; nation 2: ASIA but w missing (dropped); nation 9: not in the table, w missing (dropped)
+    assert q.evaluate(data) == 10.0
+    assert q.evaluate(pl.DataFrame(data)) == 10.0
+    h = Query.histogram(col("region")) | JoinPublic(NATIONS, on="nationkey")
+    assert h.evaluate(data) == {"AFRICA": 1.0, "ASIA": 2.0, "EUROPE": 1.0}  # nation 9 has no region: no key
+    assert "JoinPublic(<public table, 4 rows: nationkey, region, w>, on='nationkey')" in repr(q)
+
+
+def test_public_tables_are_checked_and_ambiguity_is_refused_before_the_charge() -> None:
+    with pytest.raises(InvalidArgument, match="unique"):
+        JoinPublic({"k": [1, 1], "v": [1, 2]}, on="k")
+    with pytest.raises(InvalidArgument, match="no missing key"):
+        JoinPublic({"k": [1, None], "v": [1, 2]}, on="k")
+    with pytest.raises(InvalidArgument, match="column of the public table"):
+        JoinPublic({"k": [1], "v": [1]}, on="key")
+    with pytest.raises(InvalidArgument, match="all numbers or all str"):
+        JoinPublic({"k": [1, 2], "v": [1, "a"]}, on="k")
+    session = Session(PureDP(1))
+    plan = Laplace(Query.count() | JoinPublic(NATIONS, on="nationkey") | Where(col("region").eq("ASIA")), epsilon=1)
+    with pytest.raises(InvalidArgument, match="both a column of the data"):
+        session.run(plan, {"nationkey": np.array([0]), "region": np.array(["x"])}, rng=0)
+    assert session.spent == PureDP(0)
+
+
+def test_a_public_join_survives_the_certificate() -> None:
+    plan = Laplace(Query.count() | JoinPublic(NATIONS, on="nationkey") | Where(col("region").is_in(["ASIA", "o'r<=;"])), epsilon=1)
+    plan.check(PureDP(1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        release = plan.run({"nationkey": np.array([0, 2, 3])}, rng=0)
     assert audit_certificate(json.loads(json.dumps(release.certificate))).status == "cost_confirmed"
