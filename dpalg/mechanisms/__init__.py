@@ -12,7 +12,8 @@ One sub-package per framework; each imports only the lower layers and
 * :mod:`~dpalg.mechanisms.sample_aggregate` -- sample-and-aggregate (mean, median, mode; Spark);
 * :mod:`~dpalg.mechanisms.shifted_inverse` -- the shifted inverse of Fang–Dong–Yi 2022;
 * :mod:`~dpalg.mechanisms.bounded_ls` -- privately bounded local sensitivity and the ratios;
-* :mod:`~dpalg.mechanisms.auto_clip` -- AutoClipSum.
+* :mod:`~dpalg.mechanisms.auto_clip` -- AutoClipSum;
+* :mod:`~dpalg.mechanisms.r2t` -- R2T, the race to the top (Dong et al. 2022).
 
 Certificates name a node class by ``module:Class``: for the classes defined before
 the frameworks had packages, the old flat module (``dpalg.mechanisms._ptr:ProposeTest``),
@@ -28,6 +29,7 @@ from dpalg.mechanisms.auto_clip import AutoClipSum
 from dpalg.mechanisms.bounded_ls import BoundedLS, BoundedLSRatio, KSWRatio, NaiveRatio, NoisyCount, PrivateRatio
 from dpalg.mechanisms._common.local_sensitivity import LocalSensAtDistance
 from dpalg.mechanisms._common.ptr_test import ptr_bottom_probability
+from dpalg.mechanisms.r2t import R2T
 from dpalg.mechanisms.ptr import ProposeTest, PTRBoundSuggestion, PTRMode, StableHistogram, suggest_ptr_bound
 from dpalg.mechanisms.shifted_inverse import ShiftedInverse, ShiftedInverseSearch, ShiftedInverseSearchZCDP
 from dpalg.mechanisms.smooth import SmoothBound, SmoothBoundCauchy
@@ -42,7 +44,7 @@ __all__ = [
     "ptr_bottom_probability", "suggest_ptr_bound",
     "AutoClipSum", "BoundedLS", "BoundedLSRatio", "CalibratedGaussianSum", "CalibratedLaplaceSum",
     "ExponentialQuantile", "Gaussian", "KSWRatio", "Laplace", "NaiveRatio", "NoisyCount", "NoisyMax",
-    "PrivateRatio", "ShiftedInverse",
+    "PrivateRatio", "R2T", "ShiftedInverse",
     "ShiftedInverseSearch", "ShiftedInverseSearchZCDP",
     "SampleAggregateMean", "SampleAggregateMedian", "SampleAggregateMode", "SmoothBound", "SmoothBoundCauchy",
 ]  # fmt: skip

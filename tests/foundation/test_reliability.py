@@ -48,6 +48,7 @@ from dpalg.data import Dataset, as_dataset
 from dpalg.graph._node import AbstractPrimitive
 from dpalg.mechanisms import (
     AutoClipSum,
+    R2T,
     BoundedLS,
     BoundedLSRatio,
     CalibratedGaussianSum,
@@ -429,6 +430,8 @@ CATALOG: dict[str, AbstractPrimitive[PureDP] | AbstractPrimitive[ApproxDP] | Abs
     "SampleAggregateMode": SampleAggregateMode(_block_round, blocks=8, epsilon=1, delta="0.01"),
     # user level (issue 15)
     "AutoClipSum": AutoClipSum(Query.sum("v", user="u"), epsilon=1, upper_limit=1024),
+    "R2T": R2T(Query.sum("v", user="u"), epsilon=1, upper_limit=1024, thresholds=12),
+    "R2T-count": R2T(Query.count(user="u"), epsilon=1, upper_limit=64, thresholds=7),
     "Laplace-user-sum": Laplace(Query.sum("v", user="u") | ClipPerUser(0, 8), epsilon=1),
     "Laplace-user-rows": Laplace(Query.count(user="u") | MaxRowsPerUser(3), epsilon=1),
     "NoisyMax-user": NoisyMax(Query.histogram("k", keys=("a", "b"), user="u") | MaxKeysPerUser(1, rows_per_key=2), epsilon=1),
