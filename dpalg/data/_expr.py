@@ -237,7 +237,7 @@ def _column_name(value: object) -> str:
 
 
 @final
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, order=False)
 class Col(Expr):
     """A column of the data."""
 
@@ -268,7 +268,7 @@ def _lit_value(value: object) -> LitValue:
 
 
 @final
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, order=False)
 class Lit(Expr):
     """A public constant: a bool, a number (stored as a double) or a str."""
 
@@ -281,13 +281,30 @@ class Lit(Expr):
         return repr(v)
 
 
-def _one_of(owner: str, field: str, allowed: tuple[str, ...]) -> object:
-    def convert(value: object) -> str:
-        if value not in allowed:
-            raise InvalidArgument(owner, field, value, f"must be one of {allowed}")
-        return str(value)
+def _one_of(owner: str, value: object, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise InvalidArgument(owner, "op", value, f"must be one of {allowed}")
+    return str(value)
 
-    return convert
+
+def _arith_op(value: object) -> str:
+    return _one_of("Arith", value, ("+", "-", "*", "/"))
+
+
+def _unary_op(value: object) -> str:
+    return _one_of("Unary", value, ("neg", "abs", "floor", "ceil"))
+
+
+def _minmax_op(value: object) -> str:
+    return _one_of("MinMax", value, ("min", "max"))
+
+
+def _compare_op(value: object) -> str:
+    return _one_of("Compare", value, ("==", "!=", "<", "<=", ">", ">="))
+
+
+def _logic_op(value: object) -> str:
+    return _one_of("Logic", value, ("&", "|"))
 
 
 _PRECEDENCE: Final = {"|": 1, "&": 2, "cmp": 3, "+": 4, "-": 4, "*": 5, "/": 5}
@@ -300,11 +317,11 @@ def _text(node: Expr, parent: int, right: bool = False) -> str:
 
 
 @final
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, order=False)
 class Arith(Expr):
     """``left op right`` on numbers: ``+ - * /``."""
 
-    op: str = attrs.field(converter=_one_of("Arith", "op", ("+", "-", "*", "/")))
+    op: str = attrs.field(converter=_arith_op)
     left: Expr = attrs.field(converter=_expr)
     right: Expr = attrs.field(converter=_expr)
 
@@ -320,11 +337,11 @@ class Arith(Expr):
 
 
 @final
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, order=False)
 class Unary(Expr):
     """``-x``, ``abs(x)``, ``floor(x)``, ``ceil(x)`` on a number."""
 
-    op: str = attrs.field(converter=_one_of("Unary", "op", ("neg", "abs", "floor", "ceil")))
+    op: str = attrs.field(converter=_unary_op)
     operand: Expr = attrs.field(converter=_expr)
 
     def __attrs_post_init__(self) -> None:
@@ -340,11 +357,11 @@ class Unary(Expr):
 
 
 @final
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, order=False)
 class MinMax(Expr):
     """The smaller (``min``) or larger (``max``) of two numbers, by comparison."""
 
-    op: str = attrs.field(converter=_one_of("MinMax", "op", ("min", "max")))
+    op: str = attrs.field(converter=_minmax_op)
     left: Expr = attrs.field(converter=_expr)
     right: Expr = attrs.field(converter=_expr)
 
@@ -359,11 +376,11 @@ class MinMax(Expr):
 
 
 @final
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, order=False)
 class Compare(Expr):
     """``left op right``: ``== != < <= > >=`` on two numbers or two str (``==``/``!=`` on bools too)."""
 
-    op: str = attrs.field(converter=_one_of("Compare", "op", ("==", "!=", "<", "<=", ">", ">=")))
+    op: str = attrs.field(converter=_compare_op)
     left: Expr = attrs.field(converter=_expr)
     right: Expr = attrs.field(converter=_expr)
 
@@ -380,11 +397,11 @@ class Compare(Expr):
 
 
 @final
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, order=False)
 class Logic(Expr):
     """``left & right`` or ``left | right`` on bools (three-valued)."""
 
-    op: str = attrs.field(converter=_one_of("Logic", "op", ("&", "|")))
+    op: str = attrs.field(converter=_logic_op)
     left: Expr = attrs.field(converter=_expr)
     right: Expr = attrs.field(converter=_expr)
 
@@ -400,7 +417,7 @@ class Logic(Expr):
 
 
 @final
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, order=False)
 class Not(Expr):
     """``~x`` on a bool."""
 
@@ -423,7 +440,7 @@ def _flag(value: object) -> bool:
 
 
 @final
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, order=False)
 class IsNull(Expr):
     """Whether the value is missing (``negate``: present)."""
 
@@ -454,7 +471,7 @@ def _in_values(value: object) -> tuple[float, ...] | tuple[str, ...]:
 
 
 @final
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, order=False)
 class IsIn(Expr):
     """Whether the value is one of public values (all numbers or all str; stored sorted, without repeats)."""
 
@@ -483,7 +500,7 @@ def _cast_to(value: object) -> str:
 
 
 @final
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, order=False)
 class Cast(Expr):
     """A bool as the number 1 or 0."""
 
@@ -513,7 +530,7 @@ def _edges(value: object) -> tuple[float, ...]:
 
 
 @final
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, order=False)
 class Bin(Expr):
     """The index i with ``edges[i] <= x < edges[i+1]`` (a number); outside ``[edges[0], edges[-1])`` missing."""
 
@@ -551,11 +568,11 @@ def _pairs(value: object) -> tuple[tuple[LitValue, LitValue | None], ...]:
     found = [v for v in out.values() if v is not None]
     if found and not (all(isinstance(v, str) for v in found) or all(isinstance(v, float) and not isinstance(v, bool) for v in found)):
         raise InvalidArgument("Lookup", "values", "mixed or bool", "must be all numbers or all str (or None for missing)")
-    return tuple(sorted(out.items(), key=lambda kv: kv[0]))  # type: ignore[arg-type,return-value]
+    return tuple(sorted(out.items(), key=lambda kv: kv[0]))
 
 
 @final
-@attrs.frozen(repr=False)
+@attrs.frozen(repr=False, order=False)
 class Lookup(Expr):
     """The public value paired with the operand's value (a join with a public table on a unique key); missing if none.
 
@@ -875,8 +892,8 @@ def _eval(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: Expr
             false = a_false & b_false
         return true, true | false
     if isinstance(node, Not):
-        v, p = _bool(node.operand, data, kinds)
-        return ~v & p, p
+        nv, np_ = _bool(node.operand, data, kinds)
+        return ~nv & np_, np_
     raise InvalidArgument(_OWNER, "node", type(node).__name__, "is not an expression node")  # pragma: no cover
 
 

@@ -14,6 +14,7 @@ nearest, as numpy's do).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import polars as pl
 
@@ -66,11 +67,12 @@ def polars_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> 
             return pl.when(a.is_null() | b.is_null()).then(None).when(pick).then(a).otherwise(b)
         if isinstance(node, Bin):
             a = go(node.operand, "number")
-            chain = pl.when(a.is_null()).then(pl.lit(None, dtype=pl.Float64))
+            chain: Any = pl.when(a.is_null()).then(pl.lit(None, dtype=pl.Float64))
             edges = node.edges
             for i in range(len(edges) - 1):
                 chain = chain.when((a >= edges[i]) & (a < edges[i + 1])).then(pl.lit(float(i), dtype=pl.Float64))
-            return chain.otherwise(pl.lit(None, dtype=pl.Float64))
+            binned: pl.Expr = chain.otherwise(pl.lit(None, dtype=pl.Float64))
+            return binned
         if isinstance(node, Cast):
             return go(node.operand, "bool").cast(pl.Float64)
         if isinstance(node, Compare):

@@ -117,7 +117,9 @@ def _numpy_steps(data: Dataset, steps: RowSteps, kinds: dict[str, ColumnKind], k
         if expr_type(expr, kinds, "Where", "number") == "str":  # a histogram's key column: str, None for missing
             got = evaluate(expr, rows, kinds, "str")
             assert isinstance(got, tuple)
-            columns[name] = np.where(got[1], got[0], None).astype(object)
+            keys = got[0].astype(object)
+            keys[~got[1]] = None
+            columns[name] = keys
         else:
             value = evaluate(expr, rows, kinds, "number")
             assert isinstance(value, np.ndarray)

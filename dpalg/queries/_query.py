@@ -223,7 +223,7 @@ def _public_table(value: object) -> tuple[tuple[str, tuple[PublicCell, ...]], ..
     if isinstance(value, tuple) and all(isinstance(c, tuple) and len(c) == 2 and isinstance(c[0], str) for c in value):
         items = list(value)  # a rebuilt table (a certificate): the same converter checks it again
     elif hasattr(value, "items") and callable(getattr(value, "items")):
-        items = list(value.items())  # type: ignore[union-attr]
+        items = list(value.items())
     elif hasattr(value, "columns") and hasattr(value, "__getitem__"):
         items = [(str(name), value[name]) for name in getattr(value, "columns")]  # a pandas or polars DataFrame
     else:

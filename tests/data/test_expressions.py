@@ -139,8 +139,8 @@ def test_an_evaluator_that_looks_at_other_rows_is_caught(monkeypatch: pytest.Mon
         return out - (np.nanmean(out) if np.isfinite(out).any() else 0.0)  # depends on the other rows
 
     monkeypatch.setattr(expr_module, "_clean", centred)
-    a = {"x": [1.0, 2.0], "y": [1.0, 1.0], "b": [True, True], "s": ["a", "a"], "id": [0, 1]}
-    b = {"x": [10.0], "y": [1.0], "b": [True], "s": ["a"], "id": [0]}
+    a: dict[str, list[Any]] = {"x": [1.0, 2.0], "y": [1.0, 1.0], "b": [True, True], "s": ["a", "a"], "id": [0, 1]}
+    b: dict[str, list[Any]] = {"x": [10.0], "y": [1.0], "b": [True], "s": ["a"], "id": [0]}
     with pytest.raises(AssertionError):
         _row_wise(a, b, col("b"), col("x") + col("y"))
 
@@ -161,7 +161,7 @@ def test_hostile_expressions_are_refused_at_construction() -> None:
     with pytest.raises(InvalidArgument, match="Python bool"):
         bool(col("x") > 1)
     with pytest.raises(InvalidArgument, match="eq"):
-        Where(col("x") == col("x"))  # type: ignore[arg-type]  # == is structural: True, not a condition
+        Where(col("x") == col("x"))  # == is structural: True, not a condition
     with pytest.raises(InvalidArgument, match="increasing"):
         col("x").bin([1, 1])
     with pytest.raises(InvalidArgument, match="all numbers or all str"):
@@ -196,6 +196,7 @@ def test_no_value_makes_a_release_raise() -> None:
         warnings.filterwarnings("ignore", message=".*seed.*")
         warnings.filterwarnings("ignore", category=UserWarning)
         release = plan.run(data, rng=1)
+    assert isinstance(release.value, tuple)
     assert all(isinstance(v, float) and math.isfinite(v) for v in release.value)
 
 

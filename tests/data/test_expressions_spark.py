@@ -60,7 +60,7 @@ def test_spark_equals_numpy_bit_for_bit(spark: Any, table: dict[str, list[Any]],
 
 def test_adversarial_values_on_spark(spark: Any) -> None:
     """Division by zero (ANSI mode would raise), overflow, -0.0, NaN and null, floor above 2**52."""
-    table = {
+    table: dict[str, list[Any]] = {
         "x": [0.0, -0.0, None, math.nan, 1e308, 4503599627370497.5, -0.5, 2.5],
         "y": [0.0, -1.0, 1.0, 1.0, 0.1, 1.0, 0.0, 2.0],
         "b": [True] * 8,
