@@ -101,7 +101,7 @@ def spark_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> A
             keys = [F.lit(k).cast(key_kind) for k, _ in node.pairs]
             table = F.create_map(*[part for key, (_, v) in zip(keys, node.pairs) for part in (key, F.lit(v).cast(kind))])
             # a key outside the table is null; the isin guard keeps ANSI mode's missing-key error away
-            return F.when(a.isNull() | ~a.isin(keys), F.lit(None).cast(kind)).otherwise(table.getItem(a))
+            return F.when(a.isNull() | ~a.isin(keys), F.lit(None).cast(kind)).otherwise(table[a])
         if isinstance(node, IsNull):
             t = side(node.operand)
             assert t is not None
