@@ -37,6 +37,7 @@ from dpalg._errors import InvalidArgument
 from dpalg.data._dataset import Dataset
 from dpalg.data._keys import Key, key_index
 from dpalg.data._numeric import as_column
+from dpalg.data._sorting import run_ranks, sort_rows
 
 __all__ = ["exact_occurrences", "keyed_hashes", "keyed_labels", "row_hashes", "select_keys", "select_rows"]
 
@@ -51,11 +52,22 @@ _SHORT: Final = 32  # longer keys get a keyed digest each, so no array is ever w
 
 def _fmix(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """MurmurHash3's 64-bit finaliser on an array (a bijection of uint64; wrap-around multiply)."""
-    h = h ^ (h >> _S33)
-    h = h * _C1
-    h = h ^ (h >> _S33)
-    h = h * _C2
-    return h ^ (h >> _S33)
+    arr = np.array(h, dtype=np.uint64, ndmin=1)
+    out = _fmix_owned(arr)
+    return out if np.ndim(h) else out.reshape(())
+
+
+def _fmix_owned(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """:func:`_fmix` computed in place in ``h`` (an array the caller owns), with one scratch array."""
+    tmp = np.right_shift(h, _S33)
+    h ^= tmp
+    h *= _C1
+    np.right_shift(h, _S33, out=tmp)
+    h ^= tmp
+    h *= _C2
+    np.right_shift(h, _S33, out=tmp)
+    h ^= tmp
+    return h
 
 
 def _words(secret: bytes) -> npt.NDArray[np.uint64]:
@@ -66,7 +78,14 @@ def _words(secret: bytes) -> npt.NDArray[np.uint64]:
 
 def _mix(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64] | np.uint64, key: np.uint64) -> npt.NDArray[np.uint64]:
     """A keyed combination of two hashes (order matters)."""
-    return _fmix(_fmix(a ^ key) * _GOLD ^ b)
+    shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+    h = np.empty(shape or (1,), dtype=np.uint64)
+    np.bitwise_xor(a, key, out=h.reshape(shape), dtype=np.uint64)
+    h = _fmix_owned(h)
+    h *= _GOLD
+    h ^= b
+    out = _fmix_owned(h)
+    return out if shape else out.reshape(())
 
 
 def _float_bits(key: Key) -> float | None:
@@ -219,30 +238,18 @@ def _group_rank(keys: Sequence[npt.NDArray[np.generic]], groups: int) -> tuple[n
     return order, np.arange(n, dtype=np.intp) - run_start
 
 
-def _runs_homogeneous(order: npt.NDArray[np.intp], key: npt.NDArray[np.uint64], *parts: npt.NDArray[np.generic]) -> bool:
-    """Whether rows adjacent in ``order`` with equal ``key`` also agree on every one of ``parts``."""
-    same = key[order][1:] == key[order][:-1]
-    return all(bool(np.all(p[order][1:][same] == p[order][:-1][same])) for p in parts)
+def _occurrence(unit_codes: npt.NDArray[np.intp], content: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+    """Each row's rank among the rows of its unit with the same content (0, 1, 2, …), in row order.
 
-
-def _occurrence(unit_codes: npt.NDArray[np.intp], content: npt.NDArray[np.uint64], salt: np.uint64) -> npt.NDArray[np.int64]:
-    """Each row's rank among the rows of its unit with the same content (0, 1, 2, …).
-
-    Fast path: one sort of a 64-bit hash of (unit, content). Rows with equal hash
-    are identical unless two (unit, content) pairs collide; that is checked, and a
-    collision (probability about n²/2**65 under the keyed hash, whatever the data)
-    falls back to the exact two-key sort.
+    Exact: the rows sorted by (unit, content hash, row index) (:func:`~dpalg.data._sorting.sort_order`,
+    one value sort), ranked within runs of equal (unit, content hash).
     """
-    pair = _mix(unit_codes.astype(np.uint64), content, salt)
-    order = np.argsort(pair, kind="stable")
-    if _runs_homogeneous(order, pair, unit_codes, content):
-        new = np.ones(order.size, dtype=np.bool_)
-        new[1:] = pair[order][1:] != pair[order][:-1]
-        rank = np.arange(order.size, dtype=np.intp) - np.flatnonzero(new)[np.cumsum(new) - 1]
-    else:
-        order, rank = _group_rank([content, unit_codes], 2)
+    order, units, keys = sort_rows(unit_codes, content)
+    assert units is not None
+    new = np.ones(order.size, dtype=np.bool_)
+    new[1:] = (units[1:] != units[:-1]) | (keys[1:] != keys[:-1])
     occ = np.empty(unit_codes.size, dtype=np.int64)
-    occ[order] = rank
+    occ[order] = run_ranks(new)
     return occ
 
 
@@ -326,20 +333,21 @@ def select_rows(
     _check_codes("select_rows", unit_codes, n_units, unit_hash, content_hash)
     words = _words(secret)
     out = np.zeros(unit_codes.size, dtype=np.bool_)
-    rows = np.flatnonzero(unit_codes >= 0)
+    valid = unit_codes >= 0
+    every = bool(np.all(valid))
+    rows = np.arange(unit_codes.size, dtype=np.intp) if every else np.flatnonzero(valid)
     if rows.size == 0:
         return out
-    units = unit_codes[rows]
-    content = content_hash[rows]
-    occ = _occurrence(units, content, words[3])
-    priority = _mix(_mix(unit_hash[rows], content, words[0]), occ.astype(np.uint64), words[1])
-    # sort by (unit, priority): priority first, then a stable sort by unit
-    by_priority = np.argsort(priority)
-    order = by_priority[np.argsort(units[by_priority], kind="stable")]
+    units, content, hashes = (unit_codes, content_hash, unit_hash) if every else (unit_codes[rows], content_hash[rows], unit_hash[rows])
+    occ = _occurrence(units, content)
+    priority = _mix(_mix(hashes, content, words[0]), occ.view(np.uint64), words[1])  # occ >= 0: the same bits
+    # rows by (unit, priority); within a unit priorities are distinct unless checked below
+    order, sorted_units, sorted_priority = sort_rows(units, priority)
+    assert sorted_units is not None
     starts = np.ones(order.size, dtype=np.bool_)
-    starts[1:] = units[order][1:] != units[order][:-1]
-    rank = np.arange(order.size, dtype=np.intp) - np.flatnonzero(starts)[np.cumsum(starts) - 1]
-    tie = (~starts[1:]) & (priority[order][1:] == priority[order][:-1])
+    starts[1:] = sorted_units[1:] != sorted_units[:-1]
+    rank = run_ranks(starts)
+    tie = (~starts[1:]) & (sorted_priority[1:] == sorted_priority[:-1])
     if np.any(tie):  # two rows of one unit with equal 64-bit priority: break ties by content, then occurrence
         order, rank = _group_rank([occ, content, priority, units], 1)
     out[rows[order[rank < max_rows]]] = True
