@@ -324,10 +324,11 @@ def _factorise_one_kind(arr: npt.NDArray[np.generic], items: list[Key]) -> tuple
     pd = sys.modules.get("pandas")
     if pd is not None:
         first_codes, first_keys = pd.factorize(arr, sort=False)
-        distinct = sorted(first_keys.tolist())
-        rank = {k: i for i, k in enumerate(distinct)}
-        remap = np.fromiter((rank[k] for k in first_keys.tolist()), dtype=np.intp, count=len(distinct))
-        return tuple(distinct), remap[np.asarray(first_codes, dtype=np.intp)]
+        found: list[Key] = first_keys.tolist()
+        perm = np.fromiter(sorted(range(len(found)), key=found.__getitem__), dtype=np.intp, count=len(found))
+        remap = np.empty(len(found), dtype=np.intp)
+        remap[perm] = np.arange(len(found), dtype=np.intp)  # distinct keys: their sorted order is unique
+        return tuple(map(found.__getitem__, perm.tolist())), remap[np.asarray(first_codes, dtype=np.intp)]
     distinct = sorted(dict.fromkeys(items))  # one kind: str or bytes, totally ordered
     rank = {k: i for i, k in enumerate(distinct)}
     return tuple(distinct), np.fromiter(map(rank.__getitem__, items), dtype=np.intp, count=len(items))

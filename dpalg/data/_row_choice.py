@@ -35,11 +35,11 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg.data._dataset import Dataset
-from dpalg.data._keys import Key, key_index
+from dpalg.data._keys import Key, key_index, normalise_key
 from dpalg.data._numeric import as_column
 from dpalg.data._sorting import run_ranks, sort_rows
 
-__all__ = ["exact_occurrences", "keyed_hashes", "keyed_labels", "row_hashes", "select_keys", "select_rows"]
+__all__ = ["exact_occurrences", "keyed_hashes", "keyed_labels", "row_hashes", "select_keys", "select_rows", "unit_hashes"]
 
 _U64 = np.uint64
 _C1: Final = _U64(0xFF51AFD7ED558CCD)
@@ -130,7 +130,11 @@ def _hash_keys(keys: Sequence[Key], words: npt.NDArray[np.uint64]) -> npt.NDArra
     out = np.zeros(len(keys), dtype=np.uint64)
     if not keys:
         return out
-    tags = np.fromiter((_TAGS.get(type(k), 5) for k in keys), dtype=np.uint64, count=len(keys))
+    all_str = set(map(type, keys)) == {str}
+    if all_str:  # the common case, without a Python step per key
+        tags = np.full(len(keys), _TAGS[str], dtype=np.uint64)
+    else:
+        tags = np.fromiter((_TAGS.get(type(k), 5) for k in keys), dtype=np.uint64, count=len(keys))
     numeric = np.flatnonzero(tags == 2)
     if numeric.size:
         # a number a float holds exactly: its float's bits (so the vectorised path of keyed_hashes agrees);
@@ -146,10 +150,14 @@ def _hash_keys(keys: Sequence[Key], words: npt.NDArray[np.uint64]) -> npt.NDArra
                 out[numeric[j]] = np.frombuffer(digest, dtype=np.uint64)[0]
     others = np.flatnonzero((tags != 2) & (tags != 1))
     if others.size:
-        text: list[str] = [k if isinstance(k, str) else repr(k) for k in (keys[i] for i in others.tolist())]
-        lengths = np.array([len(t) for t in text], dtype=np.int64)
+        if all_str:  # the keys are the text
+            text: list[str] = list(keys)  # type: ignore[arg-type]
+        else:
+            text = [k if isinstance(k, str) else repr(k) for k in (keys[i] for i in others.tolist())]
+        lengths = np.fromiter(map(len, text), dtype=np.int64, count=len(text))
         short = np.flatnonzero(lengths <= _SHORT)
-        out[others[short]] = _hash_short([text[i] for i in short.tolist()], lengths[short], words[2])
+        short_text = text if short.size == len(text) else [text[i] for i in short.tolist()]
+        out[others[short]] = _hash_short(short_text, lengths[short], words[2])
         for i in np.flatnonzero(lengths > _SHORT).tolist():  # long keys: one keyed digest each (never a wide array)
             digest = hashlib.blake2b(text[i].encode("utf-8", "surrogatepass"), key=words.tobytes(), digest_size=8).digest()
             out[others[i]] = np.frombuffer(digest, dtype=np.uint64)[0]
@@ -194,6 +202,40 @@ def keyed_hashes(column: npt.ArrayLike, secret: bytes) -> npt.NDArray[np.uint64]
     keys, codes = key_index(arr, owner="keyed_hashes")
     table = np.append(_hash_keys(keys, words), _fmix(words[3:4] ^ _GOLD))  # index -1: missing
     return table[codes]
+
+
+def unit_hashes(ids: npt.ArrayLike, unit_codes: npt.NDArray[np.intp], n_units: int, secret: bytes) -> npt.NDArray[np.uint64]:
+    """:func:`keyed_hashes` of each unit's id, one per unit (``table[unit_codes[i]] == keyed_hashes(ids, secret)[i]``).
+
+    ``unit_codes`` are the codes of :func:`dpalg.data.unit_index` of ``ids``: rows with
+    one code hold one normalised id, and a keyed hash is a function of the normalised
+    id only, so hashing one row of each unit gives every row's hash -- without
+    reading the other rows' ids again (for an object column, a second factorisation).
+
+    Examples:
+        >>> from dpalg.data import unit_index
+        >>> ids = np.array(["b", "a", "b", None], dtype=object)
+        >>> n, codes = unit_index(ids)
+        >>> table = unit_hashes(ids, codes, n, bytes(32))
+        >>> bool(np.all(table[codes[:3]] == keyed_hashes(ids, bytes(32))[:3]))
+        True
+    """
+    _check_codes("unit_hashes", unit_codes, n_units)
+    arr = as_column(ids)
+    if arr.shape != unit_codes.shape:
+        raise InvalidArgument("unit_hashes", "ids", f"shape={arr.shape}", f"must match unit_codes {unit_codes.shape}")
+    rows = np.flatnonzero(unit_codes >= 0)
+    first = np.zeros(n_units, dtype=np.intp)
+    first[unit_codes[rows][::-1]] = rows[::-1]  # the first row of each unit (any row would do)
+    if not n_units:
+        return np.zeros(0, dtype=np.uint64)
+    if arr.dtype.kind in "biuf":
+        return keyed_hashes(arr[first], secret)
+    # one present id per unit, all distinct: keyed_hashes without indexing them again
+    present = arr[first].tolist()
+    if set(map(type, present)) != {str}:  # a str is its own key: normalise only other ids
+        present = [k for k in map(normalise_key, present) if k is not None]
+    return _hash_keys(present, _words(secret))
 
 
 def row_hashes(data: Dataset, columns: Sequence[str], secret: bytes) -> npt.NDArray[np.uint64]:

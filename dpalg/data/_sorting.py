@@ -136,13 +136,14 @@ def sort_rows(
     if not np.any(mixed):
         return order, sorted_primary, keys
     # runs of one head holding more than one secondary key: sort them exactly (stable: row order breaks ties)
-    run_id = np.empty(n, dtype=np.intp)
-    run_id[0] = 0
-    np.cumsum(~same_head, out=run_id[1:])
-    bad = np.zeros(int(run_id[-1]) + 1, dtype=np.bool_)
-    bad[run_id[1:][mixed]] = True
-    pos = np.flatnonzero(bad[run_id])
-    fix = np.lexsort((keys[pos], run_id[pos]))
+    starts = np.flatnonzero(~same_head)
+    starts += 1
+    starts = np.concatenate(([0], starts, [n]))
+    runs = np.unique(np.searchsorted(starts, np.flatnonzero(mixed) + 1, side="right") - 1)
+    begin, lengths = starts[runs], starts[runs + 1] - starts[runs]
+    label = np.repeat(np.arange(runs.shape[0], dtype=np.intp), lengths)
+    pos = np.arange(label.shape[0], dtype=np.intp) + np.repeat(begin - (np.cumsum(lengths) - lengths), lengths)
+    fix = np.lexsort((keys[pos], label))
     order[pos] = order[pos][fix]
     keys[pos] = keys[pos][fix]
     return order, sorted_primary, keys

@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg.data import Dataset, Relation, keyed_hashes, per_unit_lattice_sums, select_keys, select_rows, unit_index
+from dpalg.data._row_choice import unit_hashes
 from dpalg.mechanisms._common.params import floor_log2
 from dpalg.noise import AbstractRandomness, prf_secret, round_to_lattice
 from dpalg.noise._fixed_point import lattice_bounds
@@ -163,7 +164,10 @@ def kept_rows(query: Query, data: Dataset, secret: bytes) -> tuple[int, npt.NDAr
         return n_units, codes, keep
     rows = np.flatnonzero(keep)
     sub_codes = codes[rows]
-    unit_hash = keyed_hashes(ids[rows], secret)
+    if np.asarray(ids).dtype.kind in "biuf":  # numbers are hashed row by row, vectorised
+        unit_hash = keyed_hashes(ids[rows], secret)
+    else:  # one hash per user (an object column is not factorised a second time)
+        unit_hash = unit_hashes(ids, codes, n_units, secret)[sub_codes]
     if query.column is None:
         content = np.zeros(rows.size, dtype=np.uint64)
     else:
