@@ -11,6 +11,7 @@ identical: ints, unicode and object strings, floats with NaN and ``-0.0``, ``Dec
 from __future__ import annotations
 
 import hashlib
+import sys
 from decimal import Decimal
 from fractions import Fraction
 
@@ -195,8 +196,14 @@ def _computed(name: str) -> dict[str, object]:
     return out
 
 
+@pytest.mark.parametrize("pandas_loaded", [True, False])
 @pytest.mark.parametrize("name", sorted(_id_columns(8)))
-def test_seeded_releases_and_row_choice_are_pinned(name: str) -> None:
+def test_seeded_releases_and_row_choice_are_pinned(name: str, pandas_loaded: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # str ids are factorised by pandas when it is loaded, by a dict otherwise: both must give the pins
+    if pandas_loaded:
+        pytest.importorskip("pandas")
+    else:
+        monkeypatch.setitem(sys.modules, "pandas", None)
     got = _computed(name)
     want = {k: v for k, v in PINS.items() if k.startswith(name + "/")}
     assert got == want
