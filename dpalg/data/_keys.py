@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg.data._numeric import as_column, signed_inf
+from dpalg.data._sorting import ordered_bits, sort_rows
 
 __all__ = [
     "Key",
@@ -248,7 +249,7 @@ def key_index(values: npt.ArrayLike, *, owner: str = "key_index") -> tuple[tuple
         return (), codes
     if arr.dtype != object:
         present: npt.NDArray[np.bool_] = ~np.isnan(arr) if arr.dtype.kind == "f" else np.ones(n, dtype=np.bool_)
-        uniq, inverse = np.unique(arr[present], return_inverse=True)
+        uniq, inverse = _unique_inverse(arr[present])
         # distinct floats, ints, strs or bytes stay distinct after normalisation (floats: 0.0 == -0.0 merged by unique)
         if arr.dtype.kind in "iub":  # an int (or bool) is its own key: no per-key call
             keys = tuple(uniq.tolist())
@@ -274,6 +275,45 @@ def key_index(values: npt.ArrayLike, *, owner: str = "key_index") -> tuple[tuple
     return tuple(k for _, k in ordered), remap[raw]
 
 
+def _unique_inverse(values: npt.NDArray[np.generic]) -> tuple[npt.NDArray[np.generic], npt.NDArray[np.intp]]:
+    """``np.unique(values, return_inverse=True)`` for a column without NaN.
+
+    Bool, int and float (up to 64-bit) columns: one value sort of order-preserving
+    bits (:func:`~dpalg.data._sorting.sort_rows`), not an argsort. The distinct
+    values are sorted and the inverse is the same as numpy's (``-0.0`` and ``0.0``
+    are one value; which of the two stands for it may differ, and both read as the
+    key ``0``).
+    """
+    bits = ordered_bits(values)
+    if bits is None:
+        uniq, inverse = np.unique(values, return_inverse=True)
+        return uniq, inverse.reshape(-1).astype(np.intp, copy=False)
+    if values.dtype.kind in "iu" and values.shape[0]:
+        low = bits.min()
+        span = int(bits.max() - low)
+        if span < max(values.shape[0], 1 << 16):  # dense ids (0 .. n-1 and the like): a table, no sort
+            offsets = (bits - low).astype(np.intp)
+            seen = np.zeros(span + 1, dtype=np.bool_)
+            seen[offsets] = True
+            rank = seen.astype(np.intp)
+            np.cumsum(rank, out=rank)
+            rank -= 1
+            present = np.flatnonzero(seen)
+            first = np.empty(present.shape[0], dtype=np.intp)
+            first[rank[offsets]] = np.arange(offsets.shape[0], dtype=np.intp)  # some row holding each value
+            return values[first], rank[offsets]
+    order, _, sorted_bits = sort_rows(None, bits)
+    new = np.empty(order.shape[0], dtype=np.bool_)
+    new[:1] = True
+    np.not_equal(sorted_bits[1:], sorted_bits[:-1], out=new[1:])
+    ranks = new.astype(np.intp)
+    np.cumsum(ranks, out=ranks)
+    ranks -= 1
+    inverse = np.empty(order.shape[0], dtype=np.intp)
+    inverse[order] = ranks
+    return values[order[new]], inverse
+
+
 def _factorise_one_kind(arr: npt.NDArray[np.generic], items: list[Key]) -> tuple[tuple[Key, ...], npt.NDArray[np.intp]]:
     """Distinct keys (sorted) and codes of a column whose values are all str (or all bytes).
 
@@ -284,10 +324,11 @@ def _factorise_one_kind(arr: npt.NDArray[np.generic], items: list[Key]) -> tuple
     pd = sys.modules.get("pandas")
     if pd is not None:
         first_codes, first_keys = pd.factorize(arr, sort=False)
-        distinct = sorted(first_keys.tolist())
-        rank = {k: i for i, k in enumerate(distinct)}
-        remap = np.fromiter((rank[k] for k in first_keys.tolist()), dtype=np.intp, count=len(distinct))
-        return tuple(distinct), remap[np.asarray(first_codes, dtype=np.intp)]
+        found: list[Key] = first_keys.tolist()
+        perm = np.fromiter(sorted(range(len(found)), key=found.__getitem__), dtype=np.intp, count=len(found))
+        remap = np.empty(len(found), dtype=np.intp)
+        remap[perm] = np.arange(len(found), dtype=np.intp)  # distinct keys: their sorted order is unique
+        return tuple(map(found.__getitem__, perm.tolist())), remap[np.asarray(first_codes, dtype=np.intp)]
     distinct = sorted(dict.fromkeys(items))  # one kind: str or bytes, totally ordered
     rank = {k: i for i, k in enumerate(distinct)}
     return tuple(distinct), np.fromiter(map(rank.__getitem__, items), dtype=np.intp, count=len(items))

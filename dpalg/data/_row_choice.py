@@ -35,10 +35,11 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg.data._dataset import Dataset
-from dpalg.data._keys import Key, key_index
+from dpalg.data._keys import Key, key_index, normalise_key
 from dpalg.data._numeric import as_column
+from dpalg.data._sorting import run_ranks, sort_rows
 
-__all__ = ["exact_occurrences", "keyed_hashes", "keyed_labels", "row_hashes", "select_keys", "select_rows"]
+__all__ = ["exact_occurrences", "keyed_hashes", "keyed_labels", "row_hashes", "select_keys", "select_rows", "unit_hashes"]
 
 _U64 = np.uint64
 _C1: Final = _U64(0xFF51AFD7ED558CCD)
@@ -51,11 +52,22 @@ _SHORT: Final = 32  # longer keys get a keyed digest each, so no array is ever w
 
 def _fmix(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """MurmurHash3's 64-bit finaliser on an array (a bijection of uint64; wrap-around multiply)."""
-    h = h ^ (h >> _S33)
-    h = h * _C1
-    h = h ^ (h >> _S33)
-    h = h * _C2
-    return h ^ (h >> _S33)
+    arr = np.array(h, dtype=np.uint64, ndmin=1)
+    out = _fmix_owned(arr)
+    return out if np.ndim(h) else out.reshape(())
+
+
+def _fmix_owned(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """:func:`_fmix` computed in place in ``h`` (an array the caller owns), with one scratch array."""
+    tmp = np.right_shift(h, _S33)
+    h ^= tmp
+    h *= _C1
+    np.right_shift(h, _S33, out=tmp)
+    h ^= tmp
+    h *= _C2
+    np.right_shift(h, _S33, out=tmp)
+    h ^= tmp
+    return h
 
 
 def _words(secret: bytes) -> npt.NDArray[np.uint64]:
@@ -66,7 +78,14 @@ def _words(secret: bytes) -> npt.NDArray[np.uint64]:
 
 def _mix(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64] | np.uint64, key: np.uint64) -> npt.NDArray[np.uint64]:
     """A keyed combination of two hashes (order matters)."""
-    return _fmix(_fmix(a ^ key) * _GOLD ^ b)
+    shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+    h = np.empty(shape or (1,), dtype=np.uint64)
+    np.bitwise_xor(a, key, out=h.reshape(shape), dtype=np.uint64)
+    h = _fmix_owned(h)
+    h *= _GOLD
+    h ^= b
+    out = _fmix_owned(h)
+    return out if shape else out.reshape(())
 
 
 def _float_bits(key: Key) -> float | None:
@@ -111,7 +130,11 @@ def _hash_keys(keys: Sequence[Key], words: npt.NDArray[np.uint64]) -> npt.NDArra
     out = np.zeros(len(keys), dtype=np.uint64)
     if not keys:
         return out
-    tags = np.fromiter((_TAGS.get(type(k), 5) for k in keys), dtype=np.uint64, count=len(keys))
+    all_str = set(map(type, keys)) == {str}
+    if all_str:  # the common case, without a Python step per key
+        tags = np.full(len(keys), _TAGS[str], dtype=np.uint64)
+    else:
+        tags = np.fromiter((_TAGS.get(type(k), 5) for k in keys), dtype=np.uint64, count=len(keys))
     numeric = np.flatnonzero(tags == 2)
     if numeric.size:
         # a number a float holds exactly: its float's bits (so the vectorised path of keyed_hashes agrees);
@@ -127,10 +150,14 @@ def _hash_keys(keys: Sequence[Key], words: npt.NDArray[np.uint64]) -> npt.NDArra
                 out[numeric[j]] = np.frombuffer(digest, dtype=np.uint64)[0]
     others = np.flatnonzero((tags != 2) & (tags != 1))
     if others.size:
-        text: list[str] = [k if isinstance(k, str) else repr(k) for k in (keys[i] for i in others.tolist())]
-        lengths = np.array([len(t) for t in text], dtype=np.int64)
+        if all_str:  # the keys are the text
+            text: list[str] = list(keys)  # type: ignore[arg-type]
+        else:
+            text = [k if isinstance(k, str) else repr(k) for k in (keys[i] for i in others.tolist())]
+        lengths = np.fromiter(map(len, text), dtype=np.int64, count=len(text))
         short = np.flatnonzero(lengths <= _SHORT)
-        out[others[short]] = _hash_short([text[i] for i in short.tolist()], lengths[short], words[2])
+        short_text = text if short.size == len(text) else [text[i] for i in short.tolist()]
+        out[others[short]] = _hash_short(short_text, lengths[short], words[2])
         for i in np.flatnonzero(lengths > _SHORT).tolist():  # long keys: one keyed digest each (never a wide array)
             digest = hashlib.blake2b(text[i].encode("utf-8", "surrogatepass"), key=words.tobytes(), digest_size=8).digest()
             out[others[i]] = np.frombuffer(digest, dtype=np.uint64)[0]
@@ -177,6 +204,40 @@ def keyed_hashes(column: npt.ArrayLike, secret: bytes) -> npt.NDArray[np.uint64]
     return table[codes]
 
 
+def unit_hashes(ids: npt.ArrayLike, unit_codes: npt.NDArray[np.intp], n_units: int, secret: bytes) -> npt.NDArray[np.uint64]:
+    """:func:`keyed_hashes` of each unit's id, one per unit (``table[unit_codes[i]] == keyed_hashes(ids, secret)[i]``).
+
+    ``unit_codes`` are the codes of :func:`dpalg.data.unit_index` of ``ids``: rows with
+    one code hold one normalised id, and a keyed hash is a function of the normalised
+    id only, so hashing one row of each unit gives every row's hash -- without
+    reading the other rows' ids again (for an object column, a second factorisation).
+
+    Examples:
+        >>> from dpalg.data import unit_index
+        >>> ids = np.array(["b", "a", "b", None], dtype=object)
+        >>> n, codes = unit_index(ids)
+        >>> table = unit_hashes(ids, codes, n, bytes(32))
+        >>> bool(np.all(table[codes[:3]] == keyed_hashes(ids, bytes(32))[:3]))
+        True
+    """
+    _check_codes("unit_hashes", unit_codes, n_units)
+    arr = as_column(ids)
+    if arr.shape != unit_codes.shape:
+        raise InvalidArgument("unit_hashes", "ids", f"shape={arr.shape}", f"must match unit_codes {unit_codes.shape}")
+    rows = np.flatnonzero(unit_codes >= 0)
+    first = np.zeros(n_units, dtype=np.intp)
+    first[unit_codes[rows][::-1]] = rows[::-1]  # the first row of each unit (any row would do)
+    if not n_units:
+        return np.zeros(0, dtype=np.uint64)
+    if arr.dtype.kind in "biuf":
+        return keyed_hashes(arr[first], secret)
+    # one present id per unit, all distinct: keyed_hashes without indexing them again
+    present = arr[first].tolist()
+    if set(map(type, present)) != {str}:  # a str is its own key: normalise only other ids
+        present = [k for k in map(normalise_key, present) if k is not None]
+    return _hash_keys(present, _words(secret))
+
+
 def row_hashes(data: Dataset, columns: Sequence[str], secret: bytes) -> npt.NDArray[np.uint64]:
     """A keyed hash of each row's content over ``columns`` (in the given order).
 
@@ -219,30 +280,18 @@ def _group_rank(keys: Sequence[npt.NDArray[np.generic]], groups: int) -> tuple[n
     return order, np.arange(n, dtype=np.intp) - run_start
 
 
-def _runs_homogeneous(order: npt.NDArray[np.intp], key: npt.NDArray[np.uint64], *parts: npt.NDArray[np.generic]) -> bool:
-    """Whether rows adjacent in ``order`` with equal ``key`` also agree on every one of ``parts``."""
-    same = key[order][1:] == key[order][:-1]
-    return all(bool(np.all(p[order][1:][same] == p[order][:-1][same])) for p in parts)
+def _occurrence(unit_codes: npt.NDArray[np.intp], content: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+    """Each row's rank among the rows of its unit with the same content (0, 1, 2, …), in row order.
 
-
-def _occurrence(unit_codes: npt.NDArray[np.intp], content: npt.NDArray[np.uint64], salt: np.uint64) -> npt.NDArray[np.int64]:
-    """Each row's rank among the rows of its unit with the same content (0, 1, 2, …).
-
-    Fast path: one sort of a 64-bit hash of (unit, content). Rows with equal hash
-    are identical unless two (unit, content) pairs collide; that is checked, and a
-    collision (probability about n²/2**65 under the keyed hash, whatever the data)
-    falls back to the exact two-key sort.
+    Exact: the rows sorted by (unit, content hash, row index) (:func:`~dpalg.data._sorting.sort_order`,
+    one value sort), ranked within runs of equal (unit, content hash).
     """
-    pair = _mix(unit_codes.astype(np.uint64), content, salt)
-    order = np.argsort(pair, kind="stable")
-    if _runs_homogeneous(order, pair, unit_codes, content):
-        new = np.ones(order.size, dtype=np.bool_)
-        new[1:] = pair[order][1:] != pair[order][:-1]
-        rank = np.arange(order.size, dtype=np.intp) - np.flatnonzero(new)[np.cumsum(new) - 1]
-    else:
-        order, rank = _group_rank([content, unit_codes], 2)
+    order, units, keys = sort_rows(unit_codes, content)
+    assert units is not None
+    new = np.ones(order.size, dtype=np.bool_)
+    new[1:] = (units[1:] != units[:-1]) | (keys[1:] != keys[:-1])
     occ = np.empty(unit_codes.size, dtype=np.int64)
-    occ[order] = rank
+    occ[order] = run_ranks(new)
     return occ
 
 
@@ -326,20 +375,21 @@ def select_rows(
     _check_codes("select_rows", unit_codes, n_units, unit_hash, content_hash)
     words = _words(secret)
     out = np.zeros(unit_codes.size, dtype=np.bool_)
-    rows = np.flatnonzero(unit_codes >= 0)
+    valid = unit_codes >= 0
+    every = bool(np.all(valid))
+    rows = np.arange(unit_codes.size, dtype=np.intp) if every else np.flatnonzero(valid)
     if rows.size == 0:
         return out
-    units = unit_codes[rows]
-    content = content_hash[rows]
-    occ = _occurrence(units, content, words[3])
-    priority = _mix(_mix(unit_hash[rows], content, words[0]), occ.astype(np.uint64), words[1])
-    # sort by (unit, priority): priority first, then a stable sort by unit
-    by_priority = np.argsort(priority)
-    order = by_priority[np.argsort(units[by_priority], kind="stable")]
+    units, content, hashes = (unit_codes, content_hash, unit_hash) if every else (unit_codes[rows], content_hash[rows], unit_hash[rows])
+    occ = _occurrence(units, content)
+    priority = _mix(_mix(hashes, content, words[0]), occ.view(np.uint64), words[1])  # occ >= 0: the same bits
+    # rows by (unit, priority); within a unit priorities are distinct unless checked below
+    order, sorted_units, sorted_priority = sort_rows(units, priority)
+    assert sorted_units is not None
     starts = np.ones(order.size, dtype=np.bool_)
-    starts[1:] = units[order][1:] != units[order][:-1]
-    rank = np.arange(order.size, dtype=np.intp) - np.flatnonzero(starts)[np.cumsum(starts) - 1]
-    tie = (~starts[1:]) & (priority[order][1:] == priority[order][:-1])
+    starts[1:] = sorted_units[1:] != sorted_units[:-1]
+    rank = run_ranks(starts)
+    tie = (~starts[1:]) & (sorted_priority[1:] == sorted_priority[:-1])
     if np.any(tie):  # two rows of one unit with equal 64-bit priority: break ties by content, then occurrence
         order, rank = _group_rank([occ, content, priority, units], 1)
     out[rows[order[rank < max_rows]]] = True

@@ -37,7 +37,7 @@ import numpy.typing as npt
 from dpalg.data._dataset import Dataset
 from dpalg.data._fixed_point import round_to_lattice
 from dpalg.data._lattice_sums import exact_int_total, per_unit_lattice_sums
-from dpalg.data._row_choice import keyed_hashes, select_keys, select_rows
+from dpalg.data._row_choice import keyed_hashes, select_keys, select_rows, unit_hashes
 from dpalg.data._unit_spec import UnitTotals, UnitTotalSpec
 from dpalg.data._user_units import unit_index
 
@@ -96,7 +96,10 @@ def kept_unit_rows(
         return n_units, codes, keep
     rows = np.flatnonzero(keep)
     sub_codes = codes[rows]
-    unit_hash = keyed_hashes(ids[rows], secret)
+    if np.asarray(ids).dtype.kind in "biuf":  # numbers are hashed row by row, vectorised
+        unit_hash = keyed_hashes(ids[rows], secret)
+    else:  # one hash per user (an object column is not factorised a second time)
+        unit_hash = unit_hashes(ids, codes, n_units, secret)[sub_codes]
     hashes = np.zeros(rows.size, dtype=np.uint64) if content is None else keyed_hashes(content[rows], secret)
     chosen = np.ones(rows.size, dtype=np.bool_)
     if key_cap is not None:

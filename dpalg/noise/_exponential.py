@@ -23,6 +23,7 @@ point. Exactness argument (also in ``docs/mechanisms/noise.md``):
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Final, Sequence
 
@@ -34,7 +35,7 @@ from dpalg._numbers import nonneg, positive
 from dpalg.noise._exact import Bounds, LazyUniform, exp_neg_bounds, ln2_bounds
 from dpalg.noise._random import RngLike, resolve_rng
 
-__all__ = ["envelope", "exponential_mechanism", "sample_exp_runs", "sample_exp_weights"]
+__all__ = ["envelope", "exponential_mechanism", "sample_exp_runs", "sample_exp_weights", "sample_exp_window", "near_threshold"]
 
 _CAP: Final = 256
 _LN2_UPPER: Final = Fraction(ln2_bounds(96)[1], 1 << 96)
@@ -287,3 +288,76 @@ def sample_exp_runs(
             j, kj = int(far[pos]), cap
         if LazyUniform(0, 0, source).less_than(_acceptance_bounds(g * int(s[j]), kj)):
             return j
+
+
+#: a run of candidates: (first candidate, number of candidates, integer score)
+Run = tuple[int, int, int]
+
+
+def near_threshold(s_min: int, gamma: Fraction) -> tuple[int, int]:
+    """``(cap, s_cap)`` of :func:`sample_exp_runs` for the least score ``s_min``: runs scoring ``< s_cap`` are the near ones.
+
+    Examples:
+        >>> near_threshold(0, Fraction(1, 4))[0]
+        256
+    """
+    ratio = gamma / _LN2_UPPER
+    if ratio <= 0:
+        raise InvalidArgument("near_threshold", "gamma", gamma, "must be > 0")
+    cap = (ratio * s_min).__floor__() + _CAP
+    return cap, -((-(cap * ratio.denominator)) // ratio.numerator)  # the smallest s with floor(ratio s) >= cap
+
+
+def sample_exp_window(
+    s_min: int,
+    window: Callable[[int], Sequence[Run]],
+    far_run: Callable[[int], Run],
+    n_candidates: int,
+    gamma: Fraction,
+    rng: RngLike = None,
+) -> Run:
+    """:func:`sample_exp_runs` over runs given lazily: the same draws, the same run, for V-shaped scores.
+
+    The runs tile the candidates ``0 .. n_candidates - 1`` in order, and the runs whose
+    score is below any threshold are contiguous (scores fall, then rise: a quantile's).
+    :func:`sample_exp_runs` treats every run whose envelope exponent reaches the cap as
+    one block (the *far* block), proposed in proportion to its number of candidates:
+    only the runs below the cap (the *near* runs) are needed up front. Here
+    ``window(s_cap)`` returns, in order, a contiguous range of runs holding every run
+    of score ``< s_cap`` (the near runs are those of its runs below ``s_cap``; every
+    run outside it scores ``>= s_cap``), and ``far_run(p)`` the run holding candidate
+    ``p`` -- asked only when the far block is proposed. ``s_min`` is the least score.
+
+    Every random draw, its bound and the order of the cumulative weights are those of
+    :func:`sample_exp_runs` on the full list of runs (the far block is enumerated in
+    candidate order there too), so the returned run is the same one for the same
+    randomness: the distribution is exactly the exponential mechanism's.
+
+    Returns:
+        The selected run ``(start, length, score)``.
+    """
+    source = resolve_rng(rng)
+    ratio = gamma / _LN2_UPPER
+    cap, s_cap = near_threshold(s_min, gamma)
+    near = [run for run in window(s_cap) if run[2] < s_cap]
+    near_k = [(ratio * s).__floor__() for _, _, s in near]
+    first, last = near[0][0], near[-1][0] + near[-1][1]  # near runs are contiguous candidates
+    left = first
+    far_total = left + (n_candidates - last)
+    top = cap if far_total else max(near_k)
+    near_cum: list[int] = []
+    acc = 0
+    for (_, length, _), kj in zip(near, near_k):
+        acc += length << (top - kj)
+        near_cum.append(acc)
+    total = acc + far_total
+    while True:
+        u = source.big_below(total)
+        if u < acc:
+            pos = bisect.bisect_right(near_cum, u)
+            run, kj = near[pos], near_k[pos]
+        else:
+            r = u - acc
+            run, kj = far_run(r if r < left else last + (r - left)), cap
+        if LazyUniform(0, 0, source).less_than(_acceptance_bounds(gamma * run[2], kj)):
+            return run

@@ -50,6 +50,7 @@ from dpalg.mechanisms._common.user_level import (
     values_per_user,
 )
 from dpalg.noise import AbstractRandomness, prf_secret, sample_exp_runs, sample_exp_weights
+from dpalg.noise._exponential import Run, near_threshold, sample_exp_window
 from dpalg.noise._permute_flip import MAX_PF_CANDIDATES, sample_permute_flip
 from dpalg.queries import Query
 from dpalg.queries._query import refuse_user_function
@@ -264,6 +265,96 @@ def quantile_runs_from_counts(
         scores = np.append(scores, abs(a * n - b * 0))
     keep = lengths > 0
     return starts[keep].astype(np.int64), lengths[keep].astype(np.int64), scores[keep].astype(np.int64)
+
+
+#: fewer occupied grid points than this: the runs are built in full (the lazy window saves nothing)
+LAZY_GRID_MIN: Final = 4096
+#: more occupied points than this near the target rank (a tiny epsilon): the runs are built in full
+LAZY_WINDOW_MAX: Final = 1 << 14
+
+
+def sample_quantile_grid(
+    occupied: npt.NDArray[np.int64],
+    counts: npt.NDArray[np.int64],
+    grid_size: int,
+    q: Fraction,
+    gamma: Fraction,
+    rng: AbstractRandomness,
+    *,
+    lazy: bool = True,
+) -> int:
+    """The grid candidate of the exponential quantile: the runs of :func:`quantile_runs_from_counts`,
+    sampled as :func:`~dpalg.noise.sample_exp_runs` samples them, then a uniform candidate of the run.
+
+    Only the runs near the target rank are built. The signed score
+    ``(1 − q)·#{x < c} − q·#{x > c}`` never decreases along the candidates, so its
+    absolute value falls then rises and the runs below any score form one window of
+    occupied points, found by binary search on the cumulative counts; a run of the
+    far block is looked up from the counts when (with negligible probability) it is
+    proposed (:func:`~dpalg.noise._exponential.sample_exp_window`). The draws are the
+    same as with the full list of runs, so the release is the same.
+    """
+    m = int(occupied.shape[0])
+    n = int(counts.sum()) if m else 0
+    if not lazy or m < LAZY_GRID_MIN or n == 0:
+        starts, lengths, scores = quantile_runs_from_counts(occupied, counts, grid_size, q)
+        run = sample_exp_runs(scores, gamma, lengths, rng=rng)
+        length = int(lengths[run])
+        return int(starts[run]) + (rng.big_below(length) if length > 1 else 0)
+    a = q.denominator - q.numerator  # (1 - q) * den
+    b = q.numerator  # q * den
+    upto = np.cumsum(counts)  # records at or below each occupied point
+    last_cell = int(occupied[-1])
+
+    def below(i: int) -> int:  # records strictly below occupied point i
+        return int(upto[i - 1]) if i else 0
+
+    def cell_runs(lo: int, hi: int) -> list[Run]:
+        """The runs of occupied points lo..hi-1 (the gap before each, then the point), and the final run when hi == m."""
+        out: list[Run] = []
+        for i in range(lo, hi):
+            cell, under = int(occupied[i]), below(i)
+            start = int(occupied[i - 1]) + 1 if i else 0
+            if cell > start:
+                out.append((start, cell - start, abs(a * under - b * (n - under))))
+            out.append((cell, 1, abs(a * under - b * (n - under - int(counts[i])))))
+        if hi == m and last_cell < grid_size:
+            out.append((last_cell + 1, grid_size - last_cell, a * n))
+        return out
+
+    def first_at_least(threshold: int) -> int:
+        """The first occupied point i with below(i) >= threshold (m if none)."""
+        if threshold <= 0:
+            return 0
+        return min(int(np.searchsorted(upto, threshold, side="left")) + 1, m)
+
+    # the signed score of point i's runs lies in [(a+b)·below(i) − b·n, (a+b)·below(i+1) − b·n]
+    # the least |score| is where the signed score turns non-negative: the last negative run belongs to
+    # point turn - 2 or turn - 1 (the gap before turn - 1 may be empty), the first non-negative one to
+    # point turn - 1 or turn, or it is the final run
+    turn = first_at_least(-(-(b * n) // (a + b)))  # the first point whose gap run would be non-negative
+    s_min = min(s for _, _, s in cell_runs(max(turn - 2, 0), min(turn + 1, m)))
+    s_cap = near_threshold(s_min, gamma)[1]
+    # points whose runs all score <= -s_cap lie before lo; points whose runs all score >= s_cap from hi on
+    lo = max(first_at_least((b * n - s_cap) // (a + b) + 1) - 1, 0)
+    hi = max(first_at_least(-(-(b * n + s_cap) // (a + b))), lo)
+    if hi - lo > LAZY_WINDOW_MAX:  # a tiny epsilon: most runs are near, build them all (vectorised)
+        return sample_quantile_grid(occupied, counts, grid_size, q, gamma, rng, lazy=False)
+
+    def window(threshold: int) -> list[Run]:
+        assert threshold == s_cap
+        return cell_runs(lo, hi)
+
+    def far_run(p: int) -> Run:
+        i = int(np.searchsorted(occupied, p, side="left"))
+        if i < m and int(occupied[i]) == p:
+            return cell_runs(i, i + 1)[-1] if i + 1 < m or last_cell == grid_size else cell_runs(i, i + 1)[-2]
+        if i == m:
+            return cell_runs(m, m)[0]
+        return cell_runs(i, i + 1)[0]
+
+    start, length, _ = sample_exp_window(s_min, window, far_run, grid_size + 1, gamma, rng)
+    return start + (rng.big_below(length) if length > 1 else 0)
 
 
 @final
@@ -544,6 +635,10 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
             # row level: the utility reads only how many values fall on each grid point
             assert self.query.column is not None
             occupied, counts = as_reductions(data).grid_counts(self.query.column, lower, upper, self.grid_bits)
+            if self.selection == "exponential":  # only the runs near the target rank are built
+                gamma = self.epsilon / (2 * self.sensitivity() * self.q.denominator)
+                j = sample_quantile_grid(occupied, counts, size, self.q, gamma, rng)
+                return float(lower + (upper - lower) * Fraction(j, size))
             starts, lengths, scores = quantile_runs_from_counts(occupied, counts, size, self.q)
         else:
             x = _quantile_values(self.query, data, rng)
