@@ -36,6 +36,7 @@ from dpalg.graph._node import AbstractMeasurement, AbstractPrimitive
 from dpalg.graph._schema import validate_schema
 from dpalg.mechanisms import (
     AutoClipSum,
+    R2T,
     BoundedLS,
     BoundedLSRatio,
     CalibratedGaussianSum,
@@ -182,6 +183,8 @@ PLANS: dict[str, Callable[[], Plan]] = {
                                                              column="x"),
     # user level (issue 15): hostile ids and values go through the row choice and the exact per-user totals
     "AutoClipSum-user-sum": lambda: AutoClipSum(Query.sum("x", user="u"), epsilon=1, upper_limit=2**20),
+    "R2T-user-sum": lambda: R2T(Query.sum("x", user="u"), epsilon=1, upper_limit=2**20, thresholds=20),
+    "R2T-user-count": lambda: R2T(Query.count(user="u"), epsilon=1, upper_limit=64),
     "Laplace-user-sum-clip": lambda: Laplace(Query.sum("x", user="u") | ClipPerUser(0, 100), epsilon=1),
     "Laplace-user-mean-rows": lambda: Laplace(Query.mean("x", user="u") | Clip(0, 10) | MaxRowsPerUser(3), epsilon=1),
     "Gaussian-user-histogram": lambda: Gaussian(Query.histogram("k", keys=("a", "b", 1), user="u") | MaxKeysPerUser(2), rho="0.5"),
