@@ -106,7 +106,7 @@ def _release(plan: Any, budget: Any, data: object) -> tuple[str, dict[str, Any]]
     plan.check(budget)
     release = plan.run(data, rng=20240917)
     certificate = json.loads(release.certificate_json())
-    for field in ("created", "digest", "backend"):
+    for field in ("created", "digest", "backend", "schema"):  # the schema's declared types differ between backends
         certificate.pop(field, None)
     return repr(release.value), certificate
 
