@@ -204,9 +204,13 @@ class R2T(AbstractPrimitive[PureDP]):
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """``max(0, max_j Q(I, τ_j) + Z_j − s_j)``, as a float in the query's units."""
+        return self.sample(self.truncated(self.totals(data)), rng)
+
+    def sample(self, truncated: list[int], rng: AbstractRandomness) -> float:
+        """The release given the truncated sums (:meth:`truncated`): one noise per threshold, whatever the values."""
         best = Fraction(0)
         k = self.lattice_k()
-        for value, (d, _, scale, shift) in zip(self.truncated(self.totals(data)), self.levels()):
+        for value, (d, _, scale, shift) in zip(truncated, self.levels()):
             noisy = value + int(discrete_laplace(scale, size=1, rng=rng)[0]) - shift
             best = max(best, Fraction(noisy) * Fraction(2) ** (k + d))
         return float(best)
