@@ -794,6 +794,8 @@ def _side_type(node: Expr, kinds: Mapping[str, ColumnKind]) -> ExprType | None:
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
+#: str values as a numpy unicode array ("" where missing): compared by code point, vectorised
+StrArray = npt.NDArray[np.str_]
 
 
 def _clean(v: FloatArray) -> FloatArray:
@@ -802,7 +804,7 @@ def _clean(v: FloatArray) -> FloatArray:
     return np.where(out == 0.0, 0.0, out)
 
 
-def evaluate(expr: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: ExprType | None = None) -> FloatArray | tuple[BoolArray, BoolArray] | tuple[npt.NDArray[np.object_], BoolArray]:
+def evaluate(expr: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: ExprType | None = None) -> FloatArray | tuple[BoolArray, BoolArray] | tuple[StrArray, BoolArray]:
     """The value of ``expr`` on every row of ``data`` (numpy): float64 with NaN for missing, or (values, present) for bool and str.
 
     ``kinds`` comes from :func:`read_types` (the schema, checked before the charge).
@@ -811,7 +813,7 @@ def evaluate(expr: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: E
         return _eval(expr, data, kinds, want if want is not None else expr_type(expr, kinds, _OWNER))
 
 
-def _eval(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: ExprType) -> FloatArray | tuple[BoolArray, BoolArray] | tuple[npt.NDArray[np.object_], BoolArray]:
+def _eval(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: ExprType) -> FloatArray | tuple[BoolArray, BoolArray] | tuple[StrArray, BoolArray]:
     n = data.n_rows
     if isinstance(node, Col):
         return _read(data, node.name, want)
@@ -820,7 +822,7 @@ def _eval(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: Expr
         if isinstance(v, bool):
             return np.full(n, v), np.ones(n, dtype=bool)
         if isinstance(v, str):
-            return np.full(n, v, dtype=object), np.ones(n, dtype=bool)
+            return np.full(n, v, dtype=f"<U{max(1, len(v))}"), np.ones(n, dtype=bool)
         return np.full(n, v, dtype=np.float64)
     if isinstance(node, Arith):
         a, b = _num(node.left, data, kinds), _num(node.right, data, kinds)
@@ -851,16 +853,10 @@ def _eval(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: Expr
             a, b = _num(node.left, data, kinds), _num(node.right, data, kinds)
             present = ~np.isnan(a) & ~np.isnan(b)
             return np.where(present, op(a, b), False), present
-        sa, pa = _pair(node.left, data, kinds, t)
-        sb, pb = _pair(node.right, data, kinds, t)
-        present = pa & pb
-        out = np.zeros(n, dtype=bool)
-        if present.any():
-            if t == "str":
-                out[present] = op(sa[present].astype(str), sb[present].astype(str))
-            else:
-                out[present] = op(sa[present].astype(bool), sb[present].astype(bool))
-        return out, present
+        sa, pa = _side(node.left, data, kinds, t)
+        sb, pb = _side(node.right, data, kinds, t)
+        present = np.ones(n, dtype=bool) & pa & pb
+        return np.asarray(op(sa, sb), dtype=bool) & present, present  # a missing entry holds "" (or False): compared, then masked
     if isinstance(node, IsIn):
         if node.value_type() == "number":
             a = _num(node.operand, data, kinds)
@@ -869,7 +865,7 @@ def _eval(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: Expr
         s, present = _pair(node.operand, data, kinds, "str")
         hit = np.zeros(n, dtype=bool)
         if present.any():
-            hit[present] = np.isin(s[present].astype(str), np.asarray(node.values, dtype=str))
+            hit[present] = np.isin(s[present], np.asarray(node.values, dtype=str))
         return hit, present
     if isinstance(node, Lookup):
         return _lookup(node, data, kinds)
@@ -897,7 +893,7 @@ def _eval(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: Expr
     raise InvalidArgument(_OWNER, "node", type(node).__name__, "is not an expression node")  # pragma: no cover
 
 
-def _lookup(node: Lookup, data: Dataset, kinds: Mapping[str, ColumnKind]) -> FloatArray | tuple[npt.NDArray[np.object_], BoolArray]:
+def _lookup(node: Lookup, data: Dataset, kinds: Mapping[str, ColumnKind]) -> FloatArray | tuple[StrArray, BoolArray]:
     n = data.n_rows
     keys = [k for k, _ in node.pairs]
     if node.key_type() == "number":
@@ -908,7 +904,7 @@ def _lookup(node: Lookup, data: Dataset, kinds: Mapping[str, ColumnKind]) -> Flo
     else:
         s, present = _pair(node.operand, data, kinds, "str")
         sorted_keys = np.asarray(sorted(keys), dtype=str) if keys else np.asarray([], dtype=str)  # code point order
-        probe = np.where(present, s, "").astype(str)
+        probe = np.where(present, s, "")
     if len(keys):
         at = np.clip(np.searchsorted(sorted_keys, probe), 0, len(keys) - 1)
         hit = present & (sorted_keys[at] == probe)
@@ -920,7 +916,7 @@ def _lookup(node: Lookup, data: Dataset, kinds: Mapping[str, ColumnKind]) -> Flo
         table = np.asarray([np.nan if v is None else v for v in ordered] or [np.nan], dtype=np.float64)
         return np.where(hit, table[np.minimum(at, len(table) - 1)], np.nan)
     found = np.asarray([v is not None for v in ordered] or [False], dtype=bool)
-    table_s = np.asarray([("" if v is None else v) for v in ordered] or [""], dtype=object)
+    table_s = np.asarray([("" if v is None else v) for v in ordered] or [""], dtype=str)
     idx = np.minimum(at, len(table_s) - 1)
     ok = hit & found[idx]
     return np.where(ok, table_s[idx], ""), ok
@@ -938,13 +934,21 @@ def _bool(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind]) -> tuple[B
     return got[0].astype(bool), got[1]
 
 
-def _pair(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], t: ExprType) -> tuple[npt.NDArray[np.object_], BoolArray]:
+def _side(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], t: ExprType) -> tuple[npt.NDArray[np.generic] | str | bool, BoolArray | bool]:
+    """A comparison side: a literal as a scalar (numpy broadcasts it; no column of copies), else :func:`_pair`."""
+    if isinstance(node, Lit) and not isinstance(node.value, float):
+        return node.value, True
+    return _pair(node, data, kinds, t)
+
+
+def _pair(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], t: ExprType) -> tuple[npt.NDArray[np.generic], BoolArray]:
+    """A str (unicode array) or bool value with its presence, as evaluated (no conversion)."""
     got = _eval(node, data, kinds, t)
     assert isinstance(got, tuple)
-    return got[0].astype(object), got[1]
+    return got[0], got[1]
 
 
-def _read(data: Dataset, name: str, want: ExprType) -> FloatArray | tuple[BoolArray, BoolArray] | tuple[npt.NDArray[np.object_], BoolArray]:
+def _read(data: Dataset, name: str, want: ExprType) -> FloatArray | tuple[BoolArray, BoolArray] | tuple[StrArray, BoolArray]:
     if want == "number":
         return _clean(data.numeric(name))
     arr = data.column(name)
@@ -956,6 +960,6 @@ def _read(data: Dataset, name: str, want: ExprType) -> FloatArray | tuple[BoolAr
         values = np.fromiter((bool(v) if p else False for v, p in zip(arr, present)), dtype=bool, count=n)
         return values, present
     if arr.dtype.kind == "U":
-        return arr.astype(object), np.ones(n, dtype=bool)
+        return np.asarray(arr, dtype=str), np.ones(n, dtype=bool)
     present = np.fromiter((isinstance(v, str) for v in arr), dtype=bool, count=n)
-    return np.where(present, arr, "").astype(object), present
+    return np.asarray(np.where(present, arr, ""), dtype=str), present

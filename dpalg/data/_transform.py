@@ -110,7 +110,7 @@ def _numpy_steps(data: Dataset, steps: RowSteps, kinds: dict[str, ColumnKind], k
     if steps.where is not None:
         got = evaluate(steps.where, data, kinds, "bool")
         assert isinstance(got, tuple)
-        rows = data.take(np.flatnonzero(got[0] & got[1]))
+        rows = data.take(np.flatnonzero(np.asarray(got[0], dtype=bool) & got[1]))
     columns = {name: rows.column(name) for name in kept}
     types = {name: rows.column_type(name) for name in kept}
     for name, expr in steps.derive:
