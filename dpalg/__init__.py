@@ -13,6 +13,7 @@ and keep the certificate::
 from dpalg._errors import BackendError, DPAlgError, InsecureRandomnessWarning, InvalidArgument, UncheckedPlan, Unsupported
 from dpalg.data import Neighbouring
 from dpalg.data._expr import Expr, col, lit, maximum, minimum
+from dpalg.data._tables import From, Join
 from dpalg.graph import (
     AbstractMeasurement,
     AbstractPrimitive,
@@ -44,5 +45,5 @@ __all__ = [
     "BOTTOM", "AbstractMeasurement", "AbstractPrimitive", "ApproxDP", "BackendError", "Bottom", "BudgetExceeded", "Clip", "ClipPerUser", "MaxKeysPerUser", "MaxRowsPerUser",
     "Compose", "DPAlgError", "Derivation", "GaussianPartitionSelection", "GroupBy", "GroupPrivacy", "InsecureRandomnessWarning", "InvalidArgument", "KeySet", "MaxGroupsPerUser", "Neighbouring", "Parallel", "PartitionSelection", "PrivacyClaim",
     "PureDP", "PureToApprox", "PureToZCDP", "Query", "Release", "Session", "Subsample", "UncheckedPlan", "Unsupported",
-    "JoinPublic", "Where", "ZCDP", "ZCDPToApprox", "Expr", "col", "compose", "lit", "maximum", "minimum",
+    "From", "Join", "JoinPublic", "Where", "ZCDP", "ZCDPToApprox", "Expr", "col", "compose", "lit", "maximum", "minimum",
 ]  # fmt: skip

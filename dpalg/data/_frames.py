@@ -11,6 +11,8 @@ the same way, see ``docs/architecture.md``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from dpalg.data._dataset import Dataset, FrameBackend, register_frame_backend
 from dpalg.data._spark_types import is_spark_frame  # no pyspark import
 
@@ -54,5 +56,27 @@ register_frame_backend(
         recognises=is_spark_frame,
         adapt=_spark_dataset,
         missing=lambda data, exc: f"as_dataset: a Spark DataFrame needs pyspark ({exc}); install it with: pip install 'dpalg[spark]'",
+    )
+)
+
+
+def _tables_dataset(data: object) -> Dataset:
+    from dpalg.data._tables import tables_dataset
+
+    assert isinstance(data, Mapping)
+    return tables_dataset(data)
+
+
+def _is_tables(data: object) -> bool:
+    from dpalg.data._tables import is_tables
+
+    return is_tables(data)
+
+
+register_frame_backend(
+    FrameBackend(
+        recognises=_is_tables,
+        adapt=_tables_dataset,
+        missing=lambda data, exc: f"as_dataset: a table of this input could not be adapted ({exc})",
     )
 )

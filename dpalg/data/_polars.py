@@ -195,6 +195,19 @@ class PolarsSource:
     def reductions(self, dataset: Dataset) -> Reductions:
         return PolarsReductions(dataset, self)
 
+    def join_with(self, other: PolarsSource, left_key: str, right_key: str) -> Dataset:
+        """The inner equi-join with ``other`` (:mod:`dpalg.data._tables`), lazily; keys of different types are
+        joined on their exact decimal text (an int of any width; a categorical's str), nulls never match."""
+        left, right = pl.col(left_key), pl.col(right_key)
+        if self._schema[left_key] != other._schema[right_key]:
+            left, right = left.cast(pl.String), right.cast(pl.String)
+        mine = self.eager.lazy() if self.eager is not None else self.frame  # the rows evaluated before the charge
+        theirs = other.eager.lazy() if other.eager is not None else other.frame
+        # collected once: a lazy join's row order may differ from one collect to the next, and the run reads
+        # its columns one at a time -- two reads in different orders would pair one user's id with another's value
+        joined = mine.join(theirs, left_on=left, right_on=right, how="inner", coalesce=False).collect()
+        return Dataset.from_source(PolarsSource(joined))
+
     def transform(self, steps: RowSteps, kinds: Mapping[str, ColumnKind], kept: tuple[str, ...]) -> Dataset:
         """A query's row steps as a lazy ``filter``/``select`` of this frame (:mod:`dpalg.data._transform`), evaluated by polars."""
         derived = [polars_expr(expr, kinds, derived_type(expr, kinds)).alias(name) for name, expr in steps.derive]
@@ -205,7 +218,9 @@ class PolarsSource:
         # with_columns, then select by name: a derived value that is the same on every row (all missing, say) is
         # broadcast to the frame's height; a bare select of such an expression gave one row (polars 2.1)
         names = [name for name, _ in steps.derive]
-        return Dataset.from_source(PolarsSource(frame.with_columns(*derived).select(*kept, *names)))
+        # collected once, so that every column of the run comes from one evaluation in one row order (a lazy
+        # frame's plan may order its rows differently on each collect)
+        return Dataset.from_source(PolarsSource(frame.with_columns(*derived).select(*kept, *names).collect()))
 
     @property
     def backend(self) -> BackendInfo:

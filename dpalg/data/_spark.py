@@ -259,6 +259,12 @@ class SparkSource:
     def reductions(self, dataset: Dataset) -> Reductions:
         return SparkReductions(dataset, self)
 
+    def join_with(self, other: SparkSource, left_key: str, right_key: str) -> Dataset:
+        """The inner equi-join with ``other`` on the executors (:mod:`dpalg.data._tables`); nulls never match."""
+        left, right = self.frame, other.frame
+        joined = left.join(right, left[quoted(left_key)] == right[quoted(right_key)], "inner")
+        return Dataset.from_source(SparkSource(joined))
+
     def transform(self, steps: RowSteps, kinds: Mapping[str, ColumnKind], kept: tuple[str, ...]) -> Dataset:
         """A query's row steps as ``filter``/``select`` on the executors (:mod:`dpalg.data._transform`); no row reaches the driver."""
         frame = self.frame

@@ -13,10 +13,11 @@ from typing import Any, cast
 
 import attrs
 
-from dpalg._errors import Unsupported
+from dpalg._errors import InvalidArgument, Unsupported
 from dpalg.data import ColumnUse, Dataset, check_columns
 from dpalg.data._evaluation import evaluate_input
 from dpalg.data._schema import column_kind
+from dpalg.data._tables import From, TablesSource
 from dpalg.data._transform import RowSteps, apply_steps, check_steps
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._group import GroupPrivacy
@@ -26,7 +27,7 @@ from dpalg.graph._node import AbstractPrimitive, SchemaChoice
 from dpalg.graph._subsample import Subsample
 from dpalg.queries import Query
 
-__all__ = ["plan_columns", "plan_schema", "primitive_steps", "read_columns", "schema_choices", "steps_data", "validate_schema"]
+__all__ = ["plan_columns", "plan_schema", "primitive_source", "primitive_steps", "read_columns", "schema_choices", "steps_data", "validate_schema"]
 
 
 def _join(path: str, label: str) -> str:
@@ -107,13 +108,14 @@ def validate_schema(plan: object, data: Dataset) -> None:
         ...
         dpalg._errors.InvalidArgument: Laplace: numeric column='agee' is not a column of the data; available: ['age']
     """
+    _check_tables(plan, data)
     for path, use in plan_columns(plan):
         check_columns(data, (use,), owner=path)
     for node in _primitives(plan):
         node.check_backend(data)  # the backend is public too: a refusal costs nothing
         steps = primitive_steps(node)
-        if steps is not None:
-            check_steps(data, steps, type(node).__name__)  # the expressions type-check against the schema
+        if steps is not None:  # the expressions type-check against the schema (of the joined relation's tables)
+            check_steps(data, steps, type(node).__name__)
     _refuse_grouped_steps(plan)
     evaluate_input(data, plan_columns(plan))  # a lazy input (polars, Spark) runs its plan now, before the charge
 
@@ -147,12 +149,57 @@ def primitive_steps(node: AbstractPrimitive[Any]) -> RowSteps | None:
     return found.pop()
 
 
+def primitive_source(node: AbstractPrimitive[Any]) -> From | None:
+    """The relation the node's queries read on a multi-table input (``| From``), or ``None``.
+
+    Raises:
+        Unsupported: the node's queries read different relations.
+    """
+    found = {q.source for q in _queries(node)}
+    if len(found) > 1:
+        raise Unsupported(f"{type(node).__name__}: its queries read different relations (From); one relation serves a node")
+    return found.pop() if found else None
+
+
 def steps_data(node: AbstractPrimitive[Any], data: Dataset) -> Dataset:
-    """The rows and columns ``node`` reads: its queries' row transformations applied (checked before the charge)."""
+    """The rows and columns ``node`` reads: its relation joined (several tables), then its queries' row
+    transformations applied (both checked before the charge)."""
+    if isinstance(data.source, TablesSource):
+        source = primitive_source(node)
+        assert source is not None  # validate_schema refused it before the charge
+        data = data.source.join(source)
     steps = primitive_steps(node)
     if steps is None:
         return data
     return apply_steps(data, steps, [use.name for use in node.columns()])
+
+
+def _check_tables(plan: object, data: Dataset) -> None:
+    """Before the charge: on several tables every primitive names a relation the tables can build; else none does."""
+    tables = data.source if isinstance(data.source, TablesSource) else None
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Compose):
+            stack.extend(node.children)
+        elif isinstance(node, (PureToApprox, PureToZCDP, ZCDPToApprox)):
+            stack.append(node.child)
+        elif isinstance(node, (Parallel, GroupBy, GroupPrivacy, Subsample)):
+            if tables is not None:
+                raise Unsupported(f"{type(node).__name__} on several tables is not supported yet: run it on one table (or a joined frame)")
+            stack.extend(child for _, child in node.parts) if isinstance(node, Parallel) else stack.append(node.plan)
+        elif isinstance(node, AbstractPrimitive):
+            source = primitive_source(node)
+            owner = type(node).__name__
+            if tables is None:
+                if source is not None:
+                    raise Unsupported(f"{owner}: From names tables, but the data is one table: give a mapping of tables")
+                continue
+            if source is None:
+                raise Unsupported(f"{owner}: on several tables a query names its relation with | From(table, Join(...), ...)")
+            problem = tables.problem(source, node.neighbouring.unit)
+            if problem is not None:
+                raise InvalidArgument(owner, "From", repr(source)[:200], problem)
 
 
 def _refuse_grouped_steps(plan: object) -> None:

@@ -40,6 +40,7 @@ from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import ColumnUse, Dataset, Key, Neighbouring, as_dataset, unit_count, unit_index
 from dpalg.data._expr import Col, Expr, Lookup, predicate, substitute
+from dpalg.data._tables import From, TablesSource
 from dpalg.data._numpy_reductions import inside_bounds
 from dpalg.data._transform import RowSteps, apply_steps
 from dpalg.queries._bounding import ClipPerUser, MaxKeysPerUser, MaxRowsPerUser, cap_param
@@ -321,6 +322,8 @@ class Query:
     where: Expr | None = None
     #: public tables joined on a unique key (``| JoinPublic(...)``): their columns are readable by the expressions
     joins: tuple[JoinPublic, ...] = ()
+    #: on a multi-table input, the relation the query reads (``| From(table, Join(...), ...)``); ``None``: the one table
+    source: From | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.kind not in _KINDS:
@@ -534,7 +537,11 @@ class Query:
         return cls("function", column, fn=fn, name=name, fallback=fallback)
 
     # --- combinators ------------------------------------------------------
-    def __or__(self, modifier: Clip | ClipPerUser | MaxRowsPerUser | MaxKeysPerUser | Where | JoinPublic) -> Query:
+    def __or__(self, modifier: Clip | ClipPerUser | MaxRowsPerUser | MaxKeysPerUser | Where | JoinPublic | From) -> Query:
+        if isinstance(modifier, From):
+            if self.source is not None:
+                raise InvalidArgument("From", "table", modifier.table, "a query reads one relation: it has a From already")
+            return attrs.evolve(self, source=modifier)
         if isinstance(modifier, JoinPublic):
             taken = {name for j in self.joins for name, _ in j.table if name != j.on}
             added = {name for name, _ in modifier.table if name != modifier.on}
@@ -615,6 +622,9 @@ class Query:
             (ColumnUse(name='pages', role='numeric'), ColumnUse(name='uid', role='id'))
         """
         uses: list[ColumnUse] = []
+        if self.source is not None:  # the join keys (typed by the tables' schema check)
+            for join in self.source.joins:
+                uses.extend((ColumnUse(join.left, "expr"), ColumnUse(join.right, "expr")))
         steps = self.row_steps()
         if steps is not None:  # the columns the expressions read (typed against the schema by check_steps)
             uses.extend(ColumnUse(name, "expr") for name in steps.reads())
@@ -666,6 +676,8 @@ class Query:
         """
         if not isinstance(data, Dataset):
             data = as_dataset(data)
+        if self.source is not None and isinstance(data.source, TablesSource):
+            data = data.source.join(self.source)
         steps = self.row_steps()
         if steps is not None:
             data = apply_steps(data, steps, [u.name for u in self.columns()])
@@ -747,6 +759,8 @@ class Query:
             args.append(f"user={self.user!r}")
         name = "count_users" if self.kind == "user_count" else self.kind
         text = f"Query.{name}({', '.join(args)})"
+        if self.source is not None:
+            text += f" | {self.source!r}"
         for join in self.joins:
             text += f" | {join!r}"
         if self.where is not None:

@@ -171,7 +171,7 @@ _NAME_CLASSES = frozenset({
     "Query", "Clip", "Parallel", "KeySet", "Neighbouring", "NoisyCount", "PrivateRatio",
     # row expressions: their strings are column names, operators and literals, never parsed (dpalg.data._expr)
     "Col", "Lit", "Arith", "Unary", "MinMax", "Compare", "Logic", "Not", "IsNull", "IsIn", "Cast", "Bin", "Where",
-    "Lookup", "JoinPublic",
+    "Lookup", "JoinPublic", "From", "Join",
 })
 # sympy functions and constants dpalg formulas may use (dpalg/sensitivity/_sympy_check.py)
 _SAFE_CALLS = frozenset({"Min", "Max", "exp", "log", "sqrt", "ceiling", "floor", "Abs", "sin", "cos"})  # the formula grammar

@@ -108,3 +108,41 @@ def test_a_seeded_plan_with_row_steps_gives_the_dicts_release_without_collecting
     got, cert = run(_spark(spark, table, "repartition(7, id)"))
     assert got == value
     assert audit_certificate(cert).status == "cost_confirmed"
+
+
+def test_a_join_of_spark_tables_runs_on_the_executors_and_gives_the_dicts_release(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dpalg.data._spark import SparkSource
+    from dpalg.data._tables import From, Join
+    from dpalg.mechanisms import R2T
+
+    rng = np.random.default_rng(0)  # synthetic data only
+    db: dict[str, dict[str, Any]] = {
+        "customer": {"c_custkey": list(range(40)), "c_nation": rng.integers(0, 5, 40).tolist()},
+        "orders": {"o_orderkey": rng.integers(0, 150, 200).tolist(), "o_custkey": rng.integers(0, 41, 200).tolist()},  # keys repeat, dangle
+        "lineitem": {"l_orderkey": rng.integers(0, 160, 900).tolist(), "l_price": rng.uniform(0, 100, 900).tolist()},
+    }
+    relation = From("lineitem", Join("orders", "l_orderkey", "o_orderkey"), Join("customer", "o_custkey", "c_custkey"))
+
+    def run(data: Any) -> tuple[object, dict[str, Any]]:
+        plan = R2T(Query.sum("l_price", user="o_custkey") | relation | Where(col("c_nation") < 3), epsilon=1, upper_limit=10**4)
+        plan.check(PureDP(1))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            release = plan.run(data, rng=5)
+        return release.value, json.loads(json.dumps(release.certificate))
+
+    value, _ = run({k: {c: np.asarray(v) for c, v in t.items()} for k, t in db.items()})
+
+    def refuse(self: Any, name: str) -> Any:
+        raise AssertionError(f"column {name!r} collected to the driver")
+
+    monkeypatch.setattr(SparkSource, "materialise", refuse)
+    monkeypatch.setattr(SparkSource, "numeric", refuse)
+    frames = {
+        "customer": spark.createDataFrame(list(zip(*db["customer"].values())), "c_custkey long, c_nation long"),
+        "orders": spark.createDataFrame(list(zip(*db["orders"].values())), "o_orderkey long, o_custkey long").repartition(7),
+        "lineitem": spark.createDataFrame(list(zip(*db["lineitem"].values())), "l_orderkey long, l_price double").repartition(5),
+    }
+    got, cert = run(frames)
+    assert got == value
+    assert audit_certificate(cert).status == "cost_confirmed"
