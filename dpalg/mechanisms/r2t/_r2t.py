@@ -134,6 +134,10 @@ class R2T(AbstractPrimitive[PureDP]):
     thresholds: int = attrs.field(default=30, converter=_thresholds)
     beta: Fraction = attrs.field(default=Fraction(1, 10), converter=_beta)
 
+    def __attrs_post_init__(self) -> None:
+        if not self.taus():  # a count below one row has no threshold: no release could be drawn after the charge
+            raise InvalidArgument("R2T", "upper_limit", self.upper_limit, "must be >= 1 for a count (a user's total is a whole number of rows)")
+
     @property
     def neighbouring(self) -> Neighbouring:
         """One user with all their rows, added or removed."""
