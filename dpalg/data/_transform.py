@@ -78,6 +78,9 @@ def check_steps(data: Dataset, steps: RowSteps, owner: str) -> dict[str, ColumnK
     clash = sorted(set(steps.public) & set(data.names))
     if clash:
         raise InvalidArgument(owner, "JoinPublic", clash[0], "is both a column of the data and of a joined public table: rename one")
+    for name, _ in steps.derive:  # a derived column replaces the data's column of that name (the id column, say)
+        if name in data.names:
+            raise InvalidArgument(owner, f"column {name[:100]!r}", "a column of the data", "is also the name of a derived expression: rename the data's column")
     kinds = read_types(data, steps.reads(), owner)
     if steps.where is not None and expr_type(steps.where, kinds, owner, "bool") != "bool":
         raise InvalidArgument(owner, "where", repr(steps.where)[:200], "must be a condition (a comparison, is_in, is_null, & | ~)")

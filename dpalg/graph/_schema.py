@@ -141,12 +141,14 @@ def primitive_steps(node: AbstractPrimitive[Any]) -> RowSteps | None:
     Raises:
         Unsupported: the node's queries transform the rows differently (one transformed dataset serves a node).
     """
-    found = {steps for q in _queries(node) if (steps := q.row_steps()) is not None}
-    if not found:
+    found = {q.row_steps() for q in _queries(node)}  # a query without steps reads the rows as given: it differs too
+    if found <= {None}:
         return None
     if len(found) > 1:
         raise Unsupported(f"{type(node).__name__}: its queries transform the rows differently; give them the same Where and derived columns")
-    return found.pop()
+    steps = found.pop()
+    assert steps is not None
+    return steps
 
 
 def primitive_source(node: AbstractPrimitive[Any]) -> From | None:

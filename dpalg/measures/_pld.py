@@ -228,10 +228,12 @@ def _split(bins: dict[int, list[Fraction]], inf: Fraction, m: int) -> _Dist:
 
 def _loss_grid(lo: Fraction, hi: Fraction, m: int) -> tuple[int, int]:
     """Grid indices a <= b with a·g <= ln(lo) and ln(hi) <= b·g (0 < lo <= hi; certified by exp bounds)."""
-    a = math.floor(math.log(float(lo)) * (1 << m)) if lo > 0 else 0
+    # ln of the numerator and denominator (math.log takes any int): float(lo) or float(hi) would overflow
+    # for a loss beyond ~709 (a discrete Laplace of Δ/t > 709) and underflow to 0 for a rate within 1e-308 of 1
+    a = math.floor((math.log(lo.numerator) - math.log(lo.denominator)) * (1 << m)) if lo > 0 else 0
     while _exp_iv(Fraction(a, 1 << m))[1] > lo:
         a -= 1
-    b = math.ceil(math.log(float(hi)) * (1 << m))
+    b = math.ceil((math.log(hi.numerator) - math.log(hi.denominator)) * (1 << m))
     while _exp_iv(Fraction(b, 1 << m))[0] < hi:
         b += 1
     while b > a and _exp_iv(Fraction(b - 1, 1 << m))[0] >= hi:  # the float guess may be a step high

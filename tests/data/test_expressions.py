@@ -276,3 +276,28 @@ def test_a_public_join_survives_the_certificate() -> None:
         warnings.simplefilter("ignore")
         release = plan.run({"nationkey": np.array([0, 2, 3])}, rng=0)
     assert audit_certificate(json.loads(json.dumps(release.certificate))).status == "cost_confirmed"
+
+
+def test_a_data_column_named_like_a_derived_expression_is_refused_before_the_charge() -> None:
+    # the derived column is named by its expression's text; a data column of that name (here the id column)
+    # was silently replaced by the derived values: the rows of one user got distinct "ids" (no user-level bound)
+    from dpalg.mechanisms import R2T
+
+    expr = col("x") * 1
+    uid = repr(expr)
+    plan = R2T(Query.sum(expr, user=uid), epsilon=1, upper_limit=10)
+    session = Session(PureDP(1))
+    with pytest.raises(InvalidArgument, match="name of a derived expression"):
+        session.run(plan, {"x": np.array([1.0, 2.0, 3.0]), uid: np.array(["a", "a", "a"])}, rng=0)
+    assert session.spent == PureDP(0)
+
+
+def test_queries_of_one_node_with_and_without_row_steps_are_refused_before_the_charge() -> None:
+    # one transformed dataset serves a node: a second query without the Where was computed on the filtered rows
+    from dpalg.mechanisms import CalibratedLaplaceSum
+
+    plan = CalibratedLaplaceSum((Query.sum("x") | Where(col("x") > 2) | Clip(0, 10), Query.sum("y") | Clip(0, 10)), epsilon=1)
+    session = Session(PureDP(1))
+    with pytest.raises(Unsupported, match="transform the rows differently"):
+        session.run(plan, {"x": np.array([1.0, 2.0, 3.0, 4.0]), "y": np.ones(4)}, rng=0)
+    assert session.spent == PureDP(0)

@@ -225,6 +225,13 @@ def _reseal(cert: dict[str, object]) -> dict[str, object]:
     return {**body, "digest": {"algorithm": "sha256", "value": hashlib.sha256(canonical).hexdigest()}}
 
 
+@pytest.mark.parametrize("items", [[(_lap("1/1000", 1), Fraction(1, 2))], [(("gaussian", Fraction(1, 1000), 3), Fraction(1, 2))]])
+def test_a_sampled_part_with_losses_beyond_a_float_exponent_is_certified(items: list[tuple[PLDPart, Fraction]]) -> None:
+    # base losses of 1000 and more: e^L is no float (the grid search read ln(float(e^L)) and raised OverflowError)
+    _fresh()
+    _check(items)
+
+
 def test_sampled_parts_are_validated() -> None:
     from dpalg import InvalidArgument
 

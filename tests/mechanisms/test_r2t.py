@@ -114,6 +114,21 @@ def test_parameters_and_cost() -> None:
         R2T(Query.sum("x", user="u") | ClipPerUser(0, 1), epsilon=1)
 
 
+def test_a_count_with_no_threshold_of_one_row_is_refused_before_the_charge() -> None:
+    # upper_limit < 1: every threshold of a count is below one row, so there is no level to release; without
+    # the refusal the plan was accepted and its run raised (ln of L/β with L = 0) after the charge
+    for upper in (Fraction(1, 3), Fraction(99, 100)):
+        with pytest.raises(InvalidArgument, match="upper_limit"):
+            R2T(Query.count(user="u"), epsilon=1, upper_limit=upper)
+    # above 2**62 rows the per-user totals seam refused the clamp, again after the charge
+    with pytest.raises(InvalidArgument, match="upper_limit"):
+        R2T(Query.count(user="u"), epsilon=1, upper_limit=2**62 + 1)
+    R2T(Query.count(user="u"), epsilon=1, upper_limit=2**62).totals(as_dataset({"u": np.array([1, 1, 2])}))
+    R2T(Query.sum("x", user="u"), epsilon=1, upper_limit=10**300).totals(as_dataset({"x": np.array([1.0]), "u": np.array([1])}))
+    assert R2T(Query.count(user="u"), epsilon=1, upper_limit=1).taus() == (1,)
+    assert R2T(Query.sum("x", user="u"), epsilon=1, upper_limit=Fraction(1, 3)).taus()[-1] >= 1  # a sum's lattice is finer
+
+
 def test_a_heavy_tailed_sum_lands_near_the_truth_most_of_the_time() -> None:
     rng = np.random.default_rng(0)
     uid = rng.integers(0, 2000, 20_000)

@@ -61,6 +61,7 @@ DEFAULT_UPPER_LIMIT: Final = Fraction(2**30)
 _LATTICE_BITS: Final = 60  # the largest threshold spans 2^60 lattice steps (a sum's totals)
 _NOISE_BITS: Final = 20  # a threshold's noise scale spans about 2^20 steps of its noise lattice
 _MAX_THRESHOLDS: Final = 40
+_MAX_TOP: Final = 2**62  # UnitTotalSpec's bound on a clamp, in lattice units
 
 
 def _query(value: Query) -> Query:
@@ -133,6 +134,12 @@ class R2T(AbstractPrimitive[PureDP]):
     upper_limit: Fraction = attrs.field(default=DEFAULT_UPPER_LIMIT, converter=_upper)
     thresholds: int = attrs.field(default=30, converter=_thresholds)
     beta: Fraction = attrs.field(default=Fraction(1, 10), converter=_beta)
+
+    def __attrs_post_init__(self) -> None:
+        if not self.taus():  # a count below one row has no threshold: no release could be drawn after the charge
+            raise InvalidArgument("R2T", "upper_limit", self.upper_limit, "must be >= 1 for a count (a user's total is a whole number of rows)")
+        if self.top() > _MAX_TOP:  # the per-user totals seam takes bounds up to 2**62 lattice units
+            raise InvalidArgument("R2T", "upper_limit", self.upper_limit, "must be at most 2**62 for a count (a user's rows, counted in 64-bit integers)")
 
     @property
     def neighbouring(self) -> Neighbouring:
