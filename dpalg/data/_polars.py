@@ -195,18 +195,31 @@ class PolarsSource:
     def reductions(self, dataset: Dataset) -> Reductions:
         return PolarsReductions(dataset, self)
 
-    def join_with(self, other: PolarsSource, left_key: str, right_key: str) -> Dataset:
-        """The inner equi-join with ``other`` (:mod:`dpalg.data._tables`), lazily; keys of different types are
-        joined on their exact decimal text (an int of any width; a categorical's str), nulls never match."""
-        left, right = pl.col(left_key), pl.col(right_key)
-        if self._schema[left_key] != other._schema[right_key]:
-            left, right = left.cast(pl.String), right.cast(pl.String)
-        mine = self.eager.lazy() if self.eager is not None else self.frame  # the rows evaluated before the charge
-        theirs = other.eager.lazy() if other.eager is not None else other.frame
-        # collected once: a lazy join's row order may differ from one collect to the next, and the run reads
-        # its columns one at a time -- two reads in different orders would pair one user's id with another's value
-        joined = mine.join(theirs, left_on=left, right_on=right, how="inner", coalesce=False).collect()
-        return Dataset.from_source(PolarsSource(joined))
+    @staticmethod
+    def join_chain(sources: list[PolarsSource], keys: list[tuple[str, str]], wanted: frozenset[str] | None) -> Dataset:
+        """The inner equi-joins of ``sources`` in order on ``keys`` (:mod:`dpalg.data._tables`), as one lazy plan that
+        reads only the ``wanted`` columns (and the keys), collected once.
+
+        Keys of different types are joined on their exact decimal text (an int of any width; a categorical's str);
+        nulls never match. Collected once: a lazy join's row order may differ from one collect to the next, and
+        the run reads its columns one at a time -- two reads in different orders would pair one user's id with
+        another row's value.
+        """
+
+        def lazy(src: PolarsSource) -> pl.LazyFrame:
+            frame = src.eager.lazy() if src.eager is not None else src.frame  # the rows evaluated before the charge
+            names = [n for n in src.names if wanted is None or n in wanted]
+            return frame.select(*[pl.col(n) for n in names])
+
+        out = lazy(sources[0])
+        schema = dict(sources[0]._schema)
+        for src, (left_key, right_key) in zip(sources[1:], keys):
+            left, right = pl.col(left_key), pl.col(right_key)
+            if schema[left_key] != src._schema[right_key]:
+                left, right = left.cast(pl.String), right.cast(pl.String)
+            out = out.join(lazy(src), left_on=left, right_on=right, how="inner", coalesce=False)
+            schema.update(src._schema)
+        return Dataset.from_source(PolarsSource(out.collect()))
 
     def transform(self, steps: RowSteps, kinds: Mapping[str, ColumnKind], kept: tuple[str, ...]) -> Dataset:
         """A query's row steps as a lazy ``filter``/``select`` of this frame (:mod:`dpalg.data._transform`), evaluated by polars."""

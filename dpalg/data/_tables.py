@@ -39,7 +39,7 @@ refused.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import final
 
 import attrs
@@ -163,7 +163,7 @@ class TablesSource:
         libraries = {_library(d) for d in self._tables.values()}
         if len(libraries) > 1:
             raise InvalidArgument("tables", "backends", sorted(libraries), "must be one backend for all the tables of a run")
-        self._joined: dict[From, Dataset] = {}
+        self._joined: dict[tuple[From, frozenset[str] | None], Dataset] = {}
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -244,19 +244,40 @@ class TablesSource:
             return f"reads the user id {user!r}, which is not a column of the joined tables"
         return None
 
-    def join(self, source: From) -> Dataset:
-        """The relation ``source`` names, built where the data is (cached for the run)."""
-        got = self._joined.get(source)
+    def join(self, source: From, needed: Iterable[str] | None = None) -> Dataset:
+        """The relation ``source`` names, built where the data is (cached for the run).
+
+        ``needed``: the columns the caller reads (the join keys are added); the others are not carried through
+        the joins (``None``: every column).
+        """
+        wanted = None if needed is None else frozenset(needed) | {k for j in source.joins for k in (j.left, j.right)}
+        got = self._joined.get((source, wanted))
         if got is not None:
             return got
-        out = self._tables[source.table]
-        for join in source.joins:
-            out = _join(out, self._tables[join.table], join.left, join.right)
-        self._joined[source] = out
+        tables = [self._tables[t] for t in source.tables()]
+        keys = [(j.left, j.right) for j in source.joins]
+        first = tables[0].source
+        chain = getattr(type(first), "join_chain", None) if first is not None else None
+        made = chain([t.source for t in tables], keys, wanted) if callable(chain) and all(type(t.source) is type(first) for t in tables) else None
+        if isinstance(made, Dataset):
+            out = made
+        else:
+            out = _project(tables[0], wanted)
+            for table, (left, right) in zip(tables[1:], keys):
+                out = _join(out, _project(table, wanted), left, right)
+        self._joined[(source, wanted)] = out
         return out
 
     def __repr__(self) -> str:  # never prints values
         return f"TablesSource({sorted(self._tables)})"
+
+
+def _project(data: Dataset, wanted: frozenset[str] | None) -> Dataset:
+    """``data`` with only the ``wanted`` columns, for numpy columns (a frame's own optimiser prunes the others)."""
+    if wanted is None or data.source is not None:
+        return data
+    names = [n for n in data.names if n in wanted]
+    return Dataset({n: data.column(n) for n in names}, {n: data.column_type(n) for n in names})
 
 
 def _join(left: Dataset, right: Dataset, left_key: str, right_key: str) -> Dataset:

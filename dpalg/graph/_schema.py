@@ -169,7 +169,7 @@ def steps_data(node: AbstractPrimitive[Any], data: Dataset) -> Dataset:
     if isinstance(data.source, TablesSource):
         source = primitive_source(node)
         assert source is not None  # validate_schema refused it before the charge
-        data = data.source.join(source)
+        data = data.source.join(source, [use.name for use in node.columns()])  # only the columns the node reads
     steps = primitive_steps(node)
     if steps is None:
         return data
