@@ -79,9 +79,13 @@ class Expr:
 
     __slots__ = ()
 
+    def __attrs_post_init__(self) -> None:  # run by every node's attrs __init__ (and by a certificate's rebuild)
+        _check_size(self)
+
     def children(self) -> tuple[Expr, ...]:
-        """The sub-expressions."""
-        return ()
+        """The sub-expressions: the fields that hold an expression, in field order."""
+        fields = attrs.fields(type(self))  # type: ignore[arg-type]
+        return tuple(v for f in fields if isinstance(v := getattr(self, f.name), Expr))
 
     # arithmetic -------------------------------------------------------------------------
     def __add__(self, other: Operand) -> Expr:
@@ -325,12 +329,6 @@ class Arith(Expr):
     left: Expr = attrs.field(converter=_expr)
     right: Expr = attrs.field(converter=_expr)
 
-    def __attrs_post_init__(self) -> None:
-        _check_size(self)
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.left, self.right)
-
     def __repr__(self) -> str:
         p = _PRECEDENCE[self.op]
         return f"{_text(self.left, p)} {self.op} {_text(self.right, p, right=True)}"
@@ -343,12 +341,6 @@ class Unary(Expr):
 
     op: str = attrs.field(converter=_unary_op)
     operand: Expr = attrs.field(converter=_expr)
-
-    def __attrs_post_init__(self) -> None:
-        _check_size(self)
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.operand,)
 
     def __repr__(self) -> str:
         if self.op == "neg":
@@ -365,12 +357,6 @@ class MinMax(Expr):
     left: Expr = attrs.field(converter=_expr)
     right: Expr = attrs.field(converter=_expr)
 
-    def __attrs_post_init__(self) -> None:
-        _check_size(self)
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.left, self.right)
-
     def __repr__(self) -> str:
         return f"{_text(self.left, 9)}.{'minimum' if self.op == 'min' else 'maximum'}({self.right!r})"
 
@@ -383,12 +369,6 @@ class Compare(Expr):
     op: str = attrs.field(converter=_compare_op)
     left: Expr = attrs.field(converter=_expr)
     right: Expr = attrs.field(converter=_expr)
-
-    def __attrs_post_init__(self) -> None:
-        _check_size(self)
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.left, self.right)
 
     def __repr__(self) -> str:
         if self.op in ("==", "!="):
@@ -405,12 +385,6 @@ class Logic(Expr):
     left: Expr = attrs.field(converter=_expr)
     right: Expr = attrs.field(converter=_expr)
 
-    def __attrs_post_init__(self) -> None:
-        _check_size(self)
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.left, self.right)
-
     def __repr__(self) -> str:
         p = _PRECEDENCE[self.op]
         return f"{_text(self.left, p)} {self.op} {_text(self.right, p, right=True)}"
@@ -422,12 +396,6 @@ class Not(Expr):
     """``~x`` on a bool."""
 
     operand: Expr = attrs.field(converter=_expr)
-
-    def __attrs_post_init__(self) -> None:
-        _check_size(self)
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.operand,)
 
     def __repr__(self) -> str:
         return f"~{_text(self.operand, 9)}"
@@ -446,12 +414,6 @@ class IsNull(Expr):
 
     operand: Expr = attrs.field(converter=_expr)
     negate: bool = attrs.field(default=False, converter=_flag)
-
-    def __attrs_post_init__(self) -> None:
-        _check_size(self)
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.operand,)
 
     def __repr__(self) -> str:
         return f"{_text(self.operand, 9)}.{'is_not_null' if self.negate else 'is_null'}()"
@@ -478,12 +440,6 @@ class IsIn(Expr):
     operand: Expr = attrs.field(converter=_expr)
     values: tuple[float, ...] | tuple[str, ...] = attrs.field(converter=_in_values)
 
-    def __attrs_post_init__(self) -> None:
-        _check_size(self)
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.operand,)
-
     def value_type(self) -> ExprType:
         """``"str"`` or ``"number"`` (an empty list is a number list)."""
         return "str" if self.values and isinstance(self.values[0], str) else "number"
@@ -506,12 +462,6 @@ class Cast(Expr):
 
     operand: Expr = attrs.field(converter=_expr)
     to: str = attrs.field(default="number", converter=_cast_to)
-
-    def __attrs_post_init__(self) -> None:
-        _check_size(self)
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.operand,)
 
     def __repr__(self) -> str:
         return f"{_text(self.operand, 9)}.cast({self.to!r})"
@@ -536,12 +486,6 @@ class Bin(Expr):
 
     operand: Expr = attrs.field(converter=_expr)
     edges: tuple[float, ...] = attrs.field(converter=_edges)
-
-    def __attrs_post_init__(self) -> None:
-        _check_size(self)
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.operand,)
 
     def __repr__(self) -> str:
         return f"{_text(self.operand, 9)}.bin({[Lit(e) for e in self.edges]!r})"
@@ -582,12 +526,6 @@ class Lookup(Expr):
 
     operand: Expr = attrs.field(converter=_expr)
     pairs: tuple[tuple[LitValue, LitValue | None], ...] = attrs.field(converter=_pairs)
-
-    def __attrs_post_init__(self) -> None:
-        _check_size(self)
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.operand,)
 
     def key_type(self) -> ExprType:
         """The keys' type (``"number"`` for an empty table)."""
