@@ -18,6 +18,7 @@ from dpalg.data import ColumnUse, Dataset, check_columns
 from dpalg.data._evaluation import evaluate_input
 from dpalg.data._schema import column_kind
 from dpalg.data._tables import From, TablesSource
+from dpalg.data._expr import Expr
 from dpalg.data._transform import RowSteps, apply_steps, check_steps
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._group import GroupPrivacy
@@ -27,7 +28,7 @@ from dpalg.graph._node import AbstractPrimitive, SchemaChoice
 from dpalg.graph._subsample import Subsample
 from dpalg.queries import Query
 
-__all__ = ["plan_columns", "plan_schema", "primitive_source", "primitive_steps", "read_columns", "schema_choices", "steps_data", "validate_schema"]
+__all__ = ["group_data", "group_relation", "plan_columns", "plan_schema", "primitive_source", "primitive_steps", "read_columns", "schema_choices", "steps_data", "validate_schema"]
 
 
 def _join(path: str, label: str) -> str:
@@ -116,7 +117,7 @@ def validate_schema(plan: object, data: Dataset) -> None:
         steps = primitive_steps(node)
         if steps is not None:  # the expressions type-check against the schema (of the joined relation's tables)
             check_steps(data, steps, type(node).__name__)
-    _refuse_grouped_steps(plan)
+    _check_grouped_relations(plan)
     evaluate_input(data, plan_columns(plan))  # a lazy input (polars, Spark) runs its plan now, before the charge
 
 
@@ -186,7 +187,11 @@ def _check_tables(plan: object, data: Dataset) -> None:
             stack.extend(node.children)
         elif isinstance(node, (PureToApprox, PureToZCDP, ZCDPToApprox)):
             stack.append(node.child)
-        elif isinstance(node, (Parallel, GroupBy, GroupPrivacy, Subsample)):
+        elif isinstance(node, GroupBy):
+            if tables is not None:
+                _check_grouped_tables(node, tables)
+            stack.append(node.plan)
+        elif isinstance(node, (Parallel, GroupPrivacy, Subsample)):
             if tables is not None:
                 raise Unsupported(f"{type(node).__name__} on several tables is not supported yet: run it on one table (or a joined frame)")
             stack.extend(child for _, child in node.parts) if isinstance(node, Parallel) else stack.append(node.plan)
@@ -204,17 +209,29 @@ def _check_tables(plan: object, data: Dataset) -> None:
                 raise InvalidArgument(owner, "From", repr(source)[:200], problem)
 
 
-def _refuse_grouped_steps(plan: object) -> None:
-    """A GroupBy groups the rows of the data as given: row transformations inside its aggregates are not run yet."""
+def _check_grouped_tables(node: GroupBy[Any], tables: TablesSource) -> None:
+    """A GroupBy on several tables groups its aggregates' relation: it must be buildable, at user level, and hold the by-columns."""
+    owner = f"GroupBy(by={node.by!r})"
+    source, _ = group_relation(node)
+    if source is None:
+        raise Unsupported(f"{owner}: on several tables its aggregates' queries name their relation with | From(table, Join(...), ...)")
+    problem = tables.problem(source, node.neighbouring.unit)
+    if problem is not None:
+        raise InvalidArgument(owner, "From", repr(source)[:200], problem)
+    joined = {name for table in source.tables() for name in tables.table(table).names}
+    for name in node.by:
+        if name not in joined:
+            raise InvalidArgument(owner, "by", name[:100], f"is not a column of the tables its aggregates join ({', '.join(source.tables())})")
+
+
+def _check_grouped_relations(plan: object) -> None:
+    """Before the charge: the aggregates of every GroupBy read one relation through the same row steps (:func:`group_relation`)."""
     stack = [plan]
     while stack:
         node = stack.pop()
         if isinstance(node, GroupBy):
-            if any(primitive_steps(p) is not None for p in _primitives(node.plan)):
-                raise Unsupported(
-                    f"GroupBy(by={node.by!r}): an aggregate with Where or a derived column is not supported yet; "
-                    "filter or derive the columns before the plan, or use Parallel"
-                )
+            group_relation(node)
+            stack.append(node.plan)
         elif isinstance(node, Compose):
             stack.extend(node.children)
         elif isinstance(node, Parallel):
@@ -223,6 +240,66 @@ def _refuse_grouped_steps(plan: object) -> None:
             stack.append(node.child)
         elif isinstance(node, (GroupPrivacy, Subsample)):
             stack.append(node.plan)
+
+
+def group_relation(node: GroupBy[Any]) -> tuple[From | None, RowSteps | None]:
+    """The relation (``| From``) and row steps (``| Where``, a derived column) that a GroupBy's aggregates share.
+
+    A GroupBy groups the rows its aggregates read: the relation joined from the
+    tables, filtered by the aggregates' common ``Where`` and extended by their
+    derived columns (the union; a row-wise value, so computing it before or after
+    grouping is the same), once, before the rows are grouped, as SQL's ``WHERE``
+    runs before ``GROUP BY``: a row the filter drops is in no group, and takes
+    no part in choosing private keys or in a user's group bound. The GroupBy then
+    groups the transformed rows, so its cost rule is unchanged: a row-wise
+    filter or map sends the rows of one user (or one row) to at most as many
+    rows of that user (stability 1; McSherry 2009, PINQ §3), and a join to the
+    user's table sends one user's rows to that user's result rows only
+    (:mod:`dpalg.data._tables`).
+
+    Raises:
+        Unsupported: the aggregates read different relations, filter the rows differently (the
+            filter runs before the grouping), or derive one column name two ways.
+    """
+    sources = {primitive_source(child) for child in _primitives(node.plan)}
+    steps = [primitive_steps(child) for child in _primitives(node.plan)]
+    owner = f"GroupBy(by={node.by!r})"
+    if len(sources) > 1:
+        raise Unsupported(f"{owner}: its aggregates read different relations (From); one relation is grouped")
+    wheres = {None if s is None else s.where for s in steps}
+    if len(wheres) > 1:
+        raise Unsupported(
+            f"{owner}: its aggregates filter the rows differently (Where); the filter runs before the grouping, "
+            "so give every aggregate the same Where (or use one GroupBy per filter)"
+        )
+    derive: dict[str, Expr] = {}
+    for step in steps:
+        for name, expr in () if step is None else step.derive:
+            if derive.setdefault(name, expr) != expr:
+                raise Unsupported(f"{owner}: two aggregates derive the column {name[:100]!r} differently; rename one")
+    source = sources.pop() if sources else None
+    where = wheres.pop() if wheres else None
+    if where is None and not derive:
+        return source, None
+    public = tuple(dict.fromkeys(name for step in steps if step is not None for name in step.public))
+    keys = any(step is not None and step.keys for step in steps)
+    return source, RowSteps(tuple(derive.items()), where, keys=keys, public=public)
+
+
+def group_data(node: GroupBy[Any], data: Dataset, reads: tuple[str, ...]) -> tuple[Dataset, bool]:
+    """The rows a GroupBy groups (its aggregates' relation and row steps applied), and whether steps were applied.
+
+    ``reads``: the columns the GroupBy and its aggregates read (the by-columns, the
+    id, the aggregates' columns); the derived columns are added. Checked before
+    the charge by :func:`validate_schema`; never raises on a value.
+    """
+    source, steps = group_relation(node)
+    if isinstance(data.source, TablesSource):
+        assert source is not None  # validate_schema refused it before the charge
+        data = data.source.join(source, reads)
+    if steps is None:
+        return data, source is not None
+    return apply_steps(data, steps, reads), True
 
 
 def _primitives(plan: object) -> Iterator[AbstractPrimitive[Any]]:

@@ -28,7 +28,7 @@ from dpalg.graph._subsample import Subsample, sampled_rows
 from dpalg.graph._derivation import Derivation
 from dpalg.graph._node import RUN, AbstractMeasurement, AbstractPrimitive, take_checked
 from dpalg.graph._result import SIGN, Release
-from dpalg.graph._schema import plan_columns, plan_schema, steps_data, validate_schema
+from dpalg.graph._schema import group_data, plan_columns, plan_schema, steps_data, validate_schema
 from dpalg.graph._session import EXECUTE, SessionSpend
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.noise import prf_secret
@@ -118,32 +118,37 @@ def run_checked(plan: AbstractMeasurement[M], data: object, *, rng: RngLike) -> 
         return execute(plan, dataset, rng=rng, derivation=derivation, budget=budget, schema=schema)
 
 
-def _exec(node: object, data: Dataset, rng: AbstractRandomness, path: str) -> object:
+def _exec(node: object, data: Dataset, rng: AbstractRandomness, path: str, applied: bool = False) -> object:
+    """Run ``node`` on ``data``; ``applied``: the rows are already its queries' relation and row steps (inside a GroupBy)."""
     known: KnownNode = _classify(node, path)
     match known:
         case Compose():
             if known.names:
-                return {n: _exec(c, data, rng, f"{path}/{n}") for n, c in zip(known.names, known.children)}
-            return tuple(_exec(c, data, rng, f"{path}/{i}") for i, c in enumerate(known.children))
+                return {n: _exec(c, data, rng, f"{path}/{n}", applied) for n, c in zip(known.names, known.children)}
+            return tuple(_exec(c, data, rng, f"{path}/{i}", applied) for i, c in enumerate(known.children))
         case Parallel():
-            return {key: _exec(child, sub, rng, f"{path}/{key!r}") for (key, child), sub in zip(known.parts, _split(known, data))}
+            return {key: _exec(child, sub, rng, f"{path}/{key!r}", applied) for (key, child), sub in zip(known.parts, _split(known, data))}
         case PureToApprox() | PureToZCDP() | ZCDPToApprox():
-            return _exec(known.child, data, rng, path)
+            return _exec(known.child, data, rng, path, applied)
         case GroupPrivacy():
             columns = [use.name for _, use in plan_columns(known.plan)]
-            return _exec(known.plan, data.take(bounded_rows(known, data, rng, columns)), rng, path)
+            return _exec(known.plan, data.take(bounded_rows(known, data, rng, columns)), rng, path, applied)
         case GroupBy():
-            return _group_by(known, data, rng, path)
+            return _group_by(known, data, rng, path, applied)
         case Subsample():  # a fresh sample (a fresh PRF key) on every run of every Subsample node
             columns = [use.name for _, use in plan_columns(known.plan)]
-            return _exec(known.plan, data.take(sampled_rows(known, data, rng, columns)), rng, path)
+            return _exec(known.plan, data.take(sampled_rows(known, data, rng, columns)), rng, path, applied)
         case AbstractPrimitive():
+            if applied:
+                return known.release(data, rng)
             return known.release(steps_data(known, data), rng)  # its queries' Where / derived columns, where the data is
         case _:
             assert_never(known)
 
 
-def _group_by(node: GroupBy[PureDP] | GroupBy[ApproxDP] | GroupBy[ZCDP], data: Dataset, rng: AbstractRandomness, path: str) -> dict[object, object]:
+def _group_by(
+    node: GroupBy[PureDP] | GroupBy[ApproxDP] | GroupBy[ZCDP], data: Dataset, rng: AbstractRandomness, path: str, applied: bool,
+) -> dict[object, object]:
     """Run the aggregates on every released group: ``{key: {name: value}}``.
 
     The rows are grouped through the grouping seam (:func:`~dpalg.data._grouping.group_coding`):
@@ -163,6 +168,9 @@ def _group_by(node: GroupBy[PureDP] | GroupBy[ApproxDP] | GroupBy[ZCDP], data: D
     public = isinstance(keys, KeySet)
     unit = node.neighbouring.unit
     reads = tuple(dict.fromkeys([*node.by, *([unit] if unit is not None else []), *(use.name for _, use in plan_columns(node.plan))]))
+    if not applied:  # the aggregates' relation and row steps, once, before grouping (group_relation)
+        data, applied = group_data(node, data, reads)
+        reads = tuple(name for name in dict.fromkeys([*reads, *data.names]) if name in data.names)
     coding = group_coding(
         data, node.by, keys.keys if isinstance(keys, KeySet) else None, other=isinstance(keys, KeySet) and keys.other is not None,
         labels=keys.labels if isinstance(keys, KeySet) else None, unit=unit, reads=reads, owner=owner,
@@ -182,14 +190,14 @@ def _group_by(node: GroupBy[PureDP] | GroupBy[ApproxDP] | GroupBy[ZCDP], data: D
         groups = coding.released(chosen)
         released = [labels[i] for i in chosen]
         names = node.plan.names
-        values = [_aggregate_groups(child, groups, released, rng, here, name) for name, child in zip(names, node.plan.children)]
+        values = [_aggregate_groups(child, groups, released, rng, here, name, applied) for name, child in zip(names, node.plan.children)]
     finally:
         coding.close()
     return {key: dict(zip(names, row)) for key, row in zip(released, zip(*values))}
 
 
 def _aggregate_groups(
-    child: object, groups: ReleasedGroups, released: Sequence[object], rng: AbstractRandomness, here: str, name: str,
+    child: object, groups: ReleasedGroups, released: Sequence[object], rng: AbstractRandomness, here: str, name: str, applied: bool,
 ) -> list[object]:
     """One aggregate's value for every released group: all at once when its node can, else group by group."""
     inner = child
@@ -199,7 +207,7 @@ def _aggregate_groups(
         values = inner.release_groups(groups, rng)
         if values is not None:
             return values
-    return [_exec(child, groups.rows(i), rng, f"{here}/{key!r}/{name}") for i, key in enumerate(released)]
+    return [_exec(child, groups.rows(i), rng, f"{here}/{key!r}/{name}", applied) for i, key in enumerate(released)]
 
 
 def _split(node: Parallel[PureDP] | Parallel[ApproxDP] | Parallel[ZCDP], data: Dataset) -> list[Dataset]:

@@ -200,14 +200,6 @@ def test_no_value_makes_a_release_raise() -> None:
     assert all(isinstance(v, float) and math.isfinite(v) for v in release.value)
 
 
-def test_grouped_aggregates_with_row_steps_are_refused_before_the_charge() -> None:
-    plan = GroupBy("k", keys=KeySet(["a"]), aggregates={"n": Laplace(Query.count() | Where(col("x") > 0), epsilon=1)})
-    session = Session(PureDP(1))
-    with pytest.raises(Unsupported, match="not supported yet"):
-        session.run(plan, {"k": np.array(["a"]), "x": np.array([1.0])}, rng=0)
-    assert session.spent == PureDP(0)
-
-
 # -- queries, certificates, audit --------------------------------------------------------------------
 
 def test_the_query_shows_evaluates_and_certifies_its_steps() -> None:
