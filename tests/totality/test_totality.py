@@ -29,7 +29,7 @@ import dpalg
 import dpalg.mechanisms as mechanisms
 from dpalg import (
     BOTTOM, ZCDP, ApproxDP, Clip, ClipPerUser, GaussianPartitionSelection, GroupBy, InvalidArgument, KeySet, MaxGroupsPerUser, MaxKeysPerUser, MaxRowsPerUser,
-    PartitionSelection, PureDP, PureToApprox, Query,
+    PartitionSelection, PureDP, PureToApprox, Query, Where, col,
 )
 from dpalg.data import Dataset, as_dataset
 from dpalg.graph._node import AbstractMeasurement, AbstractPrimitive
@@ -208,6 +208,11 @@ PLANS: dict[str, Callable[[], Plan]] = {
     "GroupBy-two-columns": lambda: GroupBy(("k", "u"), keys=KeySet.product(KeySet(["a", 1, True]), KeySet([1, "1", 2**53 + 1])), aggregates={
         "s": Laplace(Query.sum("x") | Clip(-1e6, 1e6), epsilon=1),
     }),
+    # group by over row steps: the filter and the derived column run before the grouping, on hostile values
+    "GroupBy-where-derived": lambda: GroupBy("k", keys=PartitionSelection(epsilon=1, delta="0.05"), aggregates={
+        "s": PureToApprox(Laplace(Query.sum(col("x") * 2, user="u") | Where(col("x") > 0) | ClipPerUser(0, 10), epsilon=1)),
+        "n": PureToApprox(Laplace(Query.count(user="u") | Where(col("x") > 0) | MaxRowsPerUser(2), epsilon=1)),
+    }, bound=MaxGroupsPerUser(2)),
 }  # fmt: skip
 
 # exported names that are not mechanisms themselves, and the plans that exercise them
