@@ -115,6 +115,7 @@ from dpalg.data import _polars_units as units
 from dpalg.data._polars_types import polars_kind
 from dpalg.data._polars_exprs import MAGIC, key_expr, magic_rounding_ok, nan_to_null, rint_expr
 from dpalg.data._reductions import OrderWindow, SumSpec
+from dpalg.data._unit_spec import UnitTotals, UnitTotalSpec
 from dpalg.data._source_reductions import (
     BucketSpan, GridCells, SourceReductions, SumPlan, WindowBuckets, chosen_window, key_candidates, sorted_window, window_ranks,
 )  # fmt: skip
@@ -385,6 +386,31 @@ class PolarsReductions(SourceReductions[PolarsFrameSource]):
         key = units.unit_key(unit, kinds[0])
         frame = self._source.frame_for(key) if x is None else self._source.frame_for(key, x)
         return units.unit_row_counts(frame, key, x, floats=kinds[1] == "float")
+
+    def unit_total_sum(self, spec: UnitTotalSpec, secret: bytes) -> UnitTotals:
+        per_unit = self._unit_totals(spec)
+        if per_unit is None:
+            return self._numpy().unit_total_sum(spec, secret)
+        return units.total_sum(per_unit, spec, self.n_rows)
+
+    def unit_totals(self, spec: UnitTotalSpec, secret: bytes) -> npt.NDArray[np.int64]:
+        per_unit = self._unit_totals(spec)
+        if per_unit is None:
+            return self._numpy().unit_totals(spec, secret)
+        return units.totals_sorted(per_unit)
+
+    def _unit_totals(self, spec: UnitTotalSpec) -> pl.LazyFrame | None:
+        """The per-user totals in polars (:func:`~dpalg.data._polars_units.unit_totals`), or ``None`` when numpy answers:
+        a sum under a row cap (the keyed row choice is numpy's), an id or value type polars does not read, ``k > 900``."""
+        if spec.k > 900 or (spec.max_rows is not None and spec.kind == "sum"):
+            return None
+        kinds = self._unit_kinds(spec.unit, spec.column)
+        if kinds is None:
+            return None
+        key = units.unit_key(spec.unit, kinds[0])
+        x = None if spec.column is None else units.raw_values(spec.column)
+        frame = self._source.frame_for(key) if x is None else self._source.frame_for(key, x)
+        return units.unit_totals(frame, key, x, spec, self.n_rows, floats=kinds[1] == "float")
 
     def per_unit_max(self, unit: str, column: str, lower: float | None, upper: float | None) -> npt.NDArray[np.float64]:
         from dpalg.data._user_units import check_unit_clip
