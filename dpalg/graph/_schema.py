@@ -28,7 +28,10 @@ from dpalg.graph._node import AbstractPrimitive, SchemaChoice
 from dpalg.graph._subsample import Subsample
 from dpalg.queries import Query
 
-__all__ = ["group_data", "group_relation", "plan_columns", "plan_schema", "primitive_source", "primitive_steps", "read_columns", "schema_choices", "steps_data", "validate_schema"]
+__all__ = [
+    "group_data", "group_relation", "plan_columns", "plan_schema", "primitive_source", "primitive_steps", "read_columns", "relation_data",
+    "schema_choices", "shared_source", "steps_data", "validate_schema",
+]  # fmt: skip
 
 
 def _join(path: str, label: str) -> str:
@@ -189,12 +192,16 @@ def _check_tables(plan: object, data: Dataset) -> None:
             stack.append(node.child)
         elif isinstance(node, GroupBy):
             if tables is not None:
-                _check_grouped_tables(node, tables)
+                _check_relation(node, tables, node.by)
             stack.append(node.plan)
-        elif isinstance(node, (Parallel, GroupPrivacy, Subsample)):
+        elif isinstance(node, (Parallel, Subsample)):
             if tables is not None:
-                raise Unsupported(f"{type(node).__name__} on several tables is not supported yet: run it on one table (or a joined frame)")
+                _check_relation(node, tables, (node.by,) if isinstance(node, Parallel) else ())
             stack.extend(child for _, child in node.parts) if isinstance(node, Parallel) else stack.append(node.plan)
+        elif isinstance(node, GroupPrivacy):
+            if tables is not None:
+                raise Unsupported("GroupPrivacy on several tables is not supported yet: run it on one table (or a joined frame)")
+            stack.append(node.plan)
         elif isinstance(node, AbstractPrimitive):
             source = primitive_source(node)
             owner = type(node).__name__
@@ -209,19 +216,53 @@ def _check_tables(plan: object, data: Dataset) -> None:
                 raise InvalidArgument(owner, "From", repr(source)[:200], problem)
 
 
-def _check_grouped_tables(node: GroupBy[Any], tables: TablesSource) -> None:
-    """A GroupBy on several tables groups its aggregates' relation: it must be buildable, at user level, and hold the by-columns."""
-    owner = f"GroupBy(by={node.by!r})"
-    source, _ = group_relation(node)
+def _owner(node: object) -> str:
+    if isinstance(node, (GroupBy, Parallel)):
+        return f"{type(node).__name__}(by={node.by!r})"
+    return type(node).__name__
+
+
+def _check_relation(node: GroupBy[Any] | Parallel[Any] | Subsample[Any], tables: TablesSource, columns: tuple[str, ...]) -> None:
+    """A structural node on several tables reads its primitives' relation: buildable, at user level, holding ``columns``."""
+    owner = _owner(node)
+    source = shared_source(node)
     if source is None:
-        raise Unsupported(f"{owner}: on several tables its aggregates' queries name their relation with | From(table, Join(...), ...)")
+        raise Unsupported(f"{owner}: on several tables its queries name their relation with | From(table, Join(...), ...)")
     problem = tables.problem(source, node.neighbouring.unit)
     if problem is not None:
         raise InvalidArgument(owner, "From", repr(source)[:200], problem)
     joined = {name for table in source.tables() for name in tables.table(table).names}
-    for name in node.by:
+    for name in columns:
         if name not in joined:
-            raise InvalidArgument(owner, "by", name[:100], f"is not a column of the tables its aggregates join ({', '.join(source.tables())})")
+            raise InvalidArgument(owner, "by", name[:100], f"is not a column of the tables its queries join ({', '.join(source.tables())})")
+
+
+def shared_source(node: GroupBy[Any] | Parallel[Any] | Subsample[Any]) -> From | None:
+    """The relation (``| From``) every query under a structural node reads, or ``None`` (one table).
+
+    On several tables a structural node (``GroupBy``, ``Parallel``, ``Subsample``)
+    splits, groups or samples the rows of that relation, joined once where the data
+    is (:func:`relation_data`). The relation of a user-level query changes by one
+    user's result rows when one user is added or removed (:mod:`dpalg.data._tables`),
+    which is the neighbouring relation the node's own rule assumes, so its cost rule
+    holds unchanged on the joined rows.
+
+    Raises:
+        Unsupported: the queries under the node read different relations.
+    """
+    sources = {primitive_source(child) for child in _primitives(node)}
+    if len(sources) > 1:
+        raise Unsupported(f"{_owner(node)}: the queries under it read different relations (From); one relation is split, grouped or sampled")
+    return sources.pop() if sources else None
+
+
+def relation_data(node: GroupBy[Any] | Parallel[Any] | Subsample[Any], data: Dataset, reads: tuple[str, ...]) -> Dataset:
+    """``data`` itself on one table; on several, the relation of :func:`shared_source` with the columns ``reads``."""
+    if not isinstance(data.source, TablesSource):
+        return data
+    source = shared_source(node)
+    assert source is not None  # validate_schema refused it before the charge
+    return data.source.join(source, reads)
 
 
 def _check_grouped_relations(plan: object) -> None:
@@ -261,11 +302,9 @@ def group_relation(node: GroupBy[Any]) -> tuple[From | None, RowSteps | None]:
         Unsupported: the aggregates read different relations, filter the rows differently (the
             filter runs before the grouping), or derive one column name two ways.
     """
-    sources = {primitive_source(child) for child in _primitives(node.plan)}
+    source = shared_source(node)
     steps = [primitive_steps(child) for child in _primitives(node.plan)]
     owner = f"GroupBy(by={node.by!r})"
-    if len(sources) > 1:
-        raise Unsupported(f"{owner}: its aggregates read different relations (From); one relation is grouped")
     wheres = {None if s is None else s.where for s in steps}
     if len(wheres) > 1:
         raise Unsupported(
@@ -277,7 +316,6 @@ def group_relation(node: GroupBy[Any]) -> tuple[From | None, RowSteps | None]:
         for name, expr in () if step is None else step.derive:
             if derive.setdefault(name, expr) != expr:
                 raise Unsupported(f"{owner}: two aggregates derive the column {name[:100]!r} differently; rename one")
-    source = sources.pop() if sources else None
     where = wheres.pop() if wheres else None
     if where is None and not derive:
         return source, None
@@ -294,9 +332,7 @@ def group_data(node: GroupBy[Any], data: Dataset, reads: tuple[str, ...]) -> tup
     the charge by :func:`validate_schema`; never raises on a value.
     """
     source, steps = group_relation(node)
-    if isinstance(data.source, TablesSource):
-        assert source is not None  # validate_schema refused it before the charge
-        data = data.source.join(source, reads)
+    data = relation_data(node, data, reads)
     if steps is None:
         return data, source is not None
     return apply_steps(data, steps, reads), True

@@ -178,3 +178,26 @@ def test_plans_the_rule_cannot_serve_are_refused_before_the_charge() -> None:
         with pytest.raises(error, match=needle):
             session.run(plan, db, rng=0)
     assert session.spent == PureDP(0)
+
+
+def test_parallel_and_subsample_over_a_join_equal_the_prejoined_table() -> None:
+    """``Parallel`` splits, and ``Subsample`` samples, the relation its queries read, joined once (user level)."""
+    from dpalg import Parallel, Subsample
+
+    db = _db(2)
+    flat = _joined(db)
+    joined_sum = Query.sum(col("l_price") * (1 - col("l_disc")), user="c_custkey") | RELATION | Where(col("l_price") > 20) | ClipPerUser(0, 2000)
+    flat_sum = Query.sum("col('l_price') * (1 - col('l_disc'))", user="c_custkey") | ClipPerUser(0, 2000)
+
+    def parallel(q: Query) -> Any:
+        return Parallel(by="c_nation", parts={"DE": Laplace(q, epsilon=1), "FR": Laplace(q, epsilon=1)})
+
+    def subsample(q: Query) -> Any:
+        return Subsample(Laplace(q, epsilon=1), rate="0.5")
+
+    for make in (parallel, subsample):
+        expected = _run(make(flat_sum), flat, PureDP(1)).value
+        for data in (db, {t: pl.DataFrame(v) for t, v in db.items()}):
+            release = _run(make(joined_sum), data, PureDP(1))
+            assert release.value == expected, make
+            assert audit_certificate(json.loads(json.dumps(release.certificate))).status == "cost_confirmed"

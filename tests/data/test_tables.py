@@ -10,7 +10,8 @@
   variant "the order owns its line items" (user = the order key) is caught;
 * the plan checks: every query names its relation, the tables can build it (tables, keys, key types,
   the user column), a row-level query over a join and a structural node over tables are refused, all
-  before the charge; a seeded R2T over the join certifies and audits.
+  before the charge (``Parallel``, ``GroupBy`` and ``Subsample`` read their queries' relation:
+  tests/data/test_grouped_steps.py); a seeded R2T over the join certifies and audits.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpalg import ClipPerUser, InvalidArgument, Parallel, PureDP, Query, Session, Unsupported, Where, col
+from dpalg import ClipPerUser, GroupPrivacy, InvalidArgument, Parallel, PureDP, Query, Session, Unsupported, Where, col
 from dpalg.data import as_dataset
 from dpalg.data._tables import From, Join, numpy_join
 from dpalg.graph._schema import steps_data
@@ -150,7 +151,11 @@ def test_plans_over_tables_are_checked_before_the_charge() -> None:
         (R2T(Query.count(user="o_custkey") | From("lineitem", Join("orders", "l_price", "o_orderkey")), epsilon=1), InvalidArgument, "both be int"),
         (R2T(Query.count(user="c_nation") | From("lineitem", Join("orders", "l_orderkey", "o_orderkey")), epsilon=1), InvalidArgument, "user id"),
         (Laplace(Query.count() | From("lineitem", Join("orders", "l_orderkey", "o_orderkey")), epsilon=1), InvalidArgument, "row-level"),
-        (Parallel(by="c_nation", parts={0: Laplace(Query.count(), epsilon=1)}), Unsupported, "several tables"),
+        (Parallel(by="c_nation", parts={0: Laplace(Query.count(), epsilon=1)}), Unsupported, "name their relation"),
+        (Parallel(by="c_nation", parts={0: Laplace(Query.count() | RELATION, epsilon=1)}), InvalidArgument, "row-level"),
+        (Parallel(by="l_price", parts={0: Laplace(Query.count(user="o_custkey") | From("orders", Join("customer", "o_custkey", "c_custkey")) | ClipPerUser(0, 9), epsilon=1)}),
+         InvalidArgument, "not a column of the tables"),
+        (GroupPrivacy(Laplace(Query.count() | RELATION, epsilon=1), unit="c_custkey", max_rows=3), Unsupported, "GroupPrivacy on several tables"),
     ]
     for plan, error, needle in bad:
         with pytest.raises(error, match=needle):
