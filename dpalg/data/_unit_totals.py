@@ -137,6 +137,11 @@ def numpy_unit_totals(
         [4, 5]
     """
     present = np.ones(ids.shape[0], dtype=np.bool_) if numeric is None else ~np.isnan(numeric)
+    if spec.kind == "count" and spec.max_rows is not None:
+        # each user keeps min(n_u, r) of their n_u present rows whichever rows the keyed choice keeps: no hash needed
+        n_units, codes, keep = kept_unit_rows(ids, present, None, secret, max_rows=None)
+        counts = np.bincount(codes[keep], minlength=n_units).astype(np.int64)
+        return np.clip(np.minimum(counts, spec.max_rows), spec.lower, spec.upper)
     n_units, codes, keep = kept_unit_rows(ids, present, content, secret, max_rows=spec.max_rows)
     if spec.kind == "count":
         terms = np.ones(int(np.count_nonzero(keep)), dtype=np.int64)
