@@ -8,16 +8,21 @@ step; ``floor``/``ceil`` go through ``bigint`` only below ``2**52`` (above it a
 double is already an integer); minimum and maximum are chosen by comparison
 (``least``/``greatest`` skip nulls); ``isin`` of a null is null; ``AND``/``OR``
 are three-valued as in :mod:`dpalg.data._expr`. String comparison is Spark's
-binary (UTF-8 byte) order, which is code point order.
+binary (UTF-8 byte) order, which is code point order. A date column is read as
+``date`` (days since 1970-01-01, the numpy backend's day numbers); ``year``,
+``month`` and ``dayofmonth`` are java.time's proleptic Gregorian calendar, as
+numpy's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import date
 from typing import Any
 
 from dpalg.data._expr import (
-    Arith, Bin, Cast, Col, ColumnKind, Compare, Expr, ExprType, IsIn, IsNull, Lit, Logic, Lookup, MinMax, Not, Unary, expr_type,
+    Arith, Bin, Cast, Col, ColumnKind, Compare, DatePart, Expr, ExprType, IsIn, IsNull, Lit, Logic, Lookup, MinMax, Not, Unary,
+    compare_type, expr_type, in_dates, in_type, parse_date,
 )  # fmt: skip
 from dpalg.data._spark_types import F, quoted
 
@@ -46,10 +51,14 @@ def spark_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> A
             c = F.col(quoted(node.name))
             if want == "number":
                 return _clean(c.cast("double"))
-            return c.cast("boolean") if want == "bool" else c.cast("string")
+            return c.cast("boolean") if want == "bool" else c.cast("date") if want == "date" else c.cast("string")
         if isinstance(node, Lit):
             v = node.value
             if isinstance(v, bool):
+                return F.lit(v)
+            if want == "date" and isinstance(v, str):  # checked by compare_type before the charge
+                return F.lit(parse_date(v, "expression"))
+            if isinstance(v, date):
                 return F.lit(v)
             if isinstance(v, str):
                 return F.lit(v).cast("string")
@@ -80,16 +89,20 @@ def spark_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> A
             return chain.otherwise(F.lit(None).cast("double"))
         if isinstance(node, Cast):
             return go(node.operand, "bool").cast("double")
+        if isinstance(node, DatePart):
+            d = go(node.operand, "date")
+            part = F.year(d) if node.part == "year" else F.month(d) if node.part == "month" else F.dayofmonth(d)
+            return part.cast("double")
         if isinstance(node, Compare):
-            t = side(node.left) or side(node.right)
-            assert t is not None
+            t = compare_type(node, kinds)
             a, b = go(node.left, t), go(node.right, t)
             ops = {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}
             return ops[node.op]
         if isinstance(node, IsIn):
-            t = node.value_type()
+            t = in_type(node, kinds)
             a = go(node.operand, t)
-            values = [F.lit(v).cast("double") if t == "number" else F.lit(v) for v in node.values]
+            listed = in_dates(node) if t == "date" else node.values
+            values = [F.lit(v).cast("double") if t == "number" else F.lit(v) for v in listed]
             hit = a.isin(values) if values else F.lit(False)
             return F.when(a.isNull(), F.lit(None).cast("boolean")).otherwise(hit)
         if isinstance(node, Lookup):

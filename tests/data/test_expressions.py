@@ -164,7 +164,7 @@ def test_hostile_expressions_are_refused_at_construction() -> None:
         Where(col("x") == col("x"))  # == is structural: True, not a condition
     with pytest.raises(InvalidArgument, match="increasing"):
         col("x").bin([1, 1])
-    with pytest.raises(InvalidArgument, match="all numbers or all str"):
+    with pytest.raises(InvalidArgument, match="all numbers, all str or all dates"):
         col("x").is_in([1, "a"])
 
 
