@@ -28,7 +28,10 @@ the other side of a comparison); a str literal compared with, or listed in
 ``is_in`` of, a date expression is read as a date when the expression is typed
 against the schema, strictly as ``YYYY-MM-DD`` (:func:`parse_date`), and a
 malformed one is refused there, naming it (a literal is public: it is in the
-plan). Dates compare (``== != < <= > >=``, ``is_in``, ``is_null``) by their
+plan). A date outside years 1 to 9999 (the range of ``datetime.date`` and of
+SQL's ``DATE``; numpy and Spark hold farther ones, and polars' calendar functions
+return null for them) is missing, as a number that is not finite is. Dates
+compare (``== != < <= > >=``, ``is_in``, ``is_null``) by their
 proleptic Gregorian day number, and :meth:`Expr.year`, :meth:`Expr.month` and
 :meth:`Expr.day` give numbers; arithmetic on a date is refused (at
 construction for a date literal, when typed for a date column). An ``object``
@@ -81,7 +84,7 @@ from dpalg.data._schema import value_kind
 __all__ = [
     "Arith", "Bin", "Cast", "Col", "Compare", "DatePart", "Expr", "ExprType", "IsIn", "IsNull", "Lit", "Logic", "Lookup", "MinMax", "Not",
     "Unary", "col", "columns_of", "evaluate", "expr_type", "lit", "maximum", "minimum", "predicate", "read_types", "substitute", "derived_type",
-    "compare_type", "in_type", "in_dates", "parse_date", "days",
+    "compare_type", "in_type", "in_dates", "parse_date", "days", "FIRST_DAY", "LAST_DAY",
 ]  # fmt: skip
 
 ExprType = Literal["number", "bool", "str", "date"]
@@ -98,6 +101,9 @@ _EXACT_INT: Final = 2**53
 _ISO_DATE: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 #: ``date(1970, 1, 1).toordinal()``: day numbers count from the Unix epoch, as numpy, polars and Spark do
 _EPOCH_ORDINAL: Final = 719_163
+#: the day numbers of 0001-01-01 and 9999-12-31: a date outside them is missing (module docstring)
+FIRST_DAY: Final = 1 - _EPOCH_ORDINAL
+LAST_DAY: Final = datetime.date.max.toordinal() - _EPOCH_ORDINAL
 _OWNER: Final = "expression"
 
 
@@ -1152,9 +1158,9 @@ def _read_dates(arr: npt.NDArray[np.generic]) -> tuple[DayArray, BoolArray]:
     """
     n = len(arr)
     if arr.dtype.kind == "M":
-        d = arr.astype("datetime64[D]")
-        present = ~np.isnat(d)
-        return np.where(present, d.view(np.int64), 0), present
+        numbers = arr.astype("datetime64[D]").view(np.int64)  # NaT is the smallest int64: outside the range below
+        present = (numbers >= FIRST_DAY) & (numbers <= LAST_DAY)
+        return np.where(present, numbers, 0), present
     present = np.fromiter((isinstance(v, datetime.date) and not isinstance(v, datetime.datetime) for v in arr), dtype=bool, count=n)
     out = np.fromiter((days(v) if p else 0 for v, p in zip(arr, present)), dtype=np.int64, count=n)
     return out, present

@@ -9,7 +9,7 @@ and ``&``/``|`` are polars' three-valued (Kleene) logic, as SQL's. A str column
 (``String``, ``Categorical``, ``Enum``) is read as ``String``; bool as
 ``Boolean``; int and float columns as ``Float64`` (polars' casts round to
 nearest, as numpy's do); a date column as ``Date`` (days since 1970-01-01, the
-numpy backend's day numbers), whose ``dt.year``/``dt.month``/``dt.day`` are
+numpy backend's day numbers; outside years 1 to 9999 null), whose ``dt.year``/``dt.month``/``dt.day`` are
 the proleptic Gregorian calendar's, as numpy's.
 """
 
@@ -50,8 +50,9 @@ def polars_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> 
                 return _clean(c.cast(pl.Float64))
             if want == "bool":
                 return c.cast(pl.Boolean)
-            if want == "date":
-                return c.cast(pl.Date)
+            if want == "date":  # outside years 1 to 9999: missing (dt.year is null there; numpy reads a year)
+                d = c.cast(pl.Date)
+                return pl.when(d.is_between(pl.lit(date.min, dtype=pl.Date), pl.lit(date.max, dtype=pl.Date))).then(d).otherwise(None)
             return c.cast(pl.String)
         if isinstance(node, Lit):
             v = node.value

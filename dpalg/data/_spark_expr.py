@@ -9,7 +9,8 @@ double is already an integer); minimum and maximum are chosen by comparison
 (``least``/``greatest`` skip nulls); ``isin`` of a null is null; ``AND``/``OR``
 are three-valued as in :mod:`dpalg.data._expr`. String comparison is Spark's
 binary (UTF-8 byte) order, which is code point order. A date column is read as
-``date`` (days since 1970-01-01, the numpy backend's day numbers); ``year``,
+``date`` (days since 1970-01-01, the numpy backend's day numbers; outside years
+1 to 9999 null); ``year``,
 ``month`` and ``dayofmonth`` are java.time's proleptic Gregorian calendar, as
 numpy's.
 """
@@ -51,7 +52,10 @@ def spark_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> A
             c = F.col(quoted(node.name))
             if want == "number":
                 return _clean(c.cast("double"))
-            return c.cast("boolean") if want == "bool" else c.cast("date") if want == "date" else c.cast("string")
+            if want == "date":  # outside years 1 to 9999: missing, as on the other backends
+                d = c.cast("date")
+                return F.when((d >= F.lit(date.min)) & (d <= F.lit(date.max)), d).otherwise(F.lit(None).cast("date"))
+            return c.cast("boolean") if want == "bool" else c.cast("string")
         if isinstance(node, Lit):
             v = node.value
             if isinstance(v, bool):
