@@ -23,7 +23,7 @@ from typing import Any
 
 from dpalg.data._expr import (
     Arith, Bin, Cast, Col, ColumnKind, Compare, DatePart, Expr, ExprType, IsIn, IsNull, Lit, Logic, Lookup, MinMax, Not, Unary,
-    compare_type, expr_type, in_dates, in_type, parse_date,
+    FIRST_DAY, LAST_DAY, compare_type, days, expr_type, in_dates, in_type, parse_date,
 )  # fmt: skip
 from dpalg.data._spark_types import F, quoted
 
@@ -36,6 +36,11 @@ def _clean(x: Any) -> Any:
     """Not finite (or null) -> null; -0.0 -> 0.0."""
     bad = F.isnan(x) | (F.abs(x) == F.lit(float("inf")))
     return F.when(x.isNull() | bad, F.lit(None).cast("double")).when(x == F.lit(0.0), F.lit(0.0)).otherwise(x)
+
+
+def _date(value: date) -> Any:
+    """A date literal, from its day number: py4j's own date conversion prints a year below 1000 without its zeros, which Spark refuses."""
+    return F.date_from_unix_date(F.lit(days(value)))
 
 
 def spark_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> Any:
@@ -54,16 +59,16 @@ def spark_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> A
                 return _clean(c.cast("double"))
             if want == "date":  # outside years 1 to 9999: missing, as on the other backends
                 d = c.cast("date")
-                return F.when((d >= F.lit(date.min)) & (d <= F.lit(date.max)), d).otherwise(F.lit(None).cast("date"))
+                return F.when(F.unix_date(d).between(F.lit(FIRST_DAY), F.lit(LAST_DAY)), d).otherwise(F.lit(None).cast("date"))
             return c.cast("boolean") if want == "bool" else c.cast("string")
         if isinstance(node, Lit):
             v = node.value
             if isinstance(v, bool):
                 return F.lit(v)
             if want == "date" and isinstance(v, str):  # checked by compare_type before the charge
-                return F.lit(parse_date(v, "expression"))
+                return _date(parse_date(v, "expression"))
             if isinstance(v, date):
-                return F.lit(v)
+                return _date(v)
             if isinstance(v, str):
                 return F.lit(v).cast("string")
             return F.lit(v).cast("double")
@@ -105,8 +110,10 @@ def spark_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> A
         if isinstance(node, IsIn):
             t = in_type(node, kinds)
             a = go(node.operand, t)
-            listed = in_dates(node) if t == "date" else node.values
-            values = [F.lit(v).cast("double") if t == "number" else F.lit(v) for v in listed]
+            if t == "date":
+                values = [_date(v) for v in in_dates(node)]
+            else:
+                values = [F.lit(v).cast("double") if t == "number" else F.lit(v) for v in node.values]
             hit = a.isin(values) if values else F.lit(False)
             return F.when(a.isNull(), F.lit(None).cast("boolean")).otherwise(hit)
         if isinstance(node, Lookup):
