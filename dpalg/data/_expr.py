@@ -518,7 +518,7 @@ def _in_values(value: object) -> tuple[float, ...] | tuple[str, ...] | tuple[dat
     if all(isinstance(v, str) for v in read):
         return tuple(sorted(set(str(v) for v in read)))
     if all(isinstance(v, float) for v in read):
-        return tuple(sorted(set(float(v) for v in read)))
+        return tuple(sorted(set(v for v in read if isinstance(v, float))))
     if all(isinstance(v, datetime.date) for v in read):
         return tuple(sorted(set(v for v in read if isinstance(v, datetime.date))))
     raise InvalidArgument("IsIn", "values", "mixed or bool values", "must be all numbers, all str or all dates")
@@ -584,7 +584,7 @@ def _edges(value: object) -> tuple[float, ...]:
     out = tuple(_lit_value(v) for v in value)
     if not all(isinstance(v, float) for v in out):
         raise InvalidArgument("Bin", "edges", "non-numbers", "must be numbers")
-    floats = [float(v) for v in out]
+    floats = [v for v in out if isinstance(v, float)]
     if any(b <= a for a, b in zip(floats, floats[1:])):
         raise InvalidArgument("Bin", "edges", "not increasing", "must be strictly increasing")
     return tuple(floats)
@@ -1004,7 +1004,7 @@ def _eval(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: Expr
         return np.where(present, values.astype(np.float64), np.nan)
     if isinstance(node, DatePart):
         day_numbers, present = _pair(node.operand, data, kinds, "date")
-        return np.where(present, _date_part(day_numbers, node.part), np.nan)
+        return np.where(present, _calendar(day_numbers, node.part), np.nan)
     if isinstance(node, Compare):
         t = compare_type(node, kinds)
         op = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}[node.op]
@@ -1033,9 +1033,9 @@ def _eval(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: Expr
     if isinstance(node, Lookup):
         return _lookup(node, data, kinds)
     if isinstance(node, IsNull):
-        t = _side_type(node.operand, kinds)
-        assert t is not None
-        got = _eval(node.operand, data, kinds, t)
+        inner = _side_type(node.operand, kinds)
+        assert inner is not None
+        got = _eval(node.operand, data, kinds, inner)
         missing = np.isnan(got) if isinstance(got, np.ndarray) else ~got[1]
         return (~missing if node.negate else missing), np.ones(n, dtype=bool)
     if isinstance(node, Logic):
@@ -1101,7 +1101,9 @@ def _side(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], t: ExprTyp
     """A comparison side: a literal as a scalar (numpy broadcasts it; no column of copies), else :func:`_pair`."""
     if isinstance(node, Lit) and not isinstance(node.value, float):
         v = node.value
-        return (_lit_days(v) if t == "date" and isinstance(v, (str, datetime.date)) else v), True
+        if isinstance(v, datetime.date) or (t == "date" and isinstance(v, str)):
+            return _lit_days(v), True
+        return v, True
     return _pair(node, data, kinds, t)
 
 
@@ -1110,7 +1112,7 @@ def _lit_days(value: str | datetime.date) -> int:
     return days(value if isinstance(value, datetime.date) else parse_date(value, _OWNER))
 
 
-def _date_part(day_numbers: DayArray, part: str) -> FloatArray:
+def _calendar(day_numbers: npt.NDArray[np.generic], part: str) -> FloatArray:
     """Year, month or day of the month of day numbers (numpy's proleptic Gregorian calendar), as float64."""
     d = day_numbers.astype("datetime64[D]")
     month_start = d.astype("datetime64[M]")

@@ -107,9 +107,9 @@ def polars_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> 
             new = [v for _, v in node.pairs]
             return a.replace_strict(keys, new, default=None, return_dtype=pl.Float64 if number else pl.String)
         if isinstance(node, IsNull):
-            t = side(node.operand)
-            assert t is not None
-            a = go(node.operand, t)
+            inner = side(node.operand)
+            assert inner is not None
+            a = go(node.operand, inner)
             return a.is_not_null() if node.negate else a.is_null()
         if isinstance(node, Logic):
             a, b = go(node.left, "bool"), go(node.right, "bool")

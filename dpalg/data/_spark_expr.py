@@ -127,9 +127,9 @@ def spark_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> A
             # a key outside the table is null; the isin guard keeps ANSI mode's missing-key error away
             return F.when(a.isNull() | ~a.isin(keys), F.lit(None).cast(kind)).otherwise(table[a])
         if isinstance(node, IsNull):
-            t = side(node.operand)
-            assert t is not None
-            a = go(node.operand, t)
+            inner = side(node.operand)
+            assert inner is not None
+            a = go(node.operand, inner)
             return a.isNotNull() if node.negate else a.isNull()
         if isinstance(node, Logic):
             a, b = go(node.left, "bool"), go(node.right, "bool")
