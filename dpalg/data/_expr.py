@@ -7,13 +7,37 @@ trees; the row-wise equality is :meth:`Expr.eq`), is recorded in a certificate
 node by node and rebuilt by ``dpalg audit`` through the constructors below (no
 string is ever parsed or evaluated).
 
-**Types.** Every expression has a type -- ``"number"``, ``"bool"`` or ``"str"``
--- derived from the public schema before any row is read
+**Types.** Every expression has a type -- ``"number"``, ``"bool"``, ``"str"``
+or ``"date"`` -- derived from the public schema before any row is read
 (:func:`expr_type`): a column's declared type gives its own (bool; int and float
-are numbers; str), an ``object`` column takes the type its use asks for (the
-other side of a comparison, the operand of arithmetic), and a mismatch (a str
-column in arithmetic, a number compared with a str) is refused with the node,
-the column and the fix. Dates, bytes and complex columns are refused.
+are numbers; str; a calendar date), an ``object`` column takes the type its use
+asks for (the other side of a comparison, the operand of arithmetic), and a
+mismatch (a str column in arithmetic, a number compared with a str) is refused
+with the node, the column and the fix. Bytes, complex, timestamp and duration
+columns are refused.
+
+**Dates.** A date column is a numpy ``datetime64[D]`` array (a pandas
+``date32[pyarrow]`` column, a polars ``Date`` column and a Spark ``DateType``
+column read as one), or an ``object`` column whose values are
+``datetime.date``. A timestamp (``datetime64[ns]``, pandas' default, polars
+``Datetime``, Spark ``TimestampType``, with or without a time zone) is refused
+by its type: whether its values all fall at midnight is a property of the
+data, so deciding from it would let the refusal depend on private values. A
+date literal is a ``datetime.date`` (``lit(date(1994, 1, 1))``, or a date on
+the other side of a comparison); a str literal compared with, or listed in
+``is_in`` of, a date expression is read as a date when the expression is typed
+against the schema, strictly as ``YYYY-MM-DD`` (:func:`parse_date`), and a
+malformed one is refused there, naming it (a literal is public: it is in the
+plan). A date outside years 1 to 9999 (the range of ``datetime.date`` and of
+SQL's ``DATE``; numpy and Spark hold farther ones, and polars' calendar functions
+return null for them) is missing, as a number that is not finite is. Dates
+compare (``== != < <= > >=``, ``is_in``, ``is_null``) by their
+proleptic Gregorian day number, and :meth:`Expr.year`, :meth:`Expr.month` and
+:meth:`Expr.day` give numbers; arithmetic on a date is refused (at
+construction for a date literal, when typed for a date column). An ``object``
+column compared with a str literal that reads as a date is refused as
+ambiguous: its values may be dates (they would all be missing in a str
+comparison) or str.
 
 **Values** (the data policy: missing in, missing out). Numbers are float64 and
 every operation is IEEE double arithmetic, correctly rounded on every backend
@@ -43,7 +67,9 @@ translations are in :mod:`dpalg.data._polars_expr` and
 
 from __future__ import annotations
 
+import datetime
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final, Literal, Union, final
 
@@ -56,14 +82,15 @@ from dpalg.data._dataset import Dataset
 from dpalg.data._schema import value_kind
 
 __all__ = [
-    "Arith", "Bin", "Cast", "Col", "Compare", "Expr", "ExprType", "IsIn", "IsNull", "Lit", "Logic", "Lookup", "MinMax", "Not",
+    "Arith", "Bin", "Cast", "Col", "Compare", "DatePart", "Expr", "ExprType", "IsIn", "IsNull", "Lit", "Logic", "Lookup", "MinMax", "Not",
     "Unary", "col", "columns_of", "evaluate", "expr_type", "lit", "maximum", "minimum", "predicate", "read_types", "substitute", "derived_type",
+    "compare_type", "in_type", "in_dates", "parse_date", "days", "FIRST_DAY", "LAST_DAY",
 ]  # fmt: skip
 
-ExprType = Literal["number", "bool", "str"]
+ExprType = Literal["number", "bool", "str", "date"]
 #: a literal's Python value
-LitValue = Union[bool, float, str]
-Operand = Union["Expr", bool, int, float, str]
+LitValue = Union[bool, float, str, datetime.date]
+Operand = Union["Expr", bool, int, float, str, datetime.date]
 
 MAX_DEPTH: Final = 16
 MAX_NODES: Final = 256
@@ -71,6 +98,12 @@ MAX_STR: Final = 1000
 MAX_IN: Final = 10_000
 MAX_EDGES: Final = 257
 _EXACT_INT: Final = 2**53
+_ISO_DATE: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+#: ``date(1970, 1, 1).toordinal()``: day numbers count from the Unix epoch, as numpy, polars and Spark do
+_EPOCH_ORDINAL: Final = 719_163
+#: the day numbers of 0001-01-01 and 9999-12-31: a date outside them is missing (module docstring)
+FIRST_DAY: Final = 1 - _EPOCH_ORDINAL
+LAST_DAY: Final = datetime.date.max.toordinal() - _EPOCH_ORDINAL
 _OWNER: Final = "expression"
 
 
@@ -159,8 +192,8 @@ class Expr:
         """Row-wise inequality."""
         return Compare("!=", self, _wrap(other))
 
-    def is_in(self, values: Iterable[bool | int | float | str]) -> Expr:
-        """Whether the value is one of the public ``values`` (all numbers or all str)."""
+    def is_in(self, values: Iterable[bool | int | float | str | datetime.date]) -> Expr:
+        """Whether the value is one of the public ``values`` (all numbers, all str or all dates)."""
         return IsIn(self, tuple(values))
 
     def is_null(self) -> Expr:
@@ -170,6 +203,18 @@ class Expr:
     def is_not_null(self) -> Expr:
         """Whether the value is present (never missing itself)."""
         return IsNull(self, True)
+
+    def year(self) -> Expr:
+        """The year of a date, as a number (``col("orderdate").year().eq(1994)``)."""
+        return DatePart(self, "year")
+
+    def month(self) -> Expr:
+        """The month (1 to 12) of a date, as a number."""
+        return DatePart(self, "month")
+
+    def day(self) -> Expr:
+        """The day of the month (1 to 31) of a date, as a number."""
+        return DatePart(self, "day")
 
     def cast(self, to: Literal["number"]) -> Expr:
         """A bool as the number 1 or 0."""
@@ -234,6 +279,16 @@ def _expr(value: object) -> Expr:
     return value
 
 
+def _number_operand(value: object) -> Expr:
+    """An operand of arithmetic, minimum/maximum or bin: an expression, and not a date literal."""
+    node = _expr(value)
+    if isinstance(node, Lit) and isinstance(node.value, datetime.date):
+        raise InvalidArgument(
+            _OWNER, "operand", repr(node), "is a date: arithmetic, minimum/maximum and bin take numbers; compare dates, or take .year(), .month() or .day()",
+        )  # fmt: skip
+    return node
+
+
 def _column_name(value: object) -> str:
     if not isinstance(value, str) or not value or len(value) > MAX_STR:
         raise InvalidArgument("col", "name", type(value).__name__ if not isinstance(value, str) else value[:40], "must be a non-empty column name")
@@ -268,13 +323,48 @@ def _lit_value(value: object) -> LitValue:
         if len(value) > MAX_STR:
             raise InvalidArgument("lit", "value", f"a str of {len(value)} characters", f"must be at most {MAX_STR} characters")
         return value
-    raise InvalidArgument("lit", "value", type(value).__name__, "must be a bool, an int, a float or a str")
+    if isinstance(value, datetime.datetime):  # a subclass of date (so is pandas' Timestamp): checked first
+        raise InvalidArgument("lit", "value", repr(value)[:80], "is a timestamp: expressions compare dates only; pass its .date()")
+    if isinstance(value, datetime.date):
+        return datetime.date(value.year, value.month, value.day)  # a subclass's extras dropped
+    if isinstance(value, np.datetime64):
+        item = value.item() if np.datetime_data(value.dtype)[0] == "D" else None
+        if not isinstance(item, datetime.date):  # NaT, a finer unit, or a day outside years 1 to 9999
+            raise InvalidArgument("lit", "value", str(value)[:80], "must be a datetime64[D] day in years 1 to 9999 (or a datetime.date)")
+        return item
+    raise InvalidArgument("lit", "value", type(value).__name__, "must be a bool, an int, a float, a str or a datetime.date")
+
+
+def parse_date(text: str, owner: str) -> datetime.date:
+    """A str literal read as a date: exactly ``YYYY-MM-DD`` naming a real calendar day, else refused naming it.
+
+    The literal is public (it is in the plan), so the message shows it.
+
+    Examples:
+        >>> parse_date("1994-01-01", "Where")
+        datetime.date(1994, 1, 1)
+        >>> parse_date("1994-02-30", "Where")
+        Traceback (most recent call last):
+        ...
+        dpalg._errors.InvalidArgument: Where: date literal='1994-02-30' must be an ISO date YYYY-MM-DD naming a calendar day (it is compared with a date)
+    """
+    try:
+        if _ISO_DATE.fullmatch(text):
+            return datetime.date.fromisoformat(text)
+    except ValueError:
+        pass
+    raise InvalidArgument(owner, "date literal", text[:40], "must be an ISO date YYYY-MM-DD naming a calendar day (it is compared with a date)")
+
+
+def days(value: datetime.date) -> int:
+    """The day number of a date: days since 1970-01-01 (proleptic Gregorian), as numpy, polars and Spark count."""
+    return value.toordinal() - _EPOCH_ORDINAL
 
 
 @final
 @attrs.frozen(repr=False, order=False)
 class Lit(Expr):
-    """A public constant: a bool, a number (stored as a double) or a str."""
+    """A public constant: a bool, a number (stored as a double), a str or a ``datetime.date``."""
 
     value: LitValue = attrs.field(converter=_lit_value)
 
@@ -326,8 +416,8 @@ class Arith(Expr):
     """``left op right`` on numbers: ``+ - * /``."""
 
     op: str = attrs.field(converter=_arith_op)
-    left: Expr = attrs.field(converter=_expr)
-    right: Expr = attrs.field(converter=_expr)
+    left: Expr = attrs.field(converter=_number_operand)
+    right: Expr = attrs.field(converter=_number_operand)
 
     def __repr__(self) -> str:
         p = _PRECEDENCE[self.op]
@@ -340,7 +430,7 @@ class Unary(Expr):
     """``-x``, ``abs(x)``, ``floor(x)``, ``ceil(x)`` on a number."""
 
     op: str = attrs.field(converter=_unary_op)
-    operand: Expr = attrs.field(converter=_expr)
+    operand: Expr = attrs.field(converter=_number_operand)
 
     def __repr__(self) -> str:
         if self.op == "neg":
@@ -354,8 +444,8 @@ class MinMax(Expr):
     """The smaller (``min``) or larger (``max``) of two numbers, by comparison."""
 
     op: str = attrs.field(converter=_minmax_op)
-    left: Expr = attrs.field(converter=_expr)
-    right: Expr = attrs.field(converter=_expr)
+    left: Expr = attrs.field(converter=_number_operand)
+    right: Expr = attrs.field(converter=_number_operand)
 
     def __repr__(self) -> str:
         return f"{_text(self.left, 9)}.{'minimum' if self.op == 'min' else 'maximum'}({self.right!r})"
@@ -419,7 +509,7 @@ class IsNull(Expr):
         return f"{_text(self.operand, 9)}.{'is_not_null' if self.negate else 'is_null'}()"
 
 
-def _in_values(value: object) -> tuple[float, ...] | tuple[str, ...]:
+def _in_values(value: object) -> tuple[float, ...] | tuple[str, ...] | tuple[datetime.date, ...]:
     if not isinstance(value, tuple):
         raise InvalidArgument("IsIn", "values", type(value).__name__, "must be a tuple of public values")
     if len(value) > MAX_IN:
@@ -428,21 +518,26 @@ def _in_values(value: object) -> tuple[float, ...] | tuple[str, ...]:
     if all(isinstance(v, str) for v in read):
         return tuple(sorted(set(str(v) for v in read)))
     if all(isinstance(v, float) for v in read):
-        return tuple(sorted(set(float(v) for v in read)))
-    raise InvalidArgument("IsIn", "values", "mixed or bool values", "must be all numbers or all str")
+        return tuple(sorted(set(v for v in read if isinstance(v, float))))
+    if all(isinstance(v, datetime.date) for v in read):
+        return tuple(sorted(set(v for v in read if isinstance(v, datetime.date))))
+    raise InvalidArgument("IsIn", "values", "mixed or bool values", "must be all numbers, all str or all dates")
 
 
 @final
 @attrs.frozen(repr=False, order=False)
 class IsIn(Expr):
-    """Whether the value is one of public values (all numbers or all str; stored sorted, without repeats)."""
+    """Whether the value is one of public values (all numbers, all str or all dates; stored sorted, without repeats)."""
 
     operand: Expr = attrs.field(converter=_expr)
-    values: tuple[float, ...] | tuple[str, ...] = attrs.field(converter=_in_values)
+    values: tuple[float, ...] | tuple[str, ...] | tuple[datetime.date, ...] = attrs.field(converter=_in_values)
 
     def value_type(self) -> ExprType:
-        """``"str"`` or ``"number"`` (an empty list is a number list)."""
-        return "str" if self.values and isinstance(self.values[0], str) else "number"
+        """``"str"``, ``"date"`` or ``"number"`` (an empty list is a number list)."""
+        if not self.values:
+            return "number"
+        first = self.values[0]
+        return "str" if isinstance(first, str) else ("date" if isinstance(first, datetime.date) else "number")
 
     def __repr__(self) -> str:
         shown = [Lit(v) for v in self.values]
@@ -453,6 +548,22 @@ def _cast_to(value: object) -> str:
     if value != "number":
         raise InvalidArgument("Cast", "to", value, "must be 'number' (a bool as 1 or 0)")
     return "number"
+
+
+def _date_part(value: object) -> str:
+    return _one_of("DatePart", value, ("year", "month", "day"))
+
+
+@final
+@attrs.frozen(repr=False, order=False)
+class DatePart(Expr):
+    """The year, month (1 to 12) or day of the month (1 to 31) of a date, as a number (proleptic Gregorian)."""
+
+    operand: Expr = attrs.field(converter=_expr)
+    part: str = attrs.field(converter=_date_part)
+
+    def __repr__(self) -> str:
+        return f"{_text(self.operand, 9)}.{self.part}()"
 
 
 @final
@@ -473,7 +584,7 @@ def _edges(value: object) -> tuple[float, ...]:
     out = tuple(_lit_value(v) for v in value)
     if not all(isinstance(v, float) for v in out):
         raise InvalidArgument("Bin", "edges", "non-numbers", "must be numbers")
-    floats = [float(v) for v in out]
+    floats = [v for v in out if isinstance(v, float)]
     if any(b <= a for a, b in zip(floats, floats[1:])):
         raise InvalidArgument("Bin", "edges", "not increasing", "must be strictly increasing")
     return tuple(floats)
@@ -484,7 +595,7 @@ def _edges(value: object) -> tuple[float, ...]:
 class Bin(Expr):
     """The index i with ``edges[i] <= x < edges[i+1]`` (a number); outside ``[edges[0], edges[-1])`` missing."""
 
-    operand: Expr = attrs.field(converter=_expr)
+    operand: Expr = attrs.field(converter=_number_operand)
     edges: tuple[float, ...] = attrs.field(converter=_edges)
 
     def __repr__(self) -> str:
@@ -501,8 +612,8 @@ def _pairs(value: object) -> tuple[tuple[LitValue, LitValue | None], ...]:
         if not isinstance(item, tuple) or len(item) != 2:
             raise InvalidArgument("Lookup", "pairs", type(item).__name__, "must hold (key, value) pairs")
         key = _lit_value(item[0])
-        if isinstance(key, bool):
-            raise InvalidArgument("Lookup", "key", key, "must be a number or a str")
+        if isinstance(key, (bool, datetime.date)):
+            raise InvalidArgument("Lookup", "key", repr(key), "must be a number or a str")
         if key in out:
             raise InvalidArgument("Lookup", "key", key if isinstance(key, float) else key[:40], "appears twice: the public keys must be unique")
         out[key] = None if item[1] is None else _lit_value(item[1])
@@ -572,10 +683,13 @@ def col(name: str) -> Expr:
     return Col(name)
 
 
-def lit(value: bool | int | float | str) -> Expr:
-    """A public constant: a bool, a number (at most 2**53 in size if an int; finite) or a str.
+def lit(value: bool | int | float | str | datetime.date) -> Expr:
+    """A public constant: a bool, a number (at most 2**53 in size if an int; finite), a str or a date.
 
     Examples:
+        >>> import datetime
+        >>> col("shipdate") >= lit(datetime.date(1994, 1, 1))
+        col('shipdate') >= datetime.date(1994, 1, 1)
         >>> lit(2**53 + 1)
         Traceback (most recent call last):
         ...
@@ -620,7 +734,9 @@ def columns_of(expr: Expr) -> tuple[str, ...]:
 # --- types -----------------------------------------------------------------------------------------
 
 #: a column's type for expressions: its own, or ``"object"`` (takes the type its use asks for)
-ColumnKind = Literal["number", "bool", "str", "object"]
+ColumnKind = Literal["number", "bool", "str", "date", "object"]
+
+_DATE_DTYPE: Final = np.dtype("datetime64[D]")
 
 
 def read_types(data: Dataset, names: Iterable[str], owner: str) -> dict[str, ColumnKind]:
@@ -629,7 +745,8 @@ def read_types(data: Dataset, names: Iterable[str], owner: str) -> dict[str, Col
     for name in names:
         if name not in data.names:
             raise InvalidArgument(owner, f"col({name!r})", "missing", f"is not a column of the data; available: {sorted(data.names)}")
-        kind = value_kind(data.column_dtype(name))
+        dtype = data.column_dtype(name)
+        kind = value_kind(dtype)
         if kind == "bool":
             out[name] = "bool"
         elif kind in ("int", "float"):
@@ -638,13 +755,36 @@ def read_types(data: Dataset, names: Iterable[str], owner: str) -> dict[str, Col
             out[name] = "str"
         elif kind == "object":
             out[name] = "object"
+        elif dtype == _DATE_DTYPE:
+            out[name] = "date"
+        elif kind == "time":
+            column = data.column_type(name)
+            raise InvalidArgument(owner, f"col({name!r})", column.describe(), _timestamp_fix(column.library, column.dtype, name))
         else:
             shown = data.column_type(name).describe()
             raise InvalidArgument(
                 owner, f"col({name!r})", shown,
-                "cannot be read by an expression (bool, int, float and str columns can; convert dates to str or numbers first)",
+                "cannot be read by an expression (bool, int, float, str and date columns can; convert it to one of them first)",
             )  # fmt: skip
     return out
+
+
+def _timestamp_fix(library: str, dtype: np.dtype[np.generic], name: str) -> str:
+    """Why a timestamp or duration column is refused (its type alone), and how to make it a date column."""
+    if dtype.kind == "m":
+        return "is a duration: expressions read dates (a calendar day), not durations; convert it to a number first"
+    if library == "polars":
+        how = f"pl.col({name!r}).dt.date()"
+    elif library == "spark":
+        how = f"F.to_date({name!r})"
+    elif library == "pandas":
+        how = f"df[{name!r}].astype('date32[pyarrow]'), which drops the time of day"
+    else:
+        how = f"values.astype('datetime64[D]'), which drops the time of day"
+    return (
+        "is a timestamp: expressions read dates (a calendar day: numpy datetime64[D], polars Date, Spark DateType); "
+        f"whether a timestamp's values are all at midnight would be read from the data, so its type is refused: convert it with {how}"
+    )
 
 
 def expr_type(expr: Expr, kinds: Mapping[str, ColumnKind], owner: str, want: ExprType | None = None) -> ExprType:
@@ -652,6 +792,13 @@ def expr_type(expr: Expr, kinds: Mapping[str, ColumnKind], owner: str, want: Exp
 
     def bad(node: Expr, what: str) -> InvalidArgument:
         return InvalidArgument(owner, "expression", repr(node)[:200], what)
+
+    def number(node: Expr, side: Expr) -> None:
+        t = of(side, "number")
+        if t == "date":
+            raise bad(node, "has a date operand; arithmetic, minimum/maximum and bin take numbers: compare dates, or take .year(), .month() or .day()")
+        if t != "number":
+            raise bad(node, f"has a {t} operand; arithmetic, minimum/maximum and bin take numbers")
 
     def of(node: Expr, want: ExprType | None) -> ExprType:
         if isinstance(node, Col):
@@ -662,35 +809,33 @@ def expr_type(expr: Expr, kinds: Mapping[str, ColumnKind], owner: str, want: Exp
                 return want
             return kind
         if isinstance(node, Lit):
-            return "bool" if isinstance(node.value, bool) else ("str" if isinstance(node.value, str) else "number")
+            return _lit_type(node.value)
         if isinstance(node, (Arith, MinMax)):
             for side in (node.left, node.right):
-                if of(side, "number") != "number":
-                    raise bad(node, f"has a {of(side, 'number')} operand; arithmetic and minimum/maximum take numbers")
+                number(node, side)
             return "number"
         if isinstance(node, (Unary, Bin)):
-            if of(node.operand, "number") != "number":
-                raise bad(node, "takes a number")
+            number(node, node.operand)
+            return "number"
+        if isinstance(node, DatePart):
+            if of(node.operand, "date") != "date":
+                raise bad(node, f"takes a date; its operand is a {of(node.operand, 'date')}")
             return "number"
         if isinstance(node, Cast):
             if of(node.operand, "bool") != "bool":
                 raise bad(node, "casts a bool to a number; its operand is not a bool")
             return "number"
         if isinstance(node, Compare):
-            left = _side_type(node.left, kinds)
-            right = _side_type(node.right, kinds)
-            if left is None and right is None:
-                raise bad(node, "compares two object columns; give one of them a dtype or compare with a literal")
-            t = left or right
-            assert t is not None
-            lt, rt = of(node.left, t), of(node.right, t)
+            t = compare_type(node, kinds, owner)
+            lt = t if _read_as_date(node.left, t) else of(node.left, t)
+            rt = t if _read_as_date(node.right, t) else of(node.right, t)
             if lt != rt:
                 raise bad(node, f"compares a {lt} with a {rt}")
             if lt == "bool" and node.op not in ("==", "!="):
                 raise bad(node, "orders bools; only .eq() and .ne() compare them")
             return "bool"
         if isinstance(node, IsIn):
-            t = node.value_type()
+            t = in_type(node, kinds, owner)
             if of(node.operand, t) != t:
                 raise bad(node, f"tests a {of(node.operand, t)} against {t} values")
             return "bool"
@@ -715,6 +860,74 @@ def expr_type(expr: Expr, kinds: Mapping[str, ColumnKind], owner: str, want: Exp
     return of(expr, want)
 
 
+def _lit_type(value: LitValue) -> ExprType:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, str):
+        return "str"
+    return "date" if isinstance(value, datetime.date) else "number"
+
+
+def _read_as_date(node: Expr, t: ExprType) -> bool:
+    """A str literal on a side of a date comparison: read as a date (:func:`parse_date`, checked by :func:`compare_type`)."""
+    return t == "date" and isinstance(node, Lit) and isinstance(node.value, str)
+
+
+def _is_iso_date(text: str) -> bool:
+    try:
+        parse_date(text, _OWNER)
+    except InvalidArgument:
+        return False
+    return True
+
+
+def compare_type(node: Compare, kinds: Mapping[str, ColumnKind], owner: str = _OWNER) -> ExprType:
+    """The type a comparison compares in: its sides' own, where an ISO str literal takes a date side's type.
+
+    The literal is parsed here (refused, naming it, if it is not a date), so every backend
+    that asks this function reads the same date. A bare ``object`` column takes the other
+    side's type; compared with a str literal that reads as a date it is refused as ambiguous.
+    """
+    left, right = _side_type(node.left, kinds), _side_type(node.right, kinds)
+    if left is None and right is None:
+        raise InvalidArgument(owner, "expression", repr(node)[:200], "compares two object columns; give one of them a dtype or compare with a literal")
+    for mine, other in ((node.left, right), (node.right, left)):
+        if isinstance(mine, Lit) and isinstance(mine.value, str):
+            if other == "date":
+                parse_date(mine.value, owner)
+                return "date"
+            if other is None and _is_iso_date(mine.value):
+                raise InvalidArgument(owner, "expression", repr(node)[:200], _AMBIGUOUS)
+    t = left or right
+    assert t is not None
+    return t
+
+
+_AMBIGUOUS = (
+    "compares an object column with a str that reads as a date: its values may be datetime.date (then compare with "
+    "lit(datetime.date(...))) or str (then give the column a str dtype, e.g. pandas 'string'); give it a dtype either way"
+)
+
+
+def in_type(node: IsIn, kinds: Mapping[str, ColumnKind], owner: str = _OWNER) -> ExprType:
+    """The type ``is_in`` tests in: its values', where str values tested against a date are read as dates (:func:`in_dates`)."""
+    t = node.value_type()
+    if t != "str":
+        return t
+    operand = _side_type(node.operand, kinds)
+    if operand == "date":
+        in_dates(node, owner)
+        return "date"
+    if operand is None and any(_is_iso_date(str(v)) for v in node.values):
+        raise InvalidArgument(owner, "expression", repr(node)[:200], _AMBIGUOUS)
+    return t
+
+
+def in_dates(node: IsIn, owner: str = _OWNER) -> tuple[datetime.date, ...]:
+    """The values of a date ``is_in``: dates, or str values each read by :func:`parse_date`."""
+    return tuple(v if isinstance(v, datetime.date) else parse_date(str(v), owner) for v in node.values)
+
+
 def derived_type(expr: Expr, kinds: Mapping[str, ColumnKind]) -> ExprType:
     """The type of a derived column: a number, or a str (a histogram's keys); checked by ``check_steps``."""
     return expr_type(expr, kinds, _OWNER, "number")
@@ -734,6 +947,10 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 #: str values as a numpy unicode array ("" where missing): compared by code point, vectorised
 StrArray = npt.NDArray[np.str_]
+#: dates as day numbers since 1970-01-01 (0 where missing), with their presence
+DayArray = npt.NDArray[np.int64]
+#: what an expression evaluates to: float64 numbers (NaN for missing), or (values, present) for bool, str and date
+Values = Union[FloatArray, tuple[BoolArray, BoolArray], tuple[StrArray, BoolArray], tuple[DayArray, BoolArray]]
 
 
 def _clean(v: FloatArray) -> FloatArray:
@@ -742,8 +959,8 @@ def _clean(v: FloatArray) -> FloatArray:
     return np.where(out == 0.0, 0.0, out)
 
 
-def evaluate(expr: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: ExprType | None = None) -> FloatArray | tuple[BoolArray, BoolArray] | tuple[StrArray, BoolArray]:
-    """The value of ``expr`` on every row of ``data`` (numpy): float64 with NaN for missing, or (values, present) for bool and str.
+def evaluate(expr: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: ExprType | None = None) -> Values:
+    """The value of ``expr`` on every row of ``data`` (numpy): float64 with NaN for missing, or (values, present) for bool, str and date.
 
     ``kinds`` comes from :func:`read_types` (the schema, checked before the charge).
     """
@@ -751,7 +968,7 @@ def evaluate(expr: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: E
         return _eval(expr, data, kinds, want if want is not None else expr_type(expr, kinds, _OWNER))
 
 
-def _eval(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: ExprType) -> FloatArray | tuple[BoolArray, BoolArray] | tuple[StrArray, BoolArray]:
+def _eval(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: ExprType) -> Values:
     n = data.n_rows
     if isinstance(node, Col):
         return _read(data, node.name, want)
@@ -759,6 +976,8 @@ def _eval(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: Expr
         v = node.value
         if isinstance(v, bool):
             return np.full(n, v), np.ones(n, dtype=bool)
+        if isinstance(v, datetime.date) or (want == "date" and isinstance(v, str)):
+            return np.full(n, _lit_days(v), dtype=np.int64), np.ones(n, dtype=bool)
         if isinstance(v, str):
             return np.full(n, v, dtype=f"<U{max(1, len(v))}"), np.ones(n, dtype=bool)
         return np.full(n, v, dtype=np.float64)
@@ -783,9 +1002,11 @@ def _eval(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: Expr
     if isinstance(node, Cast):
         values, present = _bool(node.operand, data, kinds)
         return np.where(present, values.astype(np.float64), np.nan)
+    if isinstance(node, DatePart):
+        day_numbers, present = _pair(node.operand, data, kinds, "date")
+        return np.where(present, _calendar(day_numbers, node.part), np.nan)
     if isinstance(node, Compare):
-        t = _side_type(node.left, kinds) or _side_type(node.right, kinds)
-        assert t is not None
+        t = compare_type(node, kinds)
         op = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}[node.op]
         if t == "number":
             a, b = _num(node.left, data, kinds), _num(node.right, data, kinds)
@@ -796,10 +1017,14 @@ def _eval(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: Expr
         present = np.ones(n, dtype=bool) & pa & pb
         return np.asarray(op(sa, sb), dtype=bool) & present, present  # a missing entry holds "" (or False): compared, then masked
     if isinstance(node, IsIn):
-        if node.value_type() == "number":
+        t = in_type(node, kinds)
+        if t == "number":
             a = _num(node.operand, data, kinds)
             present = ~np.isnan(a)
             return np.isin(a, np.asarray(node.values, dtype=np.float64)) & present, present
+        if t == "date":
+            d, present = _pair(node.operand, data, kinds, "date")
+            return np.isin(d, np.asarray([days(v) for v in in_dates(node)], dtype=np.int64)) & present, present
         s, present = _pair(node.operand, data, kinds, "str")
         hit = np.zeros(n, dtype=bool)
         if present.any():
@@ -808,9 +1033,9 @@ def _eval(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], want: Expr
     if isinstance(node, Lookup):
         return _lookup(node, data, kinds)
     if isinstance(node, IsNull):
-        t = _side_type(node.operand, kinds)
-        assert t is not None
-        got = _eval(node.operand, data, kinds, t)
+        inner = _side_type(node.operand, kinds)
+        assert inner is not None
+        got = _eval(node.operand, data, kinds, inner)
         missing = np.isnan(got) if isinstance(got, np.ndarray) else ~got[1]
         return (~missing if node.negate else missing), np.ones(n, dtype=bool)
     if isinstance(node, Logic):
@@ -872,11 +1097,32 @@ def _bool(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind]) -> tuple[B
     return got[0].astype(bool), got[1]
 
 
-def _side(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], t: ExprType) -> tuple[npt.NDArray[np.generic] | str | bool, BoolArray | bool]:
+def _side(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], t: ExprType) -> tuple[npt.NDArray[np.generic] | str | bool | int, BoolArray | bool]:
     """A comparison side: a literal as a scalar (numpy broadcasts it; no column of copies), else :func:`_pair`."""
     if isinstance(node, Lit) and not isinstance(node.value, float):
-        return node.value, True
+        v = node.value
+        if isinstance(v, datetime.date) or (t == "date" and isinstance(v, str)):
+            return _lit_days(v), True
+        return v, True
     return _pair(node, data, kinds, t)
+
+
+def _lit_days(value: str | datetime.date) -> int:
+    """A date literal's day number (a str one was checked by :func:`compare_type` or :func:`in_type` before the charge)."""
+    return days(value if isinstance(value, datetime.date) else parse_date(value, _OWNER))
+
+
+def _calendar(day_numbers: npt.NDArray[np.generic], part: str) -> FloatArray:
+    """Year, month or day of the month of day numbers (numpy's proleptic Gregorian calendar), as float64."""
+    d = day_numbers.astype("datetime64[D]")
+    month_start = d.astype("datetime64[M]")
+    if part == "year":
+        out = d.astype("datetime64[Y]").astype(np.int64) + 1970
+    elif part == "month":
+        out = month_start.astype(np.int64) % 12 + 1
+    else:
+        out = (d - month_start.astype("datetime64[D]")).astype(np.int64) + 1
+    return out.astype(np.float64)
 
 
 def _pair(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], t: ExprType) -> tuple[npt.NDArray[np.generic], BoolArray]:
@@ -886,11 +1132,13 @@ def _pair(node: Expr, data: Dataset, kinds: Mapping[str, ColumnKind], t: ExprTyp
     return got[0], got[1]
 
 
-def _read(data: Dataset, name: str, want: ExprType) -> FloatArray | tuple[BoolArray, BoolArray] | tuple[StrArray, BoolArray]:
+def _read(data: Dataset, name: str, want: ExprType) -> Values:
     if want == "number":
         return _clean(data.numeric(name))
     arr = data.column(name)
     n = len(arr)
+    if want == "date":
+        return _read_dates(arr)
     if want == "bool":
         if arr.dtype == np.bool_:
             return arr.astype(bool), np.ones(n, dtype=bool)
@@ -901,3 +1149,20 @@ def _read(data: Dataset, name: str, want: ExprType) -> FloatArray | tuple[BoolAr
         return np.asarray(arr, dtype=str), np.ones(n, dtype=bool)
     present = np.fromiter((isinstance(v, str) for v in arr), dtype=bool, count=n)
     return np.asarray(np.where(present, arr, ""), dtype=str), present
+
+
+def _read_dates(arr: npt.NDArray[np.generic]) -> tuple[DayArray, BoolArray]:
+    """A date column as day numbers: a ``datetime64`` array (NaT missing), or values of which a ``datetime.date`` is a date.
+
+    In an ``object`` column (a dict of ``datetime.date``, a pandas ``date32[pyarrow]`` column
+    converted to numpy, a Spark or polars date column collected) every other value -- ``None``,
+    ``NaT``, a ``datetime.datetime`` (a time of day), a str -- is missing (the data policy).
+    """
+    n = len(arr)
+    if arr.dtype.kind == "M":
+        numbers = arr.astype("datetime64[D]").view(np.int64)  # NaT is the smallest int64: outside the range below
+        present = (numbers >= FIRST_DAY) & (numbers <= LAST_DAY)
+        return np.where(present, numbers, 0), present
+    present = np.fromiter((isinstance(v, datetime.date) and not isinstance(v, datetime.datetime) for v in arr), dtype=bool, count=n)
+    out = np.fromiter((days(v) if p else 0 for v, p in zip(arr, present)), dtype=np.int64, count=n)
+    return out, present

@@ -8,18 +8,22 @@ comparison (polars' horizontal min/max skip nulls), ``is_in`` of a null is null,
 and ``&``/``|`` are polars' three-valued (Kleene) logic, as SQL's. A str column
 (``String``, ``Categorical``, ``Enum``) is read as ``String``; bool as
 ``Boolean``; int and float columns as ``Float64`` (polars' casts round to
-nearest, as numpy's do).
+nearest, as numpy's do); a date column as ``Date`` (days since 1970-01-01, the
+numpy backend's day numbers; outside years 1 to 9999 null), whose ``dt.year``/``dt.month``/``dt.day`` are
+the proleptic Gregorian calendar's, as numpy's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import date
 from typing import Any
 
 import polars as pl
 
 from dpalg.data._expr import (
-    Arith, Bin, Cast, Col, ColumnKind, Compare, Expr, ExprType, IsIn, IsNull, Lit, Logic, Lookup, MinMax, Not, Unary, expr_type,
+    Arith, Bin, Cast, Col, ColumnKind, Compare, DatePart, Expr, ExprType, IsIn, IsNull, Lit, Logic, Lookup, MinMax, Not, Unary,
+    compare_type, expr_type, in_dates, in_type, parse_date,
 )  # fmt: skip
 
 __all__ = ["polars_expr"]
@@ -46,11 +50,18 @@ def polars_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> 
                 return _clean(c.cast(pl.Float64))
             if want == "bool":
                 return c.cast(pl.Boolean)
+            if want == "date":  # outside years 1 to 9999: missing (dt.year is null there; numpy reads a year)
+                d = c.cast(pl.Date)
+                return pl.when(d.is_between(pl.lit(date.min, dtype=pl.Date), pl.lit(date.max, dtype=pl.Date))).then(d).otherwise(None)
             return c.cast(pl.String)
         if isinstance(node, Lit):
             v = node.value
             if isinstance(v, bool):
                 return pl.lit(v, dtype=pl.Boolean)
+            if want == "date" and isinstance(v, str):  # checked by compare_type before the charge
+                return pl.lit(parse_date(v, "expression"), dtype=pl.Date)
+            if isinstance(v, date):
+                return pl.lit(v, dtype=pl.Date)
             if isinstance(v, str):
                 return pl.lit(v, dtype=pl.String)
             return pl.lit(v, dtype=pl.Float64)
@@ -75,16 +86,20 @@ def polars_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> 
             return binned
         if isinstance(node, Cast):
             return go(node.operand, "bool").cast(pl.Float64)
+        if isinstance(node, DatePart):
+            d = go(node.operand, "date")
+            part = d.dt.year() if node.part == "year" else d.dt.month() if node.part == "month" else d.dt.day()
+            return part.cast(pl.Float64)
         if isinstance(node, Compare):
-            t = side(node.left) or side(node.right)
-            assert t is not None
+            t = compare_type(node, kinds)
             a, b = go(node.left, t), go(node.right, t)
             ops = {"==": a.eq(b), "!=": a.ne(b), "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}
             return ops[node.op]
         if isinstance(node, IsIn):
-            t = node.value_type()
+            t = in_type(node, kinds)
             a = go(node.operand, t)
-            return pl.when(a.is_null()).then(pl.lit(None, dtype=pl.Boolean)).otherwise(a.is_in(list(node.values)))
+            listed = pl.Series(in_dates(node), dtype=pl.Date) if t == "date" else list(node.values)
+            return pl.when(a.is_null()).then(pl.lit(None, dtype=pl.Boolean)).otherwise(a.is_in(listed))
         if isinstance(node, Lookup):
             a = go(node.operand, node.key_type())
             number = node.value_type() == "number"
@@ -92,9 +107,9 @@ def polars_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> 
             new = [v for _, v in node.pairs]
             return a.replace_strict(keys, new, default=None, return_dtype=pl.Float64 if number else pl.String)
         if isinstance(node, IsNull):
-            t = side(node.operand)
-            assert t is not None
-            a = go(node.operand, t)
+            inner = side(node.operand)
+            assert inner is not None
+            a = go(node.operand, inner)
             return a.is_not_null() if node.negate else a.is_null()
         if isinstance(node, Logic):
             a, b = go(node.left, "bool"), go(node.right, "bool")

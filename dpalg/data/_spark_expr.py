@@ -8,16 +8,22 @@ step; ``floor``/``ceil`` go through ``bigint`` only below ``2**52`` (above it a
 double is already an integer); minimum and maximum are chosen by comparison
 (``least``/``greatest`` skip nulls); ``isin`` of a null is null; ``AND``/``OR``
 are three-valued as in :mod:`dpalg.data._expr`. String comparison is Spark's
-binary (UTF-8 byte) order, which is code point order.
+binary (UTF-8 byte) order, which is code point order. A date column is read as
+``date`` (days since 1970-01-01, the numpy backend's day numbers; outside years
+1 to 9999 null); ``year``,
+``month`` and ``dayofmonth`` are java.time's proleptic Gregorian calendar, as
+numpy's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import date
 from typing import Any
 
 from dpalg.data._expr import (
-    Arith, Bin, Cast, Col, ColumnKind, Compare, Expr, ExprType, IsIn, IsNull, Lit, Logic, Lookup, MinMax, Not, Unary, expr_type,
+    Arith, Bin, Cast, Col, ColumnKind, Compare, DatePart, Expr, ExprType, IsIn, IsNull, Lit, Logic, Lookup, MinMax, Not, Unary,
+    FIRST_DAY, LAST_DAY, compare_type, days, expr_type, in_dates, in_type, parse_date,
 )  # fmt: skip
 from dpalg.data._spark_types import F, quoted
 
@@ -30,6 +36,11 @@ def _clean(x: Any) -> Any:
     """Not finite (or null) -> null; -0.0 -> 0.0."""
     bad = F.isnan(x) | (F.abs(x) == F.lit(float("inf")))
     return F.when(x.isNull() | bad, F.lit(None).cast("double")).when(x == F.lit(0.0), F.lit(0.0)).otherwise(x)
+
+
+def _date(value: date) -> Any:
+    """A date literal, from its day number: py4j's own date conversion prints a year below 1000 without its zeros, which Spark refuses."""
+    return F.date_from_unix_date(F.lit(days(value)))
 
 
 def spark_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> Any:
@@ -46,11 +57,18 @@ def spark_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> A
             c = F.col(quoted(node.name))
             if want == "number":
                 return _clean(c.cast("double"))
+            if want == "date":  # outside years 1 to 9999: missing, as on the other backends
+                d = c.cast("date")
+                return F.when(F.unix_date(d).between(F.lit(FIRST_DAY), F.lit(LAST_DAY)), d).otherwise(F.lit(None).cast("date"))
             return c.cast("boolean") if want == "bool" else c.cast("string")
         if isinstance(node, Lit):
             v = node.value
             if isinstance(v, bool):
                 return F.lit(v)
+            if want == "date" and isinstance(v, str):  # checked by compare_type before the charge
+                return _date(parse_date(v, "expression"))
+            if isinstance(v, date):
+                return _date(v)
             if isinstance(v, str):
                 return F.lit(v).cast("string")
             return F.lit(v).cast("double")
@@ -80,16 +98,22 @@ def spark_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> A
             return chain.otherwise(F.lit(None).cast("double"))
         if isinstance(node, Cast):
             return go(node.operand, "bool").cast("double")
+        if isinstance(node, DatePart):
+            d = go(node.operand, "date")
+            part = F.year(d) if node.part == "year" else F.month(d) if node.part == "month" else F.dayofmonth(d)
+            return part.cast("double")
         if isinstance(node, Compare):
-            t = side(node.left) or side(node.right)
-            assert t is not None
+            t = compare_type(node, kinds)
             a, b = go(node.left, t), go(node.right, t)
             ops = {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}
             return ops[node.op]
         if isinstance(node, IsIn):
-            t = node.value_type()
+            t = in_type(node, kinds)
             a = go(node.operand, t)
-            values = [F.lit(v).cast("double") if t == "number" else F.lit(v) for v in node.values]
+            if t == "date":
+                values = [_date(v) for v in in_dates(node)]
+            else:
+                values = [F.lit(v).cast("double") if t == "number" else F.lit(v) for v in node.values]
             hit = a.isin(values) if values else F.lit(False)
             return F.when(a.isNull(), F.lit(None).cast("boolean")).otherwise(hit)
         if isinstance(node, Lookup):
@@ -103,9 +127,9 @@ def spark_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> A
             # a key outside the table is null; the isin guard keeps ANSI mode's missing-key error away
             return F.when(a.isNull() | ~a.isin(keys), F.lit(None).cast(kind)).otherwise(table[a])
         if isinstance(node, IsNull):
-            t = side(node.operand)
-            assert t is not None
-            a = go(node.operand, t)
+            inner = side(node.operand)
+            assert inner is not None
+            a = go(node.operand, inner)
             return a.isNotNull() if node.negate else a.isNull()
         if isinstance(node, Logic):
             a, b = go(node.left, "bool"), go(node.right, "bool")

@@ -5,6 +5,8 @@ A plan is encoded field by field from its attrs definition:
 * ``None``, ``bool``, ``int``, ``str`` are themselves;
 * a ``float`` is ``{"$float": float.hex()}`` (exact);
 * a ``Fraction`` is ``{"$fraction": "p/q"}`` (exact);
+* a ``datetime.date`` (a row expression's date literal) is ``{"$date": "YYYY-MM-DD"}``,
+  read back strictly (exactly that form, a real calendar day);
 * a ``tuple`` is ``{"$tuple": [...]}``;
 * a dpalg attrs class is ``{"$node": "module:QualName", "fields": {...}}``;
 * a field a certificate lacks takes its default, or, when the field says so
@@ -34,6 +36,7 @@ formula grammar is refused (the certificate is malformed).
 
 from __future__ import annotations
 
+import datetime
 import importlib
 import json
 import re
@@ -151,6 +154,8 @@ def encode(value: object) -> JSON:
         return {"$float": value.hex()}
     if isinstance(value, Fraction):
         return {"$fraction": str(value)}
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return {"$date": value.isoformat()}
     if isinstance(value, tuple):
         return {"$tuple": [encode(v) for v in value]}
     if isinstance(value, (PureDP, ApproxDP, ZCDP)) or attrs.has(type(value)):
@@ -256,6 +261,13 @@ def _decode(obj: JSON, where: str, field: tuple[str, str] | None, depth: int) ->
             return to_fraction(payload, owner="certificate", field=where)
         except InvalidArgument as exc:
             raise CertificateMalformed(where, f"$fraction is refused: {exc.constraint}") from None
+    if tag == "$date":
+        if not isinstance(payload, str) or not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", payload):
+            raise CertificateMalformed(where, "$date must be a string 'YYYY-MM-DD'")
+        try:
+            return datetime.date.fromisoformat(payload)
+        except ValueError:
+            raise CertificateMalformed(where, "$date is not a calendar day") from None
     if tag == "$tuple":
         if not isinstance(payload, list):
             raise CertificateMalformed(where, "$tuple must be a list")

@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import datetime
+import hashlib
 import json
 import math
 import warnings
@@ -22,7 +24,7 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
-from expr_support import conditions, numpy_frame, outcome, same_values, tables, values
+from expr_support import conditions, date_days, numpy_frame, outcome, same_values, tables, values
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -87,9 +89,9 @@ def test_where_drops_false_and_missing_rows() -> None:
 
 def _polars(table: dict[str, list[Any]], lazy: bool) -> Any:
     frame = pl.DataFrame(
-        {"x": table["x"], "y": table["y"], "b": table["b"], "s": table["s"], "id": table["id"]},
-        schema={"x": pl.Float64, "y": pl.Float64, "b": pl.Boolean, "s": pl.String, "id": pl.Int64},
-    )
+        {"x": table["x"], "y": table["y"], "b": table["b"], "s": table["s"], "d": date_days(table), "id": table["id"]},
+        schema={"x": pl.Float64, "y": pl.Float64, "b": pl.Boolean, "s": pl.String, "d": pl.Int32, "id": pl.Int64},
+    ).with_columns(pl.col("d").cast(pl.Date))  # a Date column from day numbers: far days too
     return frame.lazy() if lazy else frame
 
 
@@ -164,7 +166,7 @@ def test_hostile_expressions_are_refused_at_construction() -> None:
         Where(col("x") == col("x"))  # == is structural: True, not a condition
     with pytest.raises(InvalidArgument, match="increasing"):
         col("x").bin([1, 1])
-    with pytest.raises(InvalidArgument, match="all numbers or all str"):
+    with pytest.raises(InvalidArgument, match="all numbers, all str or all dates"):
         col("x").is_in([1, "a"])
 
 
@@ -293,3 +295,98 @@ def test_queries_of_one_node_with_and_without_row_steps_are_refused_before_the_c
     with pytest.raises(Unsupported, match="transform the rows differently"):
         session.run(plan, {"x": np.array([1.0, 2.0, 3.0, 4.0]), "y": np.ones(4)}, rng=0)
     assert session.spent == PureDP(0)
+
+
+# -- dates ----------------------------------------------------------------------------------------------
+
+_DAY_COLUMN = np.array(["1994-01-01", "NaT", "1969-12-31", "0001-01-01", "1993-12-31", "2000-02-29", "10000-01-01", "-0001-06-01"], dtype="datetime64[D]")
+
+
+def test_dates_follow_the_data_policy() -> None:
+    d = {"d": _DAY_COLUMN}
+    # NaT and the dates outside years 1 to 9999 are missing; an ISO str against a date reads as that date, on either side
+    assert _cond(col("d") >= "1994-01-01", d) == [True, None, False, False, False, True, None, None]
+    assert _cond(lit("1994-01-01") > col("d"), d) == [False, None, True, True, True, False, None, None]
+    assert _cond(col("d").eq(datetime.date(1969, 12, 31)), d) == [False, None, True, False, False, False, None, None]
+    assert _cond(col("d").is_in(["0001-01-01", "2000-02-29"]), d) == [False, None, False, True, False, True, None, None]
+    assert _cond(col("d").is_in([datetime.date(1994, 1, 1)]), d) == [True, None, False, False, False, False, None, None]
+    assert _cond(col("d").is_null(), d) == [False, True, False, False, False, False, True, True]
+    assert same_values(_num(col("d").year(), d), np.array([1994, np.nan, 1969, 1, 1993, 2000, np.nan, np.nan]))
+    assert same_values(_num(col("d").month(), d), np.array([1, np.nan, 12, 1, 12, 2, np.nan, np.nan]))
+    assert same_values(_num(col("d").day(), d), np.array([1, np.nan, 31, 1, 31, 29, np.nan, np.nan]))
+
+
+def test_an_object_or_arrow_date_column_reads_as_datetime64() -> None:
+    """A dict of datetime.date (object), a pandas date32[pyarrow] column and polars Date give datetime64[D]'s values."""
+    dates = [datetime.date(1994, 1, 1), None, datetime.date(1969, 12, 31), datetime.date(1, 1, 1), datetime.date(2000, 2, 29)]
+    as_days = np.array([np.datetime64(v) if v else np.datetime64("NaT") for v in dates], dtype="datetime64[D]")
+    objects = np.array(dates + [datetime.datetime(1994, 1, 1), "1994-01-01"], dtype=object)  # a timestamp, a str: missing
+    layouts = {
+        "datetime64[D]": {"d": np.concatenate([as_days, np.array(["NaT", "NaT"], dtype="datetime64[D]")]), "id": np.arange(7)},
+        "object": {"d": objects, "id": np.arange(7)},
+        "pandas date32": pd.DataFrame({"d": pd.array(dates + [None, None], dtype="date32[pyarrow]"), "id": np.arange(7)}),
+        "polars Date": pl.DataFrame({"d": dates + [None, None], "id": list(range(7))}, schema={"d": pl.Date, "id": pl.Int64}),
+    }
+    expressions = [
+        (col("d") >= lit(datetime.date(1970, 1, 1)), col("d").year()),
+        (col("d").is_in([datetime.date(1, 1, 1), datetime.date(2000, 2, 29)]) | col("d").year().is_null(), col("d").day() + col("d").month()),
+    ]
+    for where, value in expressions:
+        results = {name: outcome(as_dataset(data), where, value) for name, data in layouts.items()}
+        ids, got = results["datetime64[D]"]
+        for name, (other_ids, other) in results.items():
+            assert other_ids == ids and same_values(other, got), (name, repr(where), other_ids, ids)
+
+
+def test_date_refusals_come_before_the_charge() -> None:
+    with pytest.raises(InvalidArgument, match="is a date: arithmetic"):
+        col("d") - datetime.date(1994, 1, 1)  # a date literal in arithmetic: at construction
+    with pytest.raises(InvalidArgument, match="is a timestamp"):
+        lit(datetime.datetime(1994, 1, 1, 12))
+    with pytest.raises(InvalidArgument, match="all numbers, all str or all dates"):
+        col("d").is_in([datetime.date(1994, 1, 1), "1994-01-02"])
+    days = np.array(["1994-01-01", "1995-06-30"], dtype="datetime64[D]")
+    stamps = np.array(["1994-01-01T00:00", "1995-06-30T00:00"], dtype="datetime64[ns]")  # at midnight, and still refused
+    cases: list[tuple[Any, Any, str]] = [
+        (Where(col("d") >= "1994-1-1"), {"d": days}, "date literal='1994-1-1' must be an ISO date"),
+        (Where(col("d") >= "19940101"), {"d": days}, "date literal='19940101'"),  # fromisoformat alone takes it
+        (Where(col("d") < "1994-02-30"), {"d": days}, "date literal='1994-02-30'"),
+        (Where(col("d").is_in(["1994-01-01", "not a date"])), {"d": days}, "date literal='not a date'"),
+        (Where(col("d") > 19940101), {"d": days}, "compares a date with a number"),
+        (Where((col("d") + 1) > 0), {"d": days}, "has a date operand"),
+        (Where(col("d").bin([0, 1]).is_null()), {"d": days}, "has a date operand"),
+        (Where(col("x").year() > 1990), {"x": np.array([1.0, 2.0])}, "takes a date"),
+        (Where(col("d") >= "1994-01-01"), {"d": stamps}, "is a timestamp"),
+        (Where(col("d") >= "1994-01-01"), pd.DataFrame({"d": pd.to_datetime(["1994-01-01", "1995-06-30"], utc=True)}), "is a timestamp"),
+        (Where(col("d") >= "1994-01-01"), pl.DataFrame({"d": [datetime.datetime(1994, 1, 1)]}), "pl.col\\('d'\\).dt.date\\(\\)"),
+        (Where(col("d") >= "1994-01-01"), {"d": np.array([datetime.date(1994, 1, 1)], dtype=object)}, "reads as a date"),  # ambiguous
+    ]
+    for where, data, message in cases:
+        session = Session(PureDP(1))
+        with pytest.raises(InvalidArgument, match=message):
+            session.run(Laplace(Query.count() | where, epsilon=1), data, rng=0)
+        assert session.spent == PureDP(0)
+
+
+def _reseal(cert: dict[str, Any]) -> dict[str, Any]:
+    """Recompute the digest, as anyone can (the canonical JSON of the certificate writer)."""
+    body = {k: v for k, v in cert.items() if k not in ("digest", "signature")}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    return {**body, "digest": {"algorithm": "sha256", "value": hashlib.sha256(canonical).hexdigest()}}
+
+
+def test_a_date_literal_survives_the_certificate_and_a_tampered_one_is_caught() -> None:
+    q = Query.count() | Where((col("d") >= lit(datetime.date(1994, 1, 1))) & (col("d") < "1995-01-01") & col("d").year().eq(1994))
+    plan = Laplace(q, epsilon=1)
+    plan.check(PureDP(1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        release = plan.run({"d": np.array(["1994-03-01", "1995-03-01", "NaT"], dtype="datetime64[D]")}, rng=0)
+    text = json.dumps(release.certificate)
+    assert text.count('{"$date": "1994-01-01"}') == 1  # the date literal; the ISO str stays a str
+    assert audit_certificate(json.loads(text)).status == "cost_confirmed"
+    moved = _reseal(json.loads(text.replace('{"$date": "1994-01-01"}', '{"$date": "1993-01-01"}')))
+    report = audit_certificate(moved)
+    assert report.status == "refuted" and any("plan_repr" in f for f in report.findings), report.findings
+    for bad in ('{"$date": "1994-02-30"}', '{"$date": "19940101"}', '{"$date": 8766}'):
+        assert audit_certificate(_reseal(json.loads(text.replace('{"$date": "1994-01-01"}', bad)))).status == "malformed", bad

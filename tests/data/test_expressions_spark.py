@@ -13,7 +13,7 @@ import warnings
 from typing import Any
 
 import numpy as np
-from expr_support import conditions, numpy_frame, outcome, same_values, tables, values
+from expr_support import conditions, date_days, numpy_frame, outcome, same_values, tables, values
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,8 +33,12 @@ LAYOUTS = ("as created", "repartition(1)", "repartition(7)", "repartition(7, id)
 
 
 def _spark(session: Any, table: dict[str, list[Any]], layout: str) -> Any:
-    rows = list(zip(table["x"], table["y"], table["b"], table["s"], table["id"]))
-    frame = session.createDataFrame(rows, "x double, y double, b boolean, s string, id long")
+    from pyspark.sql import functions as F
+
+    rows = list(zip(table["x"], table["y"], table["b"], table["s"], date_days(table), table["id"]))
+    frame = session.createDataFrame(rows, "x double, y double, b boolean, s string, d_days int, id long")
+    # a DateType column from day numbers: days outside years 1 to 9999 too (Python's date cannot hold them)
+    frame = frame.withColumn("d", F.date_from_unix_date("d_days")).drop("d_days")
     if layout == "repartition(1)":
         return frame.repartition(1)
     if layout == "repartition(7)":
@@ -65,6 +69,7 @@ def test_adversarial_values_on_spark(spark: Any) -> None:
         "y": [0.0, -1.0, 1.0, 1.0, 0.1, 1.0, 0.0, 2.0],
         "b": [True] * 8,
         "s": ["a", None, "B", "é", "", "z", "a", "b"],
+        "d": [8766, None, -1, -719162, 2932896, 2932897, -(2**31) + 1, 11016],  # 1994-01-01, null, 1969-12-31, years 1, 9999, 10000, ...
         "id": list(range(8)),
     }
     cases = [
@@ -73,6 +78,8 @@ def test_adversarial_values_on_spark(spark: Any) -> None:
         (col("x").is_null() | (col("y") > 0), col("x").floor() + col("x").ceil()),
         (col("s").is_in(["a", "é"]), col("x").minimum(col("y"))),
         (~(col("x") > 0), col("x").bin([-1, 0, 1, 1e300])),
+        ("1994-01-01" > col("d"), col("d").year() * 100 + col("d").month()),
+        (col("d").is_in(["0001-01-01", "2000-02-29"]) | col("d").is_null(), col("d").day()),
     ]
     for where, value in cases:
         ids, got = outcome(as_dataset(numpy_frame(table)), where, value)
