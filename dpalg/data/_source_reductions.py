@@ -37,6 +37,7 @@ from dpalg._numbers import fraction_ceil, fraction_floor
 from dpalg.data import _numpy_reductions as _numpy_backend
 from dpalg.data._dataset import ColumnSource, Dataset
 from dpalg.data._fixed_point import square_term
+from dpalg.data._grid_view import CountedGrid, GridView
 from dpalg.data._keys import Key, key_order, normalise_key
 from dpalg.data._numpy_reductions import MAX_COUNTED_GRID_BITS, NumpyReductions, inside_bounds
 from dpalg.data._reductions import LatticeSum, OrderWindow, SumSpec
@@ -129,6 +130,11 @@ class SourceReductions(Generic[S]):
         grid = GridCells(lower, upper, bits)
         return self._grid_counts(column, grid) if native else self._numpy().grid_counts(column, lower, upper, bits)
 
+    def grid_view(self, column: str, lower: Fraction, upper: Fraction, bits: int) -> GridView:
+        native = self._computes(column)
+        grid = GridCells(lower, upper, bits)
+        return self._grid_view(column, grid) if native else self._numpy().grid_view(column, lower, upper, bits)
+
     def order_window(self, column: str, lower: Fraction, upper: Fraction, first: int, last: int) -> OrderWindow:
         if not self._computes(column):
             return self._numpy().order_window(column, lower, upper, first, last)
@@ -201,6 +207,10 @@ class SourceReductions(Generic[S]):
         """The occupied cells of ``grid`` (ascending) and their counts."""
         raise NotImplementedError
 
+    def _grid_view(self, column: str, grid: GridCells) -> GridView:
+        """The grid's counts to be asked in parts: the whole grid by default (a backend that counts blocks first overrides this)."""
+        return CountedGrid(*self._grid_counts(column, grid))
+
     def _order_window(self, column: str, buckets: WindowBuckets, first: int, last: int) -> OrderWindow:
         """The window, from the buckets' counts and the values collected in row order (:func:`bucket_span`, :func:`chosen_window`)."""
         raise NotImplementedError
@@ -226,12 +236,13 @@ class GridCells:
         InvalidArgument: what the numpy backend raises for the arguments.
     """
 
-    __slots__ = ("half_l", "hi_in", "lo_in", "scale", "size")
+    __slots__ = ("bits", "half_l", "hi_in", "lo_in", "scale", "size")
 
     def __init__(self, lower: Fraction, upper: Fraction, bits: int) -> None:
         if not 1 <= bits <= MAX_COUNTED_GRID_BITS or lower >= upper:
             raise InvalidArgument("grid_counts", "bits", bits, f"must be in [1, {MAX_COUNTED_GRID_BITS}] with lower < upper")
         self.size = 1 << bits
+        self.bits = bits
         self.lo_in, self.hi_in = inside_bounds(lower, upper)
         self.half_l = float(lower) * 0.5
         self.scale = float(Fraction(2 * self.size) / (upper - lower))

@@ -61,6 +61,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpalg.data._dataset import ColumnSource
+from dpalg.data._grid_view import BLOCK_BITS, BlockedGrid, CountedGrid, GridView
 from dpalg.data._keys import Key
 from dpalg.data._reductions import OrderWindow, SumSpec
 from dpalg.data._source_reductions import (
@@ -186,12 +187,30 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         return _pairs(keys.groupBy("k").count())
 
     def _grid_counts(self, column: str, grid: GridCells) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        return _cell_counts(self._cells(column, grid).groupBy("j").count())
+
+    def _grid_view(self, column: str, grid: GridCells) -> GridView:
+        if grid.bits <= BLOCK_BITS + 2:  # a small grid: one pass counts it whole
+            return CountedGrid(*self._grid_counts(column, grid))
+        # pass 1: per block of 2**shift cells, its count and its first and last occupied cell (about 2**10 groups)
+        shift = grid.bits - BLOCK_BITS
+        cells = self._cells(column, grid)
+        blocks = _arrow_columns(
+            cells.groupBy(F.shiftright(F.col("j"), shift).alias("k")).agg(F.count(F.lit(1)), F.min("j"), F.max("j")), 4
+        )  # fmt: skip
+        order = np.argsort(blocks[0], kind="stable")
+
+        def fetch(c0: int, c1: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:  # pass 2: the cells of some blocks
+            return _cell_counts(cells.where(F.col("j").between(c0, c1)).groupBy("j").count())
+
+        return BlockedGrid(shift, *(b[order] for b in blocks), fetch=fetch, full=lambda: self._grid_counts(column, grid))
+
+    def _cells(self, column: str, grid: GridCells) -> Any:
+        """The frame of the present values' grid cells ``j`` (the numpy grid index, op for op)."""
         v = ((_clip(self._present(column), grid.lo_in, grid.hi_in) * F.lit(0.5)) - F.lit(grid.half_l)) * F.lit(grid.scale)
         r = F.rint(v)
         cell = F.when(~F.isnan(r), _clip(r, 0.0, float(grid.size)).cast("long"))  # NaN (0·inf): counted nowhere
-        groups = self._source.frame.select(cell.alias("j")).where(F.col("j").isNotNull()).groupBy("j").count()
-        pairs = sorted((int(j), n) for j, n in _pairs(groups))
-        return np.array([j for j, _ in pairs], dtype=np.int64), np.array([n for _, n in pairs], dtype=np.int64)
+        return self._source.frame.select(cell.alias("j")).where(F.col("j").isNotNull())
 
     def _order_window(self, column: str, buckets: WindowBuckets, first: int, last: int) -> OrderWindow:
         x = self._present(column)
@@ -352,6 +371,22 @@ def _arrow(frame: Any) -> Any:
         return to_arrow()
     except Exception:  # noqa: BLE001 -- no pyarrow, or a type Arrow does not carry: the caller collects rows
         return None
+
+
+def _arrow_columns(frame: Any, width: int) -> list[npt.NDArray[np.int64]]:
+    """The ``width`` integer columns of a small frame as int64 arrays (Arrow when it can)."""
+    table = _arrow(frame)
+    if table is not None:
+        return [np.asarray(table.column(i).to_numpy(), dtype=np.int64) for i in range(width)]
+    rows = frame.collect()
+    return [np.array([int(row[i]) for row in rows], dtype=np.int64) for i in range(width)]
+
+
+def _cell_counts(frame: Any) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """A grouped frame ``(cell, count)`` as ascending cells and their counts (sorted in numpy, not as Python rows)."""
+    cells, counts = _arrow_columns(frame, 2)
+    order = np.argsort(cells, kind="stable")
+    return cells[order], counts[order]
 
 
 def _pairs(frame: Any) -> list[tuple[Any, int]]:
