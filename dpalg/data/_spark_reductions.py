@@ -211,7 +211,8 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         def fetch(c0: int, c1: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:  # pass 2: the cells of some blocks
             return _cell_counts(cells.where(F.col("j").between(c0, c1)).groupBy("j").count())
 
-        return BlockedGrid(shift, *(b[order] for b in blocks), fetch=fetch, full=lambda: self._grid_counts(column, grid))
+        k, count, first, last = (b[order] for b in blocks)
+        return BlockedGrid(shift, k, count, first, last, fetch, lambda: self._grid_counts(column, grid))
 
     def _cells(self, column: str, grid: GridCells) -> Any:
         """The frame of the present values' grid cells ``j`` (the numpy grid index, op for op)."""

@@ -38,6 +38,7 @@ pytestmark = spark_module_marks()  # pyspark, or the module is skipped (under DP
 from dpalg import ApproxDP, BackendError, Clip, InvalidArgument, PureDP, Query, Unsupported  # noqa: E402
 from dpalg.data import Reductions, SumSpec, as_dataset, as_reductions  # noqa: E402
 from dpalg.data import _numpy_reductions as nr  # noqa: E402
+from dpalg.data._grid_view import BlockedGrid  # noqa: E402
 from dpalg.data._spark import SparkSource, java_problem  # noqa: E402
 from dpalg.mechanisms import Laplace, SmoothBound  # noqa: E402
 
@@ -298,7 +299,7 @@ def test_the_grid_read_in_blocks_is_the_whole_grid_in_parts(spark: Any, data: st
     frame = spark.createDataFrame([(v,) for v in x], "x double")
     cells, counts = as_reductions(as_dataset({"x": np.array([np.nan if v is None else v for v in x])})).grid_counts("x", lo, hi, bits)
     view = as_reductions(as_dataset(frame)).grid_view("x", lo, hi, bits)
-    assert view.counted is None and view.n == int(counts.sum())
+    assert isinstance(view, BlockedGrid) and view.counted is None and view.n == int(counts.sum())
     upto = np.cumsum(counts)
     for first, last in [(0, 0), (0, 30), (9_000, 9_050), (9_500, 9_500), (view.n // 3, view.n // 3 + 900), (view.n - 1, view.n - 1), (0, view.n - 1)]:
         i0, i1 = _contiguous_span(view.span(first, last), cells, counts)
@@ -332,7 +333,8 @@ def test_a_seeded_exponential_quantile_is_the_same_on_spark_and_a_dict(spark: An
 
     monkeypatch.setattr(spark_reductions, "_arrow", counted)
     monkeypatch.setattr(spark_reductions.SparkReductions, "_grid_counts", None)  # the whole grid: never
-    for epsilon, bits in [(1, 20), ("0.05", 20), (1, 13)]:
+    settings: list[tuple[int | str, int]] = [(1, 20), ("0.05", 20), (1, 13)]
+    for epsilon, bits in settings:
         def make() -> Any:
             return ExponentialQuantile(Query.quantile("x", Fraction(q)) | Clip(0, 100), epsilon=epsilon, grid_bits=bits)
 
