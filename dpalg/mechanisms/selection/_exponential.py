@@ -408,8 +408,9 @@ def sample_quantile_view(view: GridView, grid_size: int, q: Fraction, gamma: Fra
     gap run's ``|(a+b)·L − b·n|`` puts the cell after the gap there. The bound is
     checked: when the span's least score is at most ``s_up``, the least score of the
     whole grid is in the span (it is below ``s_cap_up``), so is every run below
-    ``s_cap <= s_cap_up``; otherwise (never) the whole grid answers. A far run is looked up (``view.around``) only when the far block is
-    proposed (:func:`~dpalg.noise._exponential.sample_exp_window`: probability about
+    ``s_cap <= s_cap_up``; otherwise (never) the whole grid answers. A far run is
+    looked up (``view.around``, a backend pass) only when the far block is proposed
+    (:func:`~dpalg.noise._exponential.sample_exp_window`: probability about
     ``N·2**-256``). The draws are those of :func:`sample_exp_window` on the same near
     runs, ``s_min`` and far runs, hence of :func:`sample_quantile_grid`.
     """
@@ -725,7 +726,7 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
             # row level: the utility reads only how many values fall on each grid point
             assert self.query.column is not None
             reductions = as_reductions(data)
-            if self.selection == "exponential":  # only the runs near the target rank are built (and read, where the grid is read in parts)
+            if self.selection == "exponential":  # only the runs near the target rank are built (and, on Spark, read)
                 gamma = self.epsilon / (2 * self.sensitivity() * self.q.denominator)
                 j = sample_quantile_view(reductions.grid_view(self.query.column, lower, upper, self.grid_bits), size, self.q, gamma, rng)
                 return float(lower + (upper - lower) * Fraction(j, size))
