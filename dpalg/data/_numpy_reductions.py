@@ -48,6 +48,7 @@ from dpalg.data._fixed_point import exact_clipped_sum, exact_square_sum, square_
 from dpalg.data._lattice_sums import exact_int_total
 from dpalg.data._keys import Key, key_counts, key_index
 from dpalg.data._fixed_point import inside_bounds
+from dpalg.data._grid_view import CountedGrid
 from dpalg.data._reductions import LatticeSum, OrderWindow, Reductions, SumSpec
 
 if TYPE_CHECKING:
@@ -391,6 +392,9 @@ class NumpyReductions:
         self, column: str, lower: Fraction, upper: Fraction, bits: int
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         return grid_counts(self._data.numeric(column), lower, upper, bits)
+
+    def grid_view(self, column: str, lower: Fraction, upper: Fraction, bits: int) -> CountedGrid:
+        return CountedGrid(*self.grid_counts(column, lower, upper, bits))
 
     def order_window(self, column: str, lower: Fraction, upper: Fraction, first: int, last: int) -> OrderWindow:
         return order_window(self._data.numeric(column), lower, upper, first, last)

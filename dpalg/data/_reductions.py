@@ -66,6 +66,7 @@ from dpalg._errors import InvalidArgument
 from dpalg.data._keys import Key
 
 if TYPE_CHECKING:
+    from dpalg.data._grid_view import GridView
     from dpalg.data._unit_spec import UnitTotals, UnitTotalSpec
 
 __all__ = ["LatticeSum", "OrderWindow", "Reductions", "SumSpec"]
@@ -190,6 +191,16 @@ class Reductions(Protocol):
 
         A value goes to the grid point nearest its clipped value (the rounding of
         :class:`~dpalg.mechanisms.ExponentialQuantile`); missing values count nowhere.
+        """
+        ...
+
+    def grid_view(self, column: str, lower: Fraction, upper: Fraction, bits: int) -> GridView:
+        """The counts of :meth:`grid_counts`, to be asked in parts (:mod:`dpalg.data._grid_view`): the occupied cells near some ranks.
+
+        The whole grid (a :class:`~dpalg.data._grid_view.CountedGrid`) where it is
+        cheap; a backend whose answers cross a network counts blocks of cells first
+        and the cells of a block when a question needs them. Raises what
+        :meth:`grid_counts` raises.
         """
         ...
 

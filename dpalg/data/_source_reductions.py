@@ -37,13 +37,14 @@ from dpalg._numbers import fraction_ceil, fraction_floor
 from dpalg.data import _numpy_reductions as _numpy_backend
 from dpalg.data._dataset import ColumnSource, Dataset
 from dpalg.data._fixed_point import square_term
+from dpalg.data._grid_view import CountedGrid, GridView
 from dpalg.data._keys import Key, key_order, normalise_key
 from dpalg.data._numpy_reductions import MAX_COUNTED_GRID_BITS, NumpyReductions, inside_bounds
 from dpalg.data._reductions import LatticeSum, OrderWindow, SumSpec
 from dpalg.data._unit_totals import UnitTotals, UnitTotalSpec
 
 __all__ = [
-    "BucketSpan", "GridCells", "SourceReductions", "SumPlan", "WindowBuckets", "bucket_span", "chosen_window",
+    "BucketSpan", "GridCells", "SourceReductions", "SumPlan", "WindowBuckets", "bucket_span", "chosen_window", "first_reaching",
     "key_candidates", "key_histogram", "listed_counts", "listed_keys", "sorted_window", "window_ranks",
 ]  # fmt: skip
 
@@ -129,6 +130,11 @@ class SourceReductions(Generic[S]):
         grid = GridCells(lower, upper, bits)
         return self._grid_counts(column, grid) if native else self._numpy().grid_counts(column, lower, upper, bits)
 
+    def grid_view(self, column: str, lower: Fraction, upper: Fraction, bits: int) -> GridView:
+        native = self._computes(column)
+        grid = GridCells(lower, upper, bits)
+        return self._grid_view(column, grid) if native else self._numpy().grid_view(column, lower, upper, bits)
+
     def order_window(self, column: str, lower: Fraction, upper: Fraction, first: int, last: int) -> OrderWindow:
         if not self._computes(column):
             return self._numpy().order_window(column, lower, upper, first, last)
@@ -201,6 +207,10 @@ class SourceReductions(Generic[S]):
         """The occupied cells of ``grid`` (ascending) and their counts."""
         raise NotImplementedError
 
+    def _grid_view(self, column: str, grid: GridCells) -> GridView:
+        """The grid's counts to be asked in parts: the whole grid by default (a backend that counts blocks first overrides this)."""
+        return CountedGrid(*self._grid_counts(column, grid))
+
     def _order_window(self, column: str, buckets: WindowBuckets, first: int, last: int) -> OrderWindow:
         """The window, from the buckets' counts and the values collected in row order (:func:`bucket_span`, :func:`chosen_window`)."""
         raise NotImplementedError
@@ -226,15 +236,31 @@ class GridCells:
         InvalidArgument: what the numpy backend raises for the arguments.
     """
 
-    __slots__ = ("half_l", "hi_in", "lo_in", "scale", "size")
+    __slots__ = ("bits", "half_l", "hi_in", "lo_in", "scale", "size")
 
     def __init__(self, lower: Fraction, upper: Fraction, bits: int) -> None:
         if not 1 <= bits <= MAX_COUNTED_GRID_BITS or lower >= upper:
             raise InvalidArgument("grid_counts", "bits", bits, f"must be in [1, {MAX_COUNTED_GRID_BITS}] with lower < upper")
         self.size = 1 << bits
+        self.bits = bits
         self.lo_in, self.hi_in = inside_bounds(lower, upper)
         self.half_l = float(lower) * 0.5
         self.scale = float(Fraction(2 * self.size) / (upper - lower))
+
+    def cells(self, xs: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+        """The numpy backend's cell of each present value (its float operations, in its order)."""
+        with np.errstate(all="ignore"):
+            out = np.clip(xs, self.lo_in, self.hi_in)
+            np.multiply(out, 0.5, out=out)
+            np.subtract(out, self.half_l, out=out)
+            np.multiply(out, self.scale, out=out)
+            np.rint(out, out=out)
+            np.clip(out, 0, self.size, out=out)
+            return np.nan_to_num(out, nan=float(self.size + 1)).astype(np.int64)
+
+    def threshold(self, t: int) -> float | None:
+        """The smallest float whose cell is at least ``t`` (``None``: none); the cell is monotone in the value."""
+        return first_reaching(self.cells, t)
 
 
 # -- fixed-point sums -------------------------------------------------------------------------
@@ -357,33 +383,35 @@ class WindowBuckets:
             return _numpy_backend._bucket_of(xs, self.lo_in, self.hi_in, self.scale, np.empty_like(xs))
 
     def threshold(self, t: int) -> float | None:
-        """``theta_t``: the smallest float x with ``bucket(x) >= t`` (``None``: no float reaches t).
+        """``theta_t``: the smallest float x with ``bucket(x) >= t`` (``None``: no float reaches t); :func:`first_reaching`."""
+        if t not in self._cache:
+            self._cache[t] = first_reaching(self.buckets, t)
+        return self._cache[t]
 
-        The bucket is monotone in the value, so ``bucket(x) < t`` exactly when
-        ``x < theta_t``. A search over the ordered floats that tries 1023 of them
-        per step (7 steps).
-        """
-        if t in self._cache:
-            return self._cache[t]
-        ends = self.buckets(np.array([-math.inf, math.inf]))
-        if ends[1] < t:
-            found: float | None = None
-        elif ends[0] >= t:
-            found = -math.inf
-        else:
-            below, above = _ORDERED_NEG_INF, _ORDERED_POS_INF  # bucket(below) < t <= bucket(above)
-            while above - below > 1:
-                step = max((above - below) // _PROBES, 1)
-                probes = np.arange(below + step, above, step, dtype=np.int64)[: _PROBES - 1]
-                reached = self.buckets(_from_ordered(probes)) >= t  # monotone: False..False True..True
-                i = int(np.argmax(reached)) if bool(reached.any()) else probes.size
-                if i < probes.size:
-                    above = int(probes[i])
-                if i > 0:
-                    below = int(probes[i - 1])
-            found = float(_from_ordered(np.array([above], dtype=np.int64))[0])
-        self._cache[t] = found
-        return found
+
+def first_reaching(index: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.int64]], t: int) -> float | None:
+    """The smallest float x with ``index(x) >= t`` for an ``index`` monotone in the value (``None``: no float reaches t).
+
+    So ``index(x) < t`` exactly when ``x < theta``: a backend selects the values of
+    some buckets or cells by two comparisons with the raw value. A search over the
+    ordered floats (NaN excluded) that tries 1023 of them per step (7 steps).
+    """
+    ends = index(np.array([-math.inf, math.inf]))
+    if ends[1] < t:
+        return None
+    if ends[0] >= t:
+        return -math.inf
+    below, above = _ORDERED_NEG_INF, _ORDERED_POS_INF  # index(below) < t <= index(above)
+    while above - below > 1:
+        step = max((above - below) // _PROBES, 1)
+        probes = np.arange(below + step, above, step, dtype=np.int64)[: _PROBES - 1]
+        reached = index(_from_ordered(probes)) >= t  # monotone: False..False True..True
+        i = int(np.argmax(reached)) if bool(reached.any()) else probes.size
+        if i < probes.size:
+            above = int(probes[i])
+        if i > 0:
+            below = int(probes[i - 1])
+    return float(_from_ordered(np.array([above], dtype=np.int64))[0])
 
 
 def window_ranks(n: int, first: int, last: int) -> tuple[int, int]:

@@ -26,7 +26,19 @@ with Spark SQL expressions, and every answer is **bit-identical** to
   (:class:`~dpalg.data._source_reductions.SumPlan`); a wider range goes to numpy. Bounds off the fast path go to the numpy
   backend (the column is collected), as they go to its exact path.
 * **Grid counts.** The numpy grid index, op for op, grouped by cell; the occupied
-  cells come back through Arrow (a million ``Row`` objects would cost seconds).
+  cells come back through Arrow (a million ``Row`` objects would cost seconds) and
+  are sorted in numpy. **The grid in parts** (``grid_view``, the exponential
+  quantile's read; :mod:`dpalg.data._grid_view`): a grid of more than ``2**12``
+  cells is counted per block of ``2**(bits − 10)`` cells first (one group-by of
+  about 2**10 groups: each block's count and first and last occupied cell), then
+  the cells of the blocks a question needs (the rows selected by two comparisons of
+  the raw value with the first floats of the cells, ``GridCells.threshold``, as the
+  order window's second pass selects its buckets; grouped by cell). The null
+  group (missing values) is dropped in the driver: a filter on the cell would be
+  pushed below the projection and compute the cell twice per row.
+  Two passes of a few thousand groups instead of a group-by of up to ``2**20 + 1``
+  cells, all collected: on ``3·10^6`` uniform values, about 1000 and 3000 groups
+  reach the driver instead of about 10^6.
 * **The order window.** Pass 1 counts the values per bucket, the numpy backend's
   :func:`~dpalg.data._numpy_reductions._bucket_of` computed with the same float
   operations (so the same bucket, monotone in the value), missing values in a
@@ -54,6 +66,7 @@ with Spark SQL expressions, and every answer is **bit-identical** to
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol, final
 
@@ -61,6 +74,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpalg.data._dataset import ColumnSource
+from dpalg.data._grid_view import BLOCK_BITS, BlockedGrid, CountedGrid, GridView
 from dpalg.data._keys import Key
 from dpalg.data._reductions import OrderWindow, SumSpec
 from dpalg.data._source_reductions import (
@@ -186,12 +200,44 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         return _pairs(keys.groupBy("k").count())
 
     def _grid_counts(self, column: str, grid: GridCells) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        return _cell_counts(self._cells(column, grid, self._source.frame).groupBy("j").count())
+
+    def _grid_view(self, column: str, grid: GridCells) -> GridView:
+        if grid.bits <= BLOCK_BITS + 2:  # a small grid: one pass counts it whole
+            return CountedGrid(*self._grid_counts(column, grid))
+        # pass 1: per block of 2**shift cells, its count and its first and last occupied cell (about 2**10 groups)
+        shift = grid.bits - BLOCK_BITS
+        cells = self._cells(column, grid, self._source.frame)
+        blocks = _arrow_columns(
+            cells.groupBy(F.shiftright(F.col("j"), shift).alias("k")).agg(F.count(F.lit(1)), F.min("j"), F.max("j")), 4
+        )  # fmt: skip
+        order = np.argsort(blocks[0], kind="stable")
+        k, count, first, last = (b[order] for b in blocks)
+
+        def fetch(c0: int, c1: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+            # pass 2: the cells c0..c1, selected by two comparisons of the raw value (the cell is monotone in
+            # it: cell(x) >= t exactly when x >= theta_t), so the other rows' cells are never computed
+            raw = self._double(column)
+            keep = ~F.isnan(raw) if self._kind(column) == "float" else raw.isNotNull()
+            start, stop = grid.threshold(c0), grid.threshold(c1 + 1)
+            if start is not None and start > -math.inf:
+                keep = keep & (raw >= F.lit(start))
+            if stop is not None:  # (Spark's comparisons take -0.0 as 0.0, as numpy's; the cell of both is 0's)
+                keep = keep & (raw < F.lit(stop))
+            return _cell_counts(self._cells(column, grid, self._source.frame.where(keep)).groupBy("j").count())
+
+        return BlockedGrid(shift, k, count, first, last, fetch, lambda: self._grid_counts(column, grid))
+
+    def _cells(self, column: str, grid: GridCells, rows: Any) -> Any:
+        """The grid cell ``j`` of each row of ``rows`` (the numpy grid index, op for op), null for a missing value.
+
+        Not filtered here: a filter on ``j`` would compute the expression twice per row
+        (Spark pushes it below the projection); the null group is dropped in the driver.
+        """
         v = ((_clip(self._present(column), grid.lo_in, grid.hi_in) * F.lit(0.5)) - F.lit(grid.half_l)) * F.lit(grid.scale)
         r = F.rint(v)
         cell = F.when(~F.isnan(r), _clip(r, 0.0, float(grid.size)).cast("long"))  # NaN (0·inf): counted nowhere
-        groups = self._source.frame.select(cell.alias("j")).where(F.col("j").isNotNull()).groupBy("j").count()
-        pairs = sorted((int(j), n) for j, n in _pairs(groups))
-        return np.array([j for j, _ in pairs], dtype=np.int64), np.array([n for _, n in pairs], dtype=np.int64)
+        return rows.select(cell.alias("j"))
 
     def _order_window(self, column: str, buckets: WindowBuckets, first: int, last: int) -> OrderWindow:
         x = self._present(column)
@@ -352,6 +398,23 @@ def _arrow(frame: Any) -> Any:
         return to_arrow()
     except Exception:  # noqa: BLE001 -- no pyarrow, or a type Arrow does not carry: the caller collects rows
         return None
+
+
+def _arrow_columns(frame: Any, width: int) -> list[npt.NDArray[np.int64]]:
+    """The ``width`` integer columns of a small grouped frame as int64 arrays, the row whose key (column 0) is null dropped."""
+    table = _arrow(frame)
+    if table is not None:
+        table = table.filter(table.column(0).is_valid())
+        return [np.asarray(table.column(i).to_numpy(), dtype=np.int64) for i in range(width)]
+    rows = [row for row in frame.collect() if row[0] is not None]
+    return [np.array([int(row[i]) for row in rows], dtype=np.int64) for i in range(width)]
+
+
+def _cell_counts(frame: Any) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """A grouped frame ``(cell, count)`` as ascending cells and their counts (sorted in numpy, not as Python rows)."""
+    cells, counts = _arrow_columns(frame, 2)
+    order = np.argsort(cells, kind="stable")
+    return cells[order], counts[order]
 
 
 def _pairs(frame: Any) -> list[tuple[Any, int]]:

@@ -28,6 +28,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from backend_support import CLIP_BOUNDS as BOUNDS, INF, KS, NAN, Question, answer, canon, canonical
 from backend_support import comparable_release, outcome, people, spark_module_marks
@@ -37,6 +38,7 @@ pytestmark = spark_module_marks()  # pyspark, or the module is skipped (under DP
 from dpalg import ApproxDP, BackendError, Clip, InvalidArgument, PureDP, Query, Unsupported  # noqa: E402
 from dpalg.data import Reductions, SumSpec, as_dataset, as_reductions  # noqa: E402
 from dpalg.data import _numpy_reductions as nr  # noqa: E402
+from dpalg.data._grid_view import BlockedGrid  # noqa: E402
 from dpalg.data._spark import SparkSource, java_problem  # noqa: E402
 from dpalg.mechanisms import Laplace, SmoothBound  # noqa: E402
 
@@ -267,6 +269,78 @@ def test_seeded_plans_give_the_same_release_on_spark_and_a_dict(spark: Any) -> N
     ]
     for make, budget in plans:
         assert comparable_release(make(), budget, frame) == comparable_release(make(), budget, columns), make()
+
+
+def _contiguous_span(span: Any, cells: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]) -> tuple[int, int]:
+    """Check that ``span`` is the occupied cells ``i0 .. i1 - 1`` of the whole grid (with below, prev and next); ``(i0, i1)``."""
+    i0 = int(np.searchsorted(cells, span.cells[0])) if span.cells.size else int(np.searchsorted(cells, (span.prev or -1) + 1))
+    i1 = i0 + int(span.cells.size)
+    assert span.cells.tolist() == cells[i0:i1].tolist() and span.counts.tolist() == counts[i0:i1].tolist()
+    assert span.below == int(counts[:i0].sum()) and span.n == int(counts.sum())
+    assert span.prev == (int(cells[i0 - 1]) if i0 else None) and span.next == (int(cells[i1]) if i1 < cells.size else None)
+    return i0, i1
+
+
+@pytest.mark.parametrize(("data", "bits"), [("people", 20), ("dense", 14)])
+def test_the_grid_read_in_blocks_is_the_whole_grid_in_parts(spark: Any, data: str, bits: int) -> None:
+    """SparkReductions.grid_view (block counts, then a block's cells): each span is a slice of numpy's whole grid.
+
+    The spans hold every cell holding the asked ranks; ``around(p)`` covers ``p``; the
+    whole grid is never counted; each block range is fetched once. ``people``: ties
+    (rounded to .1), None, NaN, ±inf, ±0, both ends clipped; ``dense``: 4 values per
+    cell on average, so nearly every cell (the first and last of a block too) is occupied.
+    """
+    if data == "people":
+        x, _, _ = people(20_000, 11)
+        lo, hi = Fraction(20), Fraction(80)
+    else:
+        x = np.random.default_rng(11).random(4 * 2**bits).tolist()
+        lo, hi = Fraction(0), Fraction(1)
+    frame = spark.createDataFrame([(v,) for v in x], "x double")
+    cells, counts = as_reductions(as_dataset({"x": np.array([np.nan if v is None else v for v in x])})).grid_counts("x", lo, hi, bits)
+    view = as_reductions(as_dataset(frame)).grid_view("x", lo, hi, bits)
+    assert isinstance(view, BlockedGrid) and view.counted is None and view.n == int(counts.sum())
+    upto = np.cumsum(counts)
+    for first, last in [(0, 0), (0, 30), (9_000, 9_050), (9_500, 9_500), (view.n // 3, view.n // 3 + 900), (view.n - 1, view.n - 1), (0, view.n - 1)]:
+        i0, i1 = _contiguous_span(view.span(first, last), cells, counts)
+        holding = np.flatnonzero((upto > first) & (upto - counts <= last))  # the cells holding a rank in first..last
+        assert i0 <= holding[0] and holding[-1] < i1
+        r_lo, r_hi = view.rank_block(first)
+        assert r_lo <= first < r_hi
+    for p in [0, 1, 3, 2**bits // 3, 2**bits // 2 + 1, 2**bits - 1, 2**bits]:
+        span = view.around(p)
+        _contiguous_span(span, cells, counts)
+        assert (span.prev if span.prev is not None else -1) < p < (span.next if span.next is not None else 2**bits + 1) or p in span.cells
+    assert view.fetches <= 14  # once per distinct block range: never the whole grid
+
+
+@pytest.mark.parametrize("q", ["1/2", "1/10", "9/10"])
+def test_a_seeded_exponential_quantile_is_the_same_on_spark_and_a_dict(spark: Any, q: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The release reads two block passes on Spark (never the whole grid; only a few blocks' cells reach the driver)."""
+    from dpalg.data import _spark_reductions as spark_reductions
+    from dpalg.mechanisms import ExponentialQuantile
+
+    x, _, _ = people(30_000, 3)
+    columns = {"x": x}
+    frame = spark.createDataFrame([(v,) for v in x], "x double").repartition(3)
+    collected: list[int] = []
+    original = spark_reductions._arrow
+
+    def counted(table: Any) -> Any:
+        got = original(table)
+        collected.append(-1 if got is None else int(got.num_rows))
+        return got
+
+    monkeypatch.setattr(spark_reductions, "_arrow", counted)
+    monkeypatch.setattr(spark_reductions.SparkReductions, "_grid_counts", None)  # the whole grid: never
+    settings: list[tuple[int | str, int]] = [(1, 20), ("0.05", 20), (1, 13)]
+    for epsilon, bits in settings:
+        def make() -> Any:
+            return ExponentialQuantile(Query.quantile("x", Fraction(q)) | Clip(0, 100), epsilon=epsilon, grid_bits=bits)
+
+        collected.clear()
+        assert comparable_release(make(), PureDP(epsilon), frame) == comparable_release(make(), PureDP(epsilon), columns), (epsilon, bits)
+        assert len(collected) == 2 and collected[0] <= 2**10 + 1 and collected[1] <= 16 * 2**(bits - 10), collected
 
 
 # -- the run's lifecycle and its jobs --------------------------------------------------------

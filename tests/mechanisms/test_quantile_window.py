@@ -21,7 +21,8 @@ import dpalg.noise._exponential as exp_module
 from dpalg import Clip, Query
 from dpalg.data import as_dataset
 from dpalg.mechanisms import ExponentialQuantile
-from dpalg.mechanisms.selection._exponential import quantile_runs_from_counts, sample_quantile_grid
+from dpalg.data._grid_view import BlockedGrid
+from dpalg.mechanisms.selection._exponential import quantile_runs_from_counts, sample_quantile_grid, sample_quantile_view
 from dpalg.noise import SeededRandomness, sample_exp_runs
 
 
@@ -81,3 +82,63 @@ def test_a_seeded_median_release_is_pinned() -> None:
 
 
 PINNED_MEDIANS: list[object] = [0.4982004165649414, 0.4981813430786133]
+
+
+def _blocked(cells: npt.NDArray[np.int64], counts: npt.NDArray[np.int64], shift: int) -> BlockedGrid:
+    """The blocked view a two-pass backend builds, over numpy arrays (its fetches slice them)."""
+    blocks, first = np.unique(cells >> shift, return_index=True)
+    last = np.append(first[1:], cells.size) - 1
+    per_block = np.add.reduceat(counts, first) if cells.size else np.zeros(0, dtype=np.int64)
+
+    def fetch(c0: int, c1: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        keep = (cells >= c0) & (cells <= c1)
+        return cells[keep], counts[keep]
+
+    return BlockedGrid(
+        shift, blocks.astype(np.int64), per_block.astype(np.int64), cells[first], cells[last], fetch, lambda: (cells, counts)
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("cap", [1, 4, 256])
+@pytest.mark.parametrize("q", [Fraction(1, 2), Fraction(1, 10), Fraction(9, 10), Fraction(1, 3)])
+def test_the_grid_read_in_blocks_draws_what_the_full_runs_draw(cap: int, q: Fraction, monkeypatch: pytest.MonkeyPatch) -> None:
+    """sample_quantile_view on a blocked view (the Spark backend's two passes) draws the full runs' candidate.
+
+    Blocks of 1 to 64 cells, so the near runs cross blocks and spans start and end
+    everywhere; a low cap proposes the far block often (its runs are looked up
+    around the proposed candidate). The whole grid is never fetched.
+    """
+    monkeypatch.setattr(exp_module, "_CAP", cap)
+    g = np.random.default_rng(cap * 100 + q.numerator * 10 + q.denominator + 7)
+    far = 0
+    for cells, counts, size in _cases(g):
+        for shift in (0, 2, 6):
+            for gamma in (Fraction(1, 4), Fraction(3), Fraction(1, 50)):
+                for seed in range(3):
+                    view = _blocked(cells, counts, shift)
+                    want = _full(cells, counts, size, q, gamma, seed)
+                    got = sample_quantile_view(view, size, q, gamma, SeededRandomness(seed))
+                    assert got == want, (cells.tolist(), counts.tolist(), size, shift, gamma, seed)
+                    assert view.fetches == 1 or cap < 256  # one span; a far run's block is fetched only at a low cap
+                    far += got != _full(cells, counts, size, q, gamma, seed + 1000)
+    assert far
+
+
+def test_a_blocked_grid_fetches_one_span_near_the_median() -> None:
+    """On 10**5 values in a 2**20 grid (about 100 per block of 2**10 cells): one fetch of the blocks within reach of the median."""
+    x = np.random.default_rng(3).random(100_000)
+    cells, counts = np.unique(np.rint(x * 2**20).astype(np.int64), return_counts=True)
+    fetched: list[int] = []
+    view = _blocked(cells, counts.astype(np.int64), 10)
+    original = view._fetch
+
+    def counting(c0: int, c1: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        fetched.append(c1 - c0 + 1)
+        return original(c0, c1)
+
+    view._fetch = counting
+    for seed in range(3):
+        assert sample_quantile_view(view, 2**20, Fraction(1, 2), Fraction(1, 4), SeededRandomness(seed)) == _full(
+            cells, counts.astype(np.int64), 2**20, Fraction(1, 2), Fraction(1, 4), seed
+        )
+    assert len(fetched) == 1 and fetched[0] <= 16 * 2**10  # cached after the first release; ~900 ranks within reach: ~10 blocks

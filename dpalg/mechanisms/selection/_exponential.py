@@ -23,6 +23,7 @@ the output's score is at most ``t − 1`` above the best with probability ``≥ 
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Final, Literal, final
@@ -34,6 +35,7 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike, to_fraction
 from dpalg.data import Dataset, Neighbouring, Relation, as_reductions
+from dpalg.data._grid_view import GridSpan, GridView
 from dpalg.data._numpy_reductions import MAX_COUNTED_GRID_BITS
 from dpalg.data._schema import column_kind
 from dpalg.graph._accuracy import Accuracy, alpha_param
@@ -357,6 +359,95 @@ def sample_quantile_grid(
     return start + (rng.big_below(length) if length > 1 else 0)
 
 
+def _span_runs(span: GridSpan, grid_size: int, a: int, b: int) -> list[tuple[int, int, int]]:
+    """The score runs over the candidates ``span.prev + 1 .. span.next - 1`` (``0 .. grid_size`` at the ends), signed.
+
+    Those of :func:`quantile_runs_from_counts` on the whole grid, in order, as
+    ``(start, length, signed score)`` with the signed score ``a·below − b·above``
+    (``|·|`` is the score): the gap before each cell of the span, the cell, then the
+    gap up to ``span.next`` (the final run, with every value below it, when there is no next).
+    """
+    n = span.n
+    out: list[tuple[int, int, int]] = []
+    start = 0 if span.prev is None else span.prev + 1
+    under = span.below
+    for cell, count in zip(span.cells.tolist(), span.counts.tolist()):
+        if cell > start:
+            out.append((start, cell - start, a * under - b * (n - under)))
+        out.append((cell, 1, a * under - b * (n - under - count)))
+        start, under = cell + 1, under + count
+    stop = grid_size + 1 if span.next is None else span.next
+    if stop > start:
+        out.append((start, stop - start, a * under - b * (n - under)))
+    return out
+
+
+def _run_at(runs: Sequence[tuple[int, int, int]], p: int) -> Run | None:
+    """The run holding candidate ``p`` (with its score ``|signed|``), or ``None`` when no run of ``runs`` holds it."""
+    i = bisect.bisect_right([r[0] for r in runs], p) - 1
+    if i < 0 or p >= runs[i][0] + runs[i][1]:
+        return None
+    start, length, signed = runs[i]
+    return start, length, abs(signed)
+
+
+def sample_quantile_view(view: GridView, grid_size: int, q: Fraction, gamma: Fraction, rng: AbstractRandomness) -> int:
+    """:func:`sample_quantile_grid` reading only the grid cells near the target rank: the same draws, the same candidate.
+
+    With the whole grid at hand (``view.counted``), that function. Otherwise the near
+    runs are found from a bound. The signed score ``(a+b)·below − b·n`` of a run
+    never decreases along the candidates; every run of a cell in the block holding
+    rank ``r = floor(b·n/(a+b))`` (ranks ``lo .. hi − 1``) has a signed score in
+    ``[(a+b)·lo − b·n, (a+b)·hi − b·n]``, so the least score ``s_min`` is at most
+    ``s_up``, the larger magnitude of the two ends, and the near threshold ``s_cap``
+    at most ``near_threshold(s_up)`` (it grows with ``s_min``). A run scoring below
+    that lies within ``s_cap_up/(a+b)`` ranks of the target, so one span (the cells
+    holding the ranks ``target ± (s_cap_up/(a+b) + 1)``) holds every run scoring below
+    ``s_cap_up``: a point run's score ``|(a+b)·(L + b·E/(a+b)) − b·n|`` (``L`` values
+    below, ``E`` at the cell) puts a rank of the cell within reach of the target, and a
+    gap run's ``|(a+b)·L − b·n|`` puts the cell after the gap there. The bound is
+    checked: when the span's least score is at most ``s_up``, the least score of the
+    whole grid is in the span (it is below ``s_cap_up``), so is every run below
+    ``s_cap <= s_cap_up``; otherwise (never) the whole grid answers. A far run is
+    looked up (``view.around``, a backend pass) only when the far block is proposed
+    (:func:`~dpalg.noise._exponential.sample_exp_window`: probability about
+    ``N·2**-256``). The draws are those of :func:`sample_exp_window` on the same near
+    runs, ``s_min`` and far runs, hence of :func:`sample_quantile_grid`.
+    """
+    counted = view.counted
+    n = view.n
+    if counted is not None or n == 0:
+        cells, counts = counted if counted is not None else view.full()
+        return sample_quantile_grid(cells, counts, grid_size, q, gamma, rng)
+    a = q.denominator - q.numerator  # (1 - q) * den
+    b = q.numerator  # q * den
+    target = Fraction(b * n, a + b)
+    lo, hi = view.rank_block(min(max(target.__floor__(), 0), n - 1))
+    s_up = max(abs((a + b) * lo - b * n), abs((a + b) * hi - b * n))
+    reach = Fraction(near_threshold(s_up, gamma)[1], a + b) + 1
+    span = view.span(max((target - reach).__floor__(), 0), min((target + reach).__ceil__(), n - 1))
+    runs = _span_runs(span, grid_size, a, b)
+    s_min = min(abs(s) for _, _, s in runs)
+    s_cap = near_threshold(s_min, gamma)[1]
+    if s_min > s_up:  # not reached (the block's bound holds); checked, as the argument rests on it
+        return sample_quantile_grid(*view.full(), grid_size, q, gamma, rng)
+    window = [(start, length, abs(s)) for start, length, s in runs]
+
+    def near(threshold: int) -> list[Run]:
+        assert threshold == s_cap
+        return window
+
+    def far_run(p: int) -> Run:
+        found = _run_at(runs, p)
+        if found is None:
+            found = _run_at(_span_runs(view.around(p), grid_size, a, b), p)
+        assert found is not None
+        return found
+
+    start, length, _ = sample_exp_window(s_min, near, far_run, grid_size + 1, gamma, rng)
+    return start + (rng.big_below(length) if length > 1 else 0)
+
+
 @final
 @attrs.frozen
 class ExponentialQuantile(AbstractPrimitive[PureDP]):
@@ -634,11 +725,12 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
         if self.query.user is None and self.grid_bits <= MAX_COUNTED_GRID_BITS:
             # row level: the utility reads only how many values fall on each grid point
             assert self.query.column is not None
-            occupied, counts = as_reductions(data).grid_counts(self.query.column, lower, upper, self.grid_bits)
-            if self.selection == "exponential":  # only the runs near the target rank are built
+            reductions = as_reductions(data)
+            if self.selection == "exponential":  # only the runs near the target rank are built (and, on Spark, read)
                 gamma = self.epsilon / (2 * self.sensitivity() * self.q.denominator)
-                j = sample_quantile_grid(occupied, counts, size, self.q, gamma, rng)
+                j = sample_quantile_view(reductions.grid_view(self.query.column, lower, upper, self.grid_bits), size, self.q, gamma, rng)
                 return float(lower + (upper - lower) * Fraction(j, size))
+            occupied, counts = reductions.grid_counts(self.query.column, lower, upper, self.grid_bits)
             starts, lengths, scores = quantile_runs_from_counts(occupied, counts, size, self.q)
         else:
             x = _quantile_values(self.query, data, rng)
