@@ -3,9 +3,11 @@
 Spark aborts a job whose task results add up to more than
 ``spark.driver.maxResultSize`` (default ``1g``; ``0`` is unlimited). A column
 collected in one job would then fail *after the charge*, for a reason that
-depends on the data's size. So a column is collected in one job only when its
-estimated result is at most a quarter of the cap, and otherwise in several
-jobs, each estimated at most a quarter of the cap:
+depends on the data's size. So a column is collected in one job when its
+estimated result is at most a quarter of the cap (from the type and the row
+count alone), and otherwise, after one small planning job, in jobs each
+estimated at most ``cap / 2`` less :data:`TASK_BYTES` per partition (the
+target; one job if the whole fits it):
 
 * **the estimate** is a bound per row: :data:`ROW_BYTES` for the row framing
   (``collect()`` sends a 4-byte length and an UnsafeRow of an 8-byte null
@@ -17,10 +19,11 @@ jobs, each estimated at most a quarter of the cap:
 * **the slices**: one small job counts the rows of each partition (and, for a
   variable-width column, the longest value of each partition): one row per
   partition reaches the driver. Each partition is cut into pieces of at most
-  ``cap / 4 / (bytes per row)`` rows (the partition's longest value bounds every
+  ``target / (bytes per row)`` rows (the partition's longest value bounds every
   row of it), and consecutive pieces are joined into jobs while the sum of their
-  bounds stays at most ``cap / 4``; so no job's result can exceed the cap, and a
-  value longer than a quarter of the cap is alone in its job;
+  bounds stays at most the target; so no job's result can exceed the cap, and a
+  value longer than the target is alone in its job (one longer than the cap
+  still fails: an environment failure, :class:`~dpalg.BackendError`);
 * **the row order**: a job selects the rows whose
   ``monotonically_increasing_id()`` (the partition index in the upper 31 bits,
   the row's position in its partition in the lower 33) lies in its range: a
