@@ -327,6 +327,7 @@ def test_the_counts_through_the_reductions_seam_are_the_counts_of_the_numbers() 
     pool = (0.0, -0.0, 1.0, 0.5, -2.0, math.inf, -math.inf, math.nan, 5e-324, 1e308)
     for trial in range(400):
         n = int(rng.integers(0, 10))
+        column: np.ndarray
         match trial % 3:
             case 0:
                 column = np.array(rng.choice(pool, n), dtype=np.float64)

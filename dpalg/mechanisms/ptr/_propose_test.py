@@ -499,7 +499,7 @@ def mode_histogram(query: Query, data: Dataset) -> tuple[npt.NDArray[np.float64]
         uniq, counts = np.unique(values, return_counts=True)
         return uniq, counts.astype(np.int64)
     keys, key_counts = as_reductions(data).key_histogram(column)
-    floats = np.array([float(k) for k in keys], dtype=np.float64)  # type: ignore[arg-type]
+    floats = np.array([float(k) for k in keys], dtype=np.float64)
     if query.lower is not None and query.upper is not None:
         floats = clip_inside(np.clip(floats, float(query.lower), float(query.upper)), query.lower, query.upper)
     uniq, inverse = np.unique(floats, return_inverse=True)
