@@ -132,17 +132,20 @@ def ordered_parts(frame: Any, value: Any, spark_type: Any, *, n_rows: int | None
         yield part.where(F.col("v").isNotNull()) if present_only else part
 
 
-def unordered_parts(frame: Any, *, variable_key: bool) -> Iterator[Any]:
+def unordered_parts(frame: Any, *, variable_key: bool, most: int | None = None) -> Iterator[Any]:
     """Frames whose collects, together, are the rows of ``frame`` (a grouped result: a key and a count), in some order.
 
     ``variable_key``: the key is a string or binary, measured as in
     :func:`ordered_parts` (else it is fixed-width; the count is a second 8-byte slot).
+    ``most``: a bound on the number of rows known without a job (public keys, a
+    grid's cells, the row count); when it fits a quarter of the cap, the frame
+    is collected in one job without a planning job.
     When the rows may exceed a quarter of the cap, ``frame`` is persisted (a
     grouped frame is a shuffle: its partitions are fixed only once cached) and
     cut as a column is; the cache is released when the generator finishes or is closed.
     """
     cap = result_cap(frame)
-    if cap is None:
+    if cap is None or (not variable_key and most is not None and most * (ROW_BYTES + 16) <= cap // (2 * SHARE)):
         yield frame
         return
     cached = frame.persist()

@@ -184,14 +184,15 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         keys = self._source.frame.select(self._key_expr(column, kind).alias("k"))
         if candidates is not None:
             keys = keys.where(F.col("k").isin(candidates))
-        return _pairs(keys.groupBy("k").count(), variable=kind in ("str", "bytes"))
+        most = len(candidates) if candidates is not None else self._source.known_rows  # distinct keys <= rows
+        return _pairs(keys.groupBy("k").count(), variable=kind in ("str", "bytes"), most=most)
 
     def _grid_counts(self, column: str, grid: GridCells) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         v = ((_clip(self._present(column), grid.lo_in, grid.hi_in) * F.lit(0.5)) - F.lit(grid.half_l)) * F.lit(grid.scale)
         r = F.rint(v)
         cell = F.when(~F.isnan(r), _clip(r, 0.0, float(grid.size)).cast("long"))  # NaN (0·inf): counted nowhere
         groups = self._source.frame.select(cell.alias("j")).where(F.col("j").isNotNull()).groupBy("j").count()
-        pairs = sorted((int(j), n) for j, n in _pairs(groups))
+        pairs = sorted((int(j), n) for j, n in _pairs(groups, most=grid.size + 1))
         return np.array([j for j, _ in pairs], dtype=np.int64), np.array([n for _, n in pairs], dtype=np.int64)
 
     def _order_window(self, column: str, buckets: WindowBuckets, first: int, last: int) -> OrderWindow:
@@ -203,7 +204,7 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         bucket = F.floor((_clip(x, buckets.lo_in, buckets.hi_in) * F.lit(0.5) - F.lit(buckets.lo_in * 0.5)) * F.lit(buckets.scale))
         bucket = _clip(bucket.cast("double"), 0.0, float(buckets.count - 1)).cast("long")
         counts = np.zeros(buckets.count + 1, dtype=np.int64)
-        for b, c in _pairs(self._source.frame.select(F.coalesce(bucket, F.lit(buckets.count)).alias("b")).groupBy("b").count()):
+        for b, c in _pairs(self._source.frame.select(F.coalesce(bucket, F.lit(buckets.count)).alias("b")).groupBy("b").count(), most=buckets.count + 1):
             counts[int(b)] = c
         self._source.note_rows(int(counts.sum()))
         if int(counts.sum()) <= buckets.count:  # short after all: pass 2 collects every present value
@@ -362,15 +363,16 @@ def _doubles(frame: Any) -> npt.NDArray[np.float64]:
     return np.array([r[0] for r in frame.collect()], dtype=np.float64)
 
 
-def _pairs(frame: Any, *, variable: bool = False) -> list[tuple[Any, int]]:
+def _pairs(frame: Any, *, variable: bool = False, most: int | None = None) -> list[tuple[Any, int]]:
     """The rows ``(value, count)`` of a grouped frame (Arrow when it can: far cheaper than Row objects).
 
     A grouped frame has a row per distinct value, as many as the rows at worst:
     it is collected in jobs under the result cap (:func:`dpalg.data._spark_collect.unordered_parts`);
-    ``variable``: the key is a string or binary (its bytes are measured).
+    ``variable``: the key is a string or binary (its bytes are measured);
+    ``most``: a public bound on the number of groups, if one is known (a small one saves the planning job).
     """
     out: list[tuple[Any, int]] = []
-    for part in unordered_parts(frame, variable_key=variable):
+    for part in unordered_parts(frame, variable_key=variable, most=most):
         table = _arrow(part)
         if table is not None:
             out.extend(zip(table.column(0).to_pylist(), (int(c) for c in table.column(1).to_pylist())))
