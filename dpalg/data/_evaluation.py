@@ -123,4 +123,7 @@ def guarded_run(data: Dataset, run: Callable[[], T], *, owner: str) -> T:
         raise
     except Exception as exc:  # noqa: BLE001 -- after the charge, a backend's text must not reach the caller
         failure = type(exc).__name__
-    raise BackendError(f"{owner}: the {data.backend.name} backend failed after the charge ({failure}; {WITHHELD})")
+    raise BackendError(
+        f"{owner}: the {data.backend.name} backend failed after the charge ({failure}; {WITHHELD}); "
+        "the charge stands (never refunded)"
+    )

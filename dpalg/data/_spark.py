@@ -86,6 +86,7 @@ from dpalg.data._expr import ColumnKind, derived_type
 from dpalg.data._numeric import to_float
 from dpalg.data._reductions import Reductions
 from dpalg.data._groups import GroupKey
+from dpalg.data._spark_collect import ordered_parts
 from dpalg.data._spark_grouping import SparkCoding, spark_coding
 from dpalg.data._spark_reductions import SparkReductions
 from dpalg.data._spark_expr import spark_expr
@@ -217,22 +218,23 @@ class SparkSource:
         return self._n
 
     def values(self, name: str, *, as_double: bool = False) -> list[Any]:
-        """One column collected to the driver as Python values, in the frame's row order (``None`` for null)."""
-        from pyspark.sql import functions as F
+        """One column collected to the driver as Python values, in the frame's row order (``None`` for null).
+
+        In jobs whose results stay well under ``spark.driver.maxResultSize``
+        (:mod:`dpalg.data._spark_collect`): a column larger than the cap is
+        collected in several jobs, the same values in the same order.
+        """
+        from pyspark.sql import types as T
 
         col = F.col(quoted(name))
+        spark_type = self._schema[name]
         if as_double:
-            col = col.cast("double")
-        selected = self.frame.select(col.alias("v"))
-        to_arrow = getattr(selected, "toArrow", None)
-        if callable(to_arrow):
-            try:
-                table = to_arrow()
-            except Exception:  # noqa: BLE001 -- no pyarrow, or a type Arrow does not carry: collect rows instead
-                table = None
-            if table is not None:
-                return list(table.column(0).to_pylist())
-        return [row[0] for row in selected.collect()]
+            col, spark_type = col.cast("double"), T.DoubleType()
+        frame = self.frame
+        out: list[Any] = []
+        for part in ordered_parts(frame, col, spark_type, n_rows=self._n):
+            out.extend(_pylist(part))
+        return out
 
     def materialise(self, name: str) -> npt.NDArray[np.generic]:
         kind = spark_kind(self._schema[name])
@@ -301,6 +303,19 @@ class SparkSource:
 
     def __repr__(self) -> str:  # never prints values
         return "SparkSource(DataFrame)"
+
+
+def _pylist(frame: Any) -> list[Any]:
+    """The one column of ``frame`` collected as Python values (through Arrow when it can: no Row object per value)."""
+    to_arrow = getattr(frame, "toArrow", None)
+    if callable(to_arrow):
+        try:
+            table = to_arrow()
+        except Exception:  # noqa: BLE001 -- no pyarrow, or a type Arrow does not carry: collect rows instead
+            table = None
+        if table is not None:
+            return list(table.column(0).to_pylist())
+    return [row[0] for row in frame.collect()]
 
 
 def _same_ignoring_case(a: str, b: str) -> bool:

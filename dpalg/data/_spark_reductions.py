@@ -83,6 +83,7 @@ from dpalg.data._source_reductions import (
 from dpalg.data import _spark_unit_totals as unit_totals
 from dpalg.data import _spark_units as units
 from dpalg.data._unit_totals import UnitTotals, UnitTotalSpec
+from dpalg.data._spark_collect import ordered_parts, unordered_parts
 from dpalg.data._spark_types import quoted, spark_kind
 
 if TYPE_CHECKING:
@@ -197,7 +198,8 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         keys = self._source.frame.select(self._key_expr(column, kind).alias("k"))
         if candidates is not None:
             keys = keys.where(F.col("k").isin(candidates))
-        return _pairs(keys.groupBy("k").count())
+        most = len(candidates) if candidates is not None else self._source.known_rows  # distinct keys <= rows
+        return _pairs(keys.groupBy("k").count(), variable=kind in ("str", "bytes"), most=most)
 
     def _grid_counts(self, column: str, grid: GridCells) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         return _cell_counts(self._cells(column, grid, self._source.frame).groupBy("j").count())
@@ -248,7 +250,7 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         bucket = F.floor((_clip(x, buckets.lo_in, buckets.hi_in) * F.lit(0.5) - F.lit(buckets.lo_in * 0.5)) * F.lit(buckets.scale))
         bucket = _clip(bucket.cast("double"), 0.0, float(buckets.count - 1)).cast("long")
         counts = np.zeros(buckets.count + 1, dtype=np.int64)
-        for b, c in _pairs(self._source.frame.select(F.coalesce(bucket, F.lit(buckets.count)).alias("b")).groupBy("b").count()):
+        for b, c in _pairs(self._source.frame.select(F.coalesce(bucket, F.lit(buckets.count)).alias("b")).groupBy("b").count(), most=buckets.count + 1):
             counts[int(b)] = c
         self._source.note_rows(int(counts.sum()))
         if int(counts.sum()) <= buckets.count:  # short after all: pass 2 collects every present value
@@ -310,12 +312,11 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         return col
 
     def _collect(self, expr: Column) -> npt.NDArray[np.float64]:
-        """The non-null values of ``expr`` in the frame's row order, as float64 (one job)."""
-        selected = self._source.frame.select(expr.alias("v")).where(F.col("v").isNotNull())
-        table = _arrow(selected)
-        if table is not None:
-            return np.asarray(table.column(0).to_numpy(), dtype=np.float64).copy()
-        return np.array([r[0] for r in selected.collect()], dtype=np.float64)
+        """The non-null values of ``expr`` in the frame's row order, as float64 (jobs under the result cap: :mod:`dpalg.data._spark_collect`)."""
+        from pyspark.sql import types as T
+
+        parts = [_doubles(part) for part in ordered_parts(self._source.frame, expr, T.DoubleType(), n_rows=self._source.known_rows, present_only=True)]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float64)
 
     # -- per-unit questions ------------------------------------------------------------
     # Thin: validation, the numpy fallback for what Spark does not group or read, then one
@@ -417,9 +418,27 @@ def _cell_counts(frame: Any) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int6
     return cells[order], counts[order]
 
 
-def _pairs(frame: Any) -> list[tuple[Any, int]]:
-    """The rows ``(value, count)`` of a small grouped frame (Arrow when it can: far cheaper than Row objects)."""
+def _doubles(frame: Any) -> npt.NDArray[np.float64]:
+    """The one double column of ``frame``, in its order, as float64 (one job)."""
     table = _arrow(frame)
     if table is not None:
-        return list(zip(table.column(0).to_pylist(), (int(c) for c in table.column(1).to_pylist())))
-    return [(row[0], int(row[1])) for row in frame.collect()]
+        return np.asarray(table.column(0).to_numpy(), dtype=np.float64).copy()
+    return np.array([r[0] for r in frame.collect()], dtype=np.float64)
+
+
+def _pairs(frame: Any, *, variable: bool = False, most: int | None = None) -> list[tuple[Any, int]]:
+    """The rows ``(value, count)`` of a grouped frame (Arrow when it can: far cheaper than Row objects).
+
+    A grouped frame has a row per distinct value, as many as the rows at worst:
+    it is collected in jobs under the result cap (:func:`dpalg.data._spark_collect.unordered_parts`);
+    ``variable``: the key is a string or binary (its bytes are measured);
+    ``most``: a public bound on the number of groups, if one is known (a small one saves the planning job).
+    """
+    out: list[tuple[Any, int]] = []
+    for part in unordered_parts(frame, variable_key=variable, most=most):
+        table = _arrow(part)
+        if table is not None:
+            out.extend(zip(table.column(0).to_pylist(), (int(c) for c in table.column(1).to_pylist())))
+        else:
+            out.extend((row[0], int(row[1])) for row in part.collect())
+    return out

@@ -36,12 +36,20 @@ from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.measures._display import decimal_measure as short_measure
 from dpalg.measures._measures import exact_sum, zero_like
 
-__all__ = ["FORMAT", "LedgerEntry", "LedgerError", "LedgerReport", "budget_command", "now", "over_budget", "plan_digest", "read_ledger", "zero_like"]
+__all__ = ["FORMAT", "MAX_FAILURE", "LedgerEntry", "LedgerError", "LedgerReport", "budget_command", "failure_text", "now", "over_budget", "plan_digest", "read_ledger", "zero_like"]
 
 FORMAT_VERSION: Final = 1
 FORMAT: Final = f"dpalg-ledger/{FORMAT_VERSION}"
 APPLICATION_ID: Final = 0x6470616C  # b"dpal": marks the SQLite file as a dpalg ledger
 DEFAULT_TIMEOUT: Final = 30.0
+
+# Added to the charges of a ledger made before the column existed (:func:`_add_failure_column`):
+# the format stays dpalg-ledger/1, whose older readers select their columns by name and never see it.
+_FAILURE_ONCE: Final = (
+    "CREATE TRIGGER IF NOT EXISTS failure_recorded_once BEFORE UPDATE OF failure ON charges"
+    " WHEN OLD.failure IS NOT NULL OR OLD.certificate_digest IS NOT NULL"
+    " BEGIN SELECT RAISE(ABORT, 'dpalg ledger: a failure is recorded once, and never for a released charge'); END"
+)
 
 _COMPONENTS: Final = {"PureDP": ("epsilon",), "ApproxDP": ("epsilon", "delta"), "ZCDP": ("rho",)}
 _EXACT: Final = re.compile(r"[0-9]{1,4000}/[1-9][0-9]{0,3999}")
@@ -51,7 +59,7 @@ _SCHEMA: Final = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)",
     "CREATE TABLE charges (id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT NOT NULL, pid INTEGER NOT NULL,"
     " label TEXT NOT NULL, plan_digest TEXT, measure TEXT NOT NULL CHECK (measure IN ('PureDP', 'ApproxDP', 'ZCDP')),"
-    " epsilon TEXT, delta TEXT, rho TEXT, certificate_digest TEXT)",
+    " epsilon TEXT, delta TEXT, rho TEXT, certificate_digest TEXT, failure TEXT)",
     # Guards against slips (a hand-typed DELETE), not against an adversary, who can drop them.
     "CREATE TRIGGER charges_never_deleted BEFORE DELETE ON charges"
     " BEGIN SELECT RAISE(ABORT, 'dpalg ledger: charges are never deleted (no refunds)'); END",
@@ -60,6 +68,7 @@ _SCHEMA: Final = (
     "CREATE TRIGGER certificate_recorded_once BEFORE UPDATE OF certificate_digest ON charges"
     " WHEN OLD.certificate_digest IS NOT NULL"
     " BEGIN SELECT RAISE(ABORT, 'dpalg ledger: a certificate digest is recorded once'); END",
+    _FAILURE_ONCE,
     "CREATE TRIGGER meta_never_changed BEFORE UPDATE ON meta BEGIN SELECT RAISE(ABORT, 'dpalg ledger: meta is fixed'); END",
     "CREATE TRIGGER meta_never_deleted BEFORE DELETE ON meta BEGIN SELECT RAISE(ABORT, 'dpalg ledger: meta is fixed'); END",
 )
@@ -87,6 +96,13 @@ class LedgerEntry:
             ``plan_repr``), or None for a bare ``Session.charge``.
         certificate_digest: the released certificate's ``digest`` value, or None when
             nothing was released (a bare charge, or a run that raised after its charge).
+        failure: why a run failed after its charge, or None (released, still
+            running, a bare charge, or a ledger written before failures were
+            recorded). ``"environment: ..."`` for a :class:`~dpalg.BackendError`
+            (the backend failed: a job aborted, a lost executor, a result over
+            ``spark.driver.maxResultSize``), with its message, which names the
+            backend and the exception type only; ``"error: <type>"`` for any
+            other exception (its type only). Never data. The charge stands either way.
     """
 
     id: int
@@ -96,6 +112,30 @@ class LedgerEntry:
     cost: Measure
     plan_digest: str | None
     certificate_digest: str | None
+    failure: str | None = None
+
+
+#: the longest failure text a ledger keeps (one line of ``dpalg budget``)
+MAX_FAILURE: Final = 300
+
+
+def failure_text(exc: BaseException) -> str:
+    """What the ledger records of a run that raised after its charge: never data (:attr:`LedgerEntry.failure`).
+
+    Examples:
+        >>> from dpalg import BackendError
+        >>> failure_text(BackendError("plan.run: the spark backend failed after the charge (Py4JJavaError)"))
+        'environment: plan.run: the spark backend failed after the charge (Py4JJavaError)'
+        >>> failure_text(ValueError("the secret row 4711"))
+        'error: ValueError'
+    """
+    from dpalg._errors import BackendError
+
+    if isinstance(exc, BackendError):  # its message names the backend and an exception type only (by construction)
+        text = "environment: " + " ".join(str(exc).split())
+    else:
+        text = f"error: {type(exc).__name__}"
+    return text if len(text) <= MAX_FAILURE else text[: MAX_FAILURE - 3] + "..."
 
 
 def plan_digest(plan: object) -> str:
@@ -199,16 +239,30 @@ def _measure(kind: str, values: list[Fraction], where: str) -> Measure:
         raise LedgerError(f"{where}: {exc}; the ledger was damaged or edited") from None
 
 
-_ROW: Final = "SELECT id, time, pid, label, plan_digest, measure, epsilon, delta, rho, certificate_digest FROM charges ORDER BY id"
+_ROW: Final = "SELECT id, time, pid, label, plan_digest, measure, epsilon, delta, rho, certificate_digest, {failure} FROM charges ORDER BY id"
 _Row = tuple[object, ...]
 
 
+def _rows(conn: sqlite3.Connection) -> str:
+    """The query of every charge; a ledger made before the ``failure`` column reads it as NULL."""
+    columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(charges)")}
+    return _ROW.format(failure="failure" if "failure" in columns else "NULL")
+
+
+def _add_failure_column(conn: sqlite3.Connection) -> None:
+    """Give a ledger made before failures were recorded its ``failure`` column and trigger (additive; once)."""
+    columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(charges)")}
+    if "failure" not in columns:
+        conn.execute("ALTER TABLE charges ADD COLUMN failure TEXT")
+    conn.execute(_FAILURE_ONCE)
+
+
 def _entry(row: _Row, budget: Measure, where: str) -> LedgerEntry:
-    charge_id, time, pid, label, digest, kind, eps, delta, rho, cert = row
+    charge_id, time, pid, label, digest, kind, eps, delta, rho, cert, failure = row
     here = f"{where}: charge {charge_id}"
     if kind != type(budget).__name__ or not isinstance(charge_id, int) or not isinstance(pid, int):
         raise LedgerError(f"{here} is not a {type(budget).__name__} charge; the ledger was damaged or edited")
-    if not isinstance(time, str) or not isinstance(label, str) or not all(v is None or isinstance(v, str) for v in (digest, cert)):
+    if not isinstance(time, str) or not isinstance(label, str) or not all(v is None or isinstance(v, str) for v in (digest, cert, failure)):
         raise LedgerError(f"{here} has a field of the wrong type; the ledger was damaged or edited")
     texts = {"epsilon": eps, "delta": delta, "rho": rho}
     names = _COMPONENTS[kind]
@@ -217,7 +271,7 @@ def _entry(row: _Row, budget: Measure, where: str) -> LedgerEntry:
     cost = _measure(kind, [_fraction(texts[name], f"{here}: {name}") for name in names], here)
     plan = digest if isinstance(digest, str) else None
     certificate = cert if isinstance(cert, str) else None
-    return LedgerEntry(charge_id, time, pid, label, cost, plan, certificate)
+    return LedgerEntry(charge_id, time, pid, label, cost, plan, certificate, failure if isinstance(failure, str) else None)
 
 
 def _spent(entries: tuple[LedgerEntry, ...] | list[LedgerEntry], budget: Measure, where: str) -> Measure:
@@ -329,6 +383,14 @@ class _SQLiteLedger:
                     raise
             _try_wal(conn)
             stored, _ = _read_meta(conn, full)
+            if "failure" not in {str(row[1]) for row in conn.execute("PRAGMA table_info(charges)")}:
+                conn.execute("BEGIN IMMEDIATE")  # a ledger of an earlier dpalg: the additive column, once
+                try:
+                    _add_failure_column(conn)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
         if stored != budget:
             raise InvalidArgument(
                 "Session.open", "budget", budget,
@@ -374,7 +436,7 @@ class _SQLiteLedger:
             conn.execute("COMMIT")
 
     def _entries(self, conn: sqlite3.Connection) -> list[LedgerEntry]:
-        return [_entry(row, self.budget, self._file) for row in conn.execute(_ROW)]
+        return [_entry(row, self.budget, self._file) for row in conn.execute(_rows(conn))]
 
     def charge(self, cost: Measure, label: str, plan_digest: str | None) -> tuple[Measure, Measure, int]:
         # The write lock is taken first (IMMEDIATE), so the total read below cannot go stale before the insert.
@@ -400,6 +462,13 @@ class _SQLiteLedger:
             conn.execute(
                 "UPDATE charges SET certificate_digest = ? WHERE id = ? AND certificate_digest IS NULL",
                 (certificate_digest, charge_id),
+            )
+
+    def record_failure(self, charge_id: int, failure: str) -> None:
+        with self._transaction("BEGIN IMMEDIATE") as conn:
+            conn.execute(
+                "UPDATE charges SET failure = ? WHERE id = ? AND failure IS NULL AND certificate_digest IS NULL",
+                (failure, charge_id),
             )
 
     def totals(self) -> tuple[Measure, int]:
@@ -447,7 +516,7 @@ def read_ledger(path: str | os.PathLike[str]) -> LedgerReport:
             raise _not_a_ledger(full, "an empty file")
         conn.execute("BEGIN")
         budget, created = _read_meta(conn, full)
-        entries = tuple(_entry(row, budget, full) for row in conn.execute(_ROW))
+        entries = tuple(_entry(row, budget, full) for row in conn.execute(_rows(conn)))
         conn.execute("COMMIT")
     return LedgerReport(full, created, budget, _spent(entries, budget, full), entries)
 
@@ -461,7 +530,7 @@ def _report_json(report: LedgerReport) -> str:
              "remaining": short_measure(report.remaining, "down")}  # fmt: skip
     charges = [
         {"id": e.id, "time": e.time, "pid": e.pid, "label": e.label, "cost": measure_to_json(e.cost),
-         "plan_digest": e.plan_digest, "certificate_digest": e.certificate_digest}  # fmt: skip
+         "plan_digest": e.plan_digest, "certificate_digest": e.certificate_digest, "failure": e.failure}  # fmt: skip
         for e in report.entries
     ]
     doc = {"ledger": report.path, "format": FORMAT, "created": report.created, "budget": measure_to_json(report.budget),
@@ -481,6 +550,8 @@ def _report_text(report: LedgerReport) -> str:
     for e in report.entries:
         plan = f"plan {e.plan_digest[:12]}" if e.plan_digest else "plan -"
         cert = f"certificate {e.certificate_digest[:12]}" if e.certificate_digest else "not released"
+        if e.failure is not None:
+            cert = f"failed after the charge ({_shown(e.failure)})"
         lines.append(f"  #{e.id}  {e.time}  {_shown(e.label)}  {short_measure(e.cost, 'up')}  {plan}  {cert}")
     return "\n".join(lines)
 

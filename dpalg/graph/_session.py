@@ -14,7 +14,8 @@ from dpalg._errors import InvalidArgument
 from dpalg.graph._accountant import add_measures, derive, fits, subtract_measures
 from dpalg.graph._compose import conversion_advice
 from dpalg.graph._ledger import (
-    DEFAULT_TIMEOUT, LedgerEntry, LedgerError, _SQLiteLedger, default_label, now, over_budget, plan_digest, run_label, zero_like,
+    DEFAULT_TIMEOUT, LedgerEntry, LedgerError, _SQLiteLedger, default_label, failure_text, now, over_budget, plan_digest, run_label,
+    zero_like,
 )
 from dpalg.data._dataset import run_data
 from dpalg.graph._node import AbstractMeasurement, M
@@ -70,6 +71,9 @@ class Ledger(Protocol):
     def record_release(self, charge_id: int, certificate_digest: str) -> None:
         """Note the certificate of the release that charge ``charge_id`` paid for."""
 
+    def record_failure(self, charge_id: int, failure: str) -> None:
+        """Note that the run charge ``charge_id`` paid for raised (:attr:`LedgerEntry.failure`); the charge stands."""
+
     def totals(self) -> tuple[Measure, int]:
         """The spent amount and the number of charges, read together."""
 
@@ -104,6 +108,12 @@ class _MemoryLedger:
             entry = self._entries[charge_id - 1]
             if entry.certificate_digest is None:
                 self._entries[charge_id - 1] = attrs.evolve(entry, certificate_digest=certificate_digest)
+
+    def record_failure(self, charge_id: int, failure: str) -> None:
+        with self._lock:
+            entry = self._entries[charge_id - 1]
+            if entry.failure is None and entry.certificate_digest is None:
+                self._entries[charge_id - 1] = attrs.evolve(entry, failure=failure)
 
     def totals(self) -> tuple[Measure, int]:
         with self._lock:
@@ -242,7 +252,10 @@ class Session(Generic[M]):
         column typo or a complex column costs nothing. The charge is then made
         before any value is read; a later error does not refund it. The
         ledger records the plan's digest with the charge and, once the release
-        exists, its certificate's digest.
+        exists, its certificate's digest; a run that raises after its charge is
+        recorded as failed (:attr:`~dpalg.graph._ledger.LedgerEntry.failure`:
+        ``environment: ...`` for a :class:`~dpalg.BackendError`), and the
+        exception propagates.
 
         Raises:
             InvalidArgument: ``label`` is not a non-empty line of printable
@@ -251,6 +264,7 @@ class Session(Generic[M]):
             BudgetExceeded: the plan's cost does not fit what remains (nothing is charged).
             LedgerError: the ledger file stayed locked past the timeout, or is
                 gone or damaged (nothing is charged).
+            BackendError: the data's backend failed after the charge (the charge stands).
         """
         shown = default_label(plan) if label is None else run_label(label)
         derivation = derive(plan)
@@ -260,7 +274,11 @@ class Session(Generic[M]):
             digest = plan_digest(plan)
             before, after, charge_id = self._charge(cast(M, derivation.cost), shown, digest)
             spend = SessionSpend(budget=self._budget, spent_before=before, spent_after=after)
-            release = EXECUTE.impl(plan, dataset, rng=rng, derivation=derivation, budget=self._budget, session=spend, schema=schema)
+            try:
+                release = EXECUTE.impl(plan, dataset, rng=rng, derivation=derivation, budget=self._budget, session=spend, schema=schema)
+            except Exception as exc:
+                self._record_failure(charge_id, exc)
+                raise
         sealed = release.certificate.get("digest")
         if isinstance(sealed, dict) and isinstance(sealed.get("value"), str):
             # Bookkeeping only: the release is made and paid for; a busy ledger must not swallow it.
@@ -269,6 +287,13 @@ class Session(Generic[M]):
             except LedgerError as exc:
                 warnings.warn(f"the release was made, but its certificate digest was not recorded: {exc}", RuntimeWarning, stacklevel=2)
         return release
+
+    def _record_failure(self, charge_id: int, exc: Exception) -> None:
+        """Bookkeeping after a charged run raised: the ledger notes why (never data); ``exc`` propagates regardless."""
+        try:
+            self._ledger.record_failure(charge_id, failure_text(exc))
+        except LedgerError as problem:
+            warnings.warn(f"the run failed after its charge, and the failure was not recorded: {problem}", RuntimeWarning, stacklevel=3)
 
     def __repr__(self) -> str:
         try:

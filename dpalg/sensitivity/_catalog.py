@@ -53,6 +53,7 @@ __all__ = [
     "local_sensitivity_at_distance",
     "ls_profile",
     "mode_gap_distance",
+    "mode_gap_distance_counts",
     "overflow_safe_mean",
 ]
 
@@ -561,6 +562,21 @@ def mode_gap_distance(values: FloatArray, relation: Relation = "add_remove") -> 
     if arr.size == 0:
         return 0 if rel == "add_remove" else 2
     uniq, counts = np.unique(arr, return_counts=True)
+    return mode_gap_distance_counts(uniq, counts, rel)
+
+
+def mode_gap_distance_counts(uniq: FloatArray, counts: npt.NDArray[np.int64], relation: Relation = "add_remove") -> int:
+    """:func:`mode_gap_distance` from the distinct values (ascending) and their counts (all > 0): a histogram of the values.
+
+    Examples:
+        >>> mode_gap_distance_counts(np.array([1.0, 2.0]), np.array([4, 2]))
+        2
+        >>> mode_gap_distance_counts(np.zeros(0), np.zeros(0, dtype=np.int64), "substitution")
+        2
+    """
+    rel = check_relation(relation, "mode_gap_distance")
+    if uniq.size == 0:
+        return 0 if rel == "add_remove" else 2
     top = int(np.argmax(counts))
     c1 = int(counts[top])
     gaps = [c1]  # a fresh value below the mode (the value domain is the real line)

@@ -20,7 +20,7 @@ import attrs
 import numpy as np
 import pytest
 
-from dpalg import ApproxDP, BudgetExceeded, Compose, InvalidArgument, PureDP, Query, Session, ZCDP
+from dpalg import ApproxDP, BackendError, BudgetExceeded, Compose, InvalidArgument, PureDP, Query, Session, ZCDP
 from dpalg.cli import main
 from dpalg.data import Dataset
 from dpalg.graph._accountant import add_measures, fits
@@ -221,6 +221,86 @@ def test_a_run_that_raised_keeps_its_row_without_a_certificate(tmp_path: Path) -
         session.run(Compose(_Boom(PureDP("0.4"))), {"x": [1.0]}, rng=0)
     (entry,) = Session.open(path, PureDP(1)).history()
     assert entry.cost == PureDP("0.4") and entry.certificate_digest is None and entry.plan_digest is not None
+
+
+@attrs.frozen
+class _BackendDown(Fixed[PureDP]):  # type: ignore[misc]
+    """A mechanism whose backend fails after the charge (a Spark job aborted, an executor lost)."""
+
+    def release(self, data: Dataset, rng: AbstractRandomness) -> object:
+        raise BackendError("Laplace: the spark backend failed after the charge (Py4JJavaError; its message is withheld)")
+
+
+@pytest.mark.parametrize("on_file", [True, False], ids=["sqlite", "memory"])
+def test_a_run_that_failed_after_its_charge_is_recorded_as_failed(tmp_path: Path, on_file: bool, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "b.db"
+    session = Session.open(path, PureDP(1)) if on_file else Session(PureDP(1))
+    with pytest.raises(BackendError, match="after the charge"):
+        session.run(Compose(_BackendDown(PureDP("0.4"))), DATA, rng=0, label="nightly")
+    with pytest.raises(RuntimeError, match="mechanism failed"):
+        session.run(Compose(_Boom(PureDP("0.1"))), DATA, rng=0)
+    session.run(Laplace(Query.count(), epsilon=Fraction(1, 4)), DATA, rng=1)
+    down, boom, fine = session.history()
+    assert down.failure == "environment: Laplace: the spark backend failed after the charge (Py4JJavaError; its message is withheld)"
+    assert boom.failure == "error: RuntimeError"  # the type only: a mechanism's text is not recorded
+    assert fine.failure is None and fine.certificate_digest is not None
+    assert session.spent == PureDP("0.75")  # the failed charges stand
+    if not on_file:
+        return
+    report = read_ledger(path)
+    assert [e.failure for e in report.entries] == [down.failure, boom.failure, None] and report.spent == PureDP("0.75")
+    assert _column(path, "SELECT failure FROM charges ORDER BY id") == [down.failure, boom.failure, None]
+    capsys.readouterr()
+    assert main(["budget", str(path)]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  #")]
+    assert "nightly" in lines[0] and "failed after the charge (environment: Laplace: the spark backend" in lines[0]
+    assert "failed after the charge (error: RuntimeError)" in lines[1] and "certificate" in lines[2]
+    assert main(["budget", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [c["failure"] for c in doc["charges"]] == [down.failure, boom.failure, None]
+    conn = sqlite3.connect(path)
+    try:  # recorded once, and never on a released charge
+        with pytest.raises(sqlite3.DatabaseError, match="recorded once"):
+            conn.execute("UPDATE charges SET failure = 'edited' WHERE id = 1")
+        with pytest.raises(sqlite3.DatabaseError, match="recorded once"):
+            conn.execute("UPDATE charges SET failure = 'edited' WHERE id = 3")
+    finally:
+        conn.close()
+
+
+def test_a_ledger_made_before_failures_were_recorded_gains_the_column(tmp_path: Path) -> None:
+    """A dpalg-ledger/1 file without the ``failure`` column is read as it is, and gains the column when opened to write."""
+    path = tmp_path / "old.db"
+    Session.open(path, PureDP(1)).charge(THIRD, label="before")
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:  # the file as an earlier dpalg wrote it
+        conn.execute("DROP TRIGGER failure_recorded_once")
+        conn.execute("ALTER TABLE charges DROP COLUMN failure")
+    finally:
+        conn.close()
+    (old,) = read_ledger(path).entries  # read-only: no column added
+    assert old.failure is None and old.label == "before"
+    assert "failure" not in _column(path, "SELECT name FROM pragma_table_info('charges')")
+    session = Session.open(path, PureDP(1))
+    assert "failure" in _column(path, "SELECT name FROM pragma_table_info('charges')")
+    with pytest.raises(BackendError):
+        session.run(Compose(_BackendDown(PureDP("0.1"))), DATA, rng=0)
+    first, second = read_ledger(path).entries
+    assert first.failure is None and second.failure is not None and second.failure.startswith("environment: ")
+    assert Session.open(path, PureDP(1)).spent == PureDP(Fraction(1, 3) + Fraction(1, 10))
+
+
+def test_a_failure_that_cannot_be_recorded_warns_and_the_error_propagates(tmp_path: Path) -> None:
+    path = tmp_path / "b.db"
+    session = Session.open(path, PureDP(1))
+
+    def gone(charge_id: int, failure: str) -> None:
+        raise LedgerError("the ledger is gone")
+
+    object.__setattr__(session._ledger, "record_failure", gone)
+    with pytest.warns(RuntimeWarning, match="failure was not recorded"), pytest.raises(BackendError):
+        session.run(Compose(_BackendDown(PureDP("0.1"))), DATA, rng=0)
+    assert session.spent == PureDP("0.1")
 
 
 def test_the_in_memory_session_keeps_the_same_history(tmp_path: Path) -> None:

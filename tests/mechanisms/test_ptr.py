@@ -300,3 +300,45 @@ def test_a_certificate_made_before_the_split_still_audits() -> None:
     assert "ProposeTest(target=" in str(cert["plan_repr"]) and "epsilon_test" not in json.dumps(cert)
     report = audit_certificate(cert)
     assert report.status == "cost_confirmed", report.findings
+
+
+# --- PTRMode reads a histogram of the values, not the values ---------------------------------------
+
+_MODE_POOL = (0.0, -0.0, 1.0, 2.0, math.inf, -math.inf, math.nan, 3.5, 1e308, -7.0, 2.0**53, 2.0**53 + 2)
+
+
+def _mode_columns() -> list[np.ndarray]:
+    rng = np.random.default_rng(5)
+    out: list[np.ndarray] = []
+    for trial in range(400):
+        n = int(rng.integers(0, 12))
+        match trial % 4:
+            case 0:
+                out.append(np.array(rng.choice(_MODE_POOL, n), dtype=np.float64))
+            case 1:
+                out.append(rng.integers(-3, 3, n))
+            case 2:
+                out.append(rng.integers(0, 2, n).astype(bool))
+            case _:
+                out.append(np.array(rng.choice([2**62, 2**62 + 1, 0, 1, -5], n), dtype=np.int64))
+    return out
+
+
+@pytest.mark.parametrize("query", [Query.mode("x"), Query.mode("x") | Clip(-1, 2), Query.mode("x") | Clip("0.1", "1/3")], ids=str)
+def test_the_mode_histogram_is_the_histogram_of_the_values(query: Query) -> None:
+    """The key histogram (with the clip applied to the keys) is ``np.unique`` of the query's values, so the gap and the mode are."""
+    from dpalg.mechanisms.ptr._propose_test import mode_histogram
+    from dpalg.queries import evaluate_values
+    from dpalg.sensitivity import mode_gap_distance
+    from dpalg.sensitivity._catalog import mode_gap_distance_counts
+
+    for column in _mode_columns():
+        data = as_dataset({"x": column})
+        values = query.values(data)
+        uniq, counts = mode_histogram(query, data)
+        expected = np.unique(values, return_counts=True)
+        assert np.array_equal(uniq, expected[0]) and np.array_equal(counts, expected[1]), (column, query)
+        for relation in ("add_remove", "substitution"):
+            assert mode_gap_distance_counts(uniq, counts, relation) == mode_gap_distance(values, relation)
+        if values.size:
+            assert float(uniq[int(np.argmax(counts))]) == evaluate_values(query, values)

@@ -319,3 +319,23 @@ def test_example_runs_quick(tmp_path: Path) -> None:
     subprocess.run([sys.executable, str(script), "--quick", "--out", str(tmp_path)], check=True, timeout=120)
     assert (tmp_path / "private_ratio.png").stat().st_size > 0
     assert (tmp_path / "private_ratio.md").read_text().count("|") > 10
+
+
+def test_the_counts_through_the_reductions_seam_are_the_counts_of_the_numbers() -> None:
+    """(a, b) from ``count`` and the rows keyed 0/False equal the count of present and of non-zero numbers."""
+    rng = np.random.default_rng(11)
+    pool = (0.0, -0.0, 1.0, 0.5, -2.0, math.inf, -math.inf, math.nan, 5e-324, 1e308)
+    for trial in range(400):
+        n = int(rng.integers(0, 10))
+        column: np.ndarray
+        match trial % 3:
+            case 0:
+                column = np.array(rng.choice(pool, n), dtype=np.float64)
+            case 1:
+                column = rng.integers(-2, 3, n)
+            case _:
+                column = rng.integers(0, 2, n).astype(bool)
+        numbers = np.asarray(column, dtype=np.float64)
+        present = ~np.isnan(numbers)
+        expected = int(np.count_nonzero(present & (numbers != 0))), int(np.count_nonzero(present))
+        assert PrivateRatio("c").counts(as_dataset({"c": column})) == expected, column

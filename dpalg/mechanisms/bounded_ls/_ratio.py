@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument, name_param
 from dpalg._numbers import ExactLike
-from dpalg.data import ColumnUse, Dataset, Neighbouring, Relation
+from dpalg.data import ColumnUse, Dataset, Neighbouring, Relation, as_reductions
 from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.mechanisms._common.accuracy import int_param, up_text
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
@@ -89,7 +89,19 @@ class PrivateRatio:
         return (ColumnUse(self.numerator, "numeric"),)
 
     def counts(self, data: Dataset) -> tuple[int, int]:
-        """The exact (a, b) (private; used inside releases and for utility tests)."""
+        """The exact (a, b) (private; used inside releases and for utility tests).
+
+        A column of bools, ints or floats is read through the reductions seam (on
+        Spark and polars, on the backend: nothing collected): b is the count of
+        present values and a = b minus the rows whose key is ``0`` (``0``,
+        ``0.0``, ``-0.0``) or ``False``; missing values are no key, as they are no
+        number. Other columns (decimals, objects) are read as numbers.
+        """
+        if data.column_dtype(self.numerator).kind in "biuf":
+            reductions = as_reductions(data)
+            b = reductions.count(self.numerator)
+            zeros = int(np.sum(reductions.key_counts(self.numerator, [0, False])))  # one of the two keys can match a column
+            return b - zeros, b
         column = data.numeric(self.numerator)
         present = ~np.isnan(column)
         return int(np.count_nonzero(present & (column != 0))), int(np.count_nonzero(present))

@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
-from dpalg.data import Dataset, Neighbouring, Relation
+from dpalg.data import Dataset, Neighbouring, Relation, as_reductions
 from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.mechanisms._common.accuracy import percent_text, up_text
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
@@ -54,9 +54,9 @@ from dpalg.mechanisms._common.user_level import row_view, unit_values
 from dpalg.noise import AbstractRandomness, round_to_lattice
 from dpalg.noise._laplace import laplace_int
 from dpalg.noise._tails import laplace_tail_quantile
-from dpalg.queries import Query
+from dpalg.queries import Query, clip_inside
 from dpalg._bottom import BOTTOM
-from dpalg.sensitivity._catalog import distance_to_instability, mode_gap_distance, overflow_safe_mean
+from dpalg.sensitivity._catalog import distance_to_instability, mode_gap_distance_counts, overflow_safe_mean
 from dpalg.mechanisms._common.user_function import statistic_value
 from dpalg.mechanisms._common.local_sensitivity import LocalSensAtDistance, float_at_most
 
@@ -473,14 +473,39 @@ class PTRMode(AbstractPrimitive[ApproxDP]):
         return ptr_mode_accuracy(self, alpha, distance, gap)
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
-        """⊥ or the mode."""
-        from dpalg.queries import evaluate_values
-
-        values = self.query.values(data)
-        gamma = min(mode_gap_distance(values, self.relation), ptr_cap(self.epsilon, self.delta))
+        """⊥ or the mode (smallest value among ties), from the histogram of the query's values (:func:`mode_histogram`)."""
+        uniq, counts = mode_histogram(self.query, data)
+        gamma = min(mode_gap_distance_counts(uniq, counts, self.relation), ptr_cap(self.epsilon, self.delta))
         if not ptr_test_passes(gamma, self.epsilon, self.delta, rng):
             return BOTTOM
-        return evaluate_values(self.query, values)
+        return float(uniq[int(np.argmax(counts))]) if uniq.size else float("nan")
+
+
+def mode_histogram(query: Query, data: Dataset) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """The distinct values of ``query.values(data)`` (ascending) and their counts: all the mode and its gap depend on.
+
+    A column of bools, ints or floats is read through the reductions seam's
+    ``key_histogram`` (on Spark and polars, grouped on the backend: one row per
+    distinct value reaches the driver, in jobs under the result cap): a present
+    value is a key (``-0.0`` is ``0.0``; missing values are no key, as they are
+    no number), read back as its float; with a clip, the keys are clipped as the
+    values are (``np.clip``, then :func:`~dpalg.queries.clip_inside`) and merged.
+    The multiset is that of ``query.values(data)``, so the histogram is
+    ``np.unique(values, return_counts=True)``. Other columns read the values.
+    """
+    column = query.column
+    if column is None or data.column_dtype(column).kind not in "biuf":
+        values = query.values(data)
+        uniq, counts = np.unique(values, return_counts=True)
+        return uniq, counts.astype(np.int64)
+    keys, key_counts = as_reductions(data).key_histogram(column)
+    floats = np.array([float(k) for k in keys], dtype=np.float64)
+    if query.lower is not None and query.upper is not None:
+        floats = clip_inside(np.clip(floats, float(query.lower), float(query.upper)), query.lower, query.upper)
+    uniq, inverse = np.unique(floats, return_inverse=True)
+    counts = np.zeros(uniq.size, dtype=np.int64)
+    np.add.at(counts, inverse, key_counts)
+    return uniq, counts
 
 
 def ptr_accuracy(node: ProposeTest, alpha: ExactLike, distance: int | None) -> Accuracy:

@@ -193,7 +193,7 @@ def spark_block_values(
     except Exception as exc:  # noqa: BLE001 -- the message may quote data (a worker's traceback): its type only
         failed = type(exc).__name__
     if failed is not None:  # raised outside the handler: the Spark exception is neither __cause__ nor __context__
-        raise BackendError(f"{owner}: the Spark job of the block function failed after the charge ({failed}; {WITHHELD})")
+        raise BackendError(f"{owner}: the Spark job of the block function failed after the charge ({failed}; {WITHHELD}); the charge stands (never refunded)")
     out = np.full(m, failure, dtype=np.float64)  # an empty block is no group: it keeps the failure value
     for block, value in rows:
         out[int(block)] = float(value)

@@ -1,0 +1,113 @@
+"""A column collected in jobs under ``spark.driver.maxResultSize`` (``dpalg.data._spark_collect``), on the shared local session.
+
+The session's cap is fixed when it starts, so the cap the slicing reads is
+replaced by a small one: the column is then collected in many jobs, and must be
+the same values in the same order as one job collects them (a shuffled frame
+included: its order is the persisted frame's). PTRMode and the private ratio
+read nothing column by column: their Spark releases equal numpy's, seed for
+seed, with collection forbidden.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from backend_support import spark_module_marks
+
+pytestmark = [*spark_module_marks(), pytest.mark.filterwarnings("ignore::dpalg.InsecureRandomnessWarning")]
+
+from dpalg import Clip, Query, Session  # noqa: E402
+from dpalg.data import _spark_collect as sc  # noqa: E402
+from dpalg.data import as_dataset  # noqa: E402
+from dpalg.data._spark import SparkSource  # noqa: E402
+from dpalg.mechanisms import KSWRatio, NaiveRatio, PrivateRatio, PTRMode  # noqa: E402
+
+ROWS = 3000
+
+
+def _frame(spark: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    i = F.col("id")
+    frame = spark.range(ROWS, numPartitions=3).select(
+        i.alias("i"), F.when(i % 7 == 0, None).otherwise(i * 0.5).alias("x"),
+        F.when(i % 11 == 0, None).otherwise(F.repeat(F.lit("ab"), (i % 13).cast("int"))).alias("s"),
+    )  # fmt: skip
+    return frame.repartition(5)  # shuffled: a row order exists only once persisted
+
+
+def test_the_parse_of_spark_sizes() -> None:
+    assert [sc.parse_bytes(t) for t in ("1g", "1m", "0", "4096", "2k", "3kb", "x1")] == [2**30, 2**20, 0, 4096, 2048, 3072, None]
+
+
+@pytest.mark.parametrize("cap", [None, 2**16, 2**12])
+def test_a_column_collected_in_slices_is_the_column_in_row_order(spark: Any, monkeypatch: pytest.MonkeyPatch, cap: int | None) -> None:
+    jobs: list[int] = []
+    slices = sc._slices
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        ranges = slices(*args, **kwargs)
+        jobs.append(0 if ranges is None else len(ranges))
+        return ranges
+
+    monkeypatch.setattr(sc, "result_cap", lambda frame: cap)
+    monkeypatch.setattr(sc, "_slices", counted)
+    source = SparkSource(_frame(spark))
+    try:
+        ids, xs, ss = source.values("i"), source.values("x", as_double=True), source.values("s")
+        assert sorted(ids) == list(range(ROWS)) and ids != sorted(ids)  # every row once, in the shuffled order
+        assert xs == [None if i % 7 == 0 else i * 0.5 for i in ids]  # the same order in every column
+        assert ss == [None if i % 11 == 0 else "ab" * (i % 13) for i in ids]
+    finally:
+        source.close()
+    if cap is None:
+        assert jobs == []  # unlimited: one job, no planning
+    else:
+        assert len(jobs) == 3 and min(jobs) >= (2 if cap == 2**16 else 10), jobs  # several jobs per column
+
+
+def test_every_slice_is_bounded_by_the_target(spark: Any) -> None:
+    frame = _frame(spark).persist()
+    try:
+        from pyspark.sql import functions as F
+
+        target = 2**13
+        for value, fixed in ((F.col("x"), 0), (F.col("s"), None)):
+            ranges = sc._slices(frame, value, fixed, target)
+            assert ranges is not None and len(ranges) > 1
+            width = F.lit(sc.ROW_BYTES) if fixed is not None else F.lit(sc.ROW_BYTES + 8) + F.coalesce(F.octet_length(value), F.lit(0))
+            numbered = frame.select(F.monotonically_increasing_id().alias("id"), width.alias("w"))
+            sizes = [numbered.where((F.col("id") >= lo) & (F.col("id") < hi)).agg(F.sum("w")).collect()[0][0] for lo, hi in ranges]
+            allowed = max(target - sc.TASK_BYTES * 5, target // 4)
+            assert max(sizes) <= allowed and sum(sizes) == numbered.agg(F.sum("w")).collect()[0][0]
+    finally:
+        frame.unpersist()
+
+
+def _no_column(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("a column was collected")
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        PTRMode(Query.mode("m"), epsilon="0.5", delta="0.01"), PTRMode(Query.mode("x") | Clip(0, 100), epsilon=1, delta="0.01"),
+        NaiveRatio(PrivateRatio("c"), 1), KSWRatio(PrivateRatio("b"), 1),
+    ],
+    ids=repr,
+)  # fmt: skip
+def test_mode_and_ratio_read_no_column_and_release_as_numpy(spark: Any, monkeypatch: pytest.MonkeyPatch, plan: Any) -> None:
+    rng = np.random.default_rng(3)
+    n = 400
+    m = [None if v == 9 else float(v) for v in rng.integers(0, 10, n)]
+    x = [float(v) for v in rng.normal(50, 80, n).round()]
+    c = [None if v == 3 else int(v % 2) for v in rng.integers(0, 4, n)]
+    b = [bool(v) for v in rng.integers(0, 2, n)]
+    local = {"m": np.array([np.nan if v is None else v for v in m]), "x": np.array(x), "c": np.array(c, dtype=object), "b": np.array(b)}
+    frame = spark.createDataFrame(list(zip(m, x, c, b)), "m double, x double, c int, b boolean")
+    monkeypatch.setattr(SparkSource, "values", _no_column)
+    for seed in range(4):
+        on_spark = Session(plan.cost()).run(plan, frame, rng=seed).value
+        assert on_spark == Session(plan.cost()).run(plan, as_dataset(local), rng=seed).value
