@@ -308,7 +308,8 @@ class AutoClipSum(AbstractPrimitive[PureDP]):
             # count clamped at ⌈top·2^k⌉ then shifted stays below 2^62, and min(·, top) is what a sum of ones gives
             cap = -(-top >> -k)
             counts = as_reductions(data).unit_totals(UnitTotalSpec(self.query.user, self.query.column, "count", 0, 0, cap), bytes(32))
-            return np.minimum(counts << -k, top)
+            out: npt.NDArray[np.int64] = np.minimum(counts << -k, top)
+            return out
         assert self.query.column is not None
         clipped = self.query.lower is not None and self.query.upper is not None
         spec = UnitTotalSpec(
