@@ -117,10 +117,11 @@ def test_a_seeded_plan_with_row_steps_gives_the_dicts_release_without_collecting
     assert audit_certificate(cert).status == "cost_confirmed"
 
 
-def test_a_join_of_spark_tables_runs_on_the_executors_and_gives_the_dicts_release(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("mechanism", ["R2T", "AutoClipSum", "AutoClipSum count"])
+def test_a_join_of_spark_tables_runs_on_the_executors_and_gives_the_dicts_release(spark: Any, monkeypatch: pytest.MonkeyPatch, mechanism: str) -> None:
     from dpalg.data._spark import SparkSource
     from dpalg.data._tables import From, Join
-    from dpalg.mechanisms import R2T
+    from dpalg.mechanisms import R2T, AutoClipSum
 
     rng = np.random.default_rng(0)  # synthetic data only
     db: dict[str, dict[str, Any]] = {
@@ -131,7 +132,12 @@ def test_a_join_of_spark_tables_runs_on_the_executors_and_gives_the_dicts_releas
     relation = From("lineitem", Join("orders", "l_orderkey", "o_orderkey"), Join("customer", "o_custkey", "c_custkey"))
 
     def run(data: Any) -> tuple[object, dict[str, Any]]:
-        plan = R2T(Query.sum("l_price", user="o_custkey") | relation | Where(col("c_nation") < 3), epsilon=1, upper_limit=10**4)
+        kept = Where(col("c_nation") < 3)
+        plan = {
+            "R2T": R2T(Query.sum("l_price", user="o_custkey") | relation | kept, epsilon=1, upper_limit=10**4),
+            "AutoClipSum": AutoClipSum(Query.sum(col("l_price") * 2, user="o_custkey") | relation | kept, epsilon=1, upper_limit=10**4),
+            "AutoClipSum count": AutoClipSum(Query.count(user="o_custkey") | relation | kept, epsilon=1, upper_limit=10**4),
+        }[mechanism]
         plan.check(PureDP(1))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -85,11 +85,11 @@ _NOISE_BITS: Final = 20  # the sum's lattice step is about 2^-20 of its noise sc
 
 
 def _query(value: Query) -> Query:
-    if not isinstance(value, Query) or value.kind != "sum" or value.user is None:
-        raise InvalidArgument("AutoClipSum", "query", value, "must be Query.sum(column, user=<id column>)")
+    if not isinstance(value, Query) or value.kind not in ("sum", "count") or value.user is None:
+        raise InvalidArgument("AutoClipSum", "query", value, "must be Query.sum(column, user=<id column>) or Query.count(user=<id column>)")
     if value.user_bounded:
         raise InvalidArgument("AutoClipSum", "query", value, "chooses the per-user clip itself: drop ClipPerUser/MaxRowsPerUser")
-    if value.lower is not None and value.lower < 0:
+    if value.kind == "sum" and value.lower is not None and value.lower < 0:
         raise InvalidArgument("AutoClipSum", "query", value, "needs non-negative rows: a row Clip(l, u) must have l >= 0")
     return value
 
@@ -147,7 +147,9 @@ class AutoClipSum(AbstractPrimitive[PureDP]):
 
     1. Each user's total ``T_u`` (rows clipped to the query's ``Clip`` when given,
        missing values dropped, a negative total taken as 0) is computed exactly on
-       a public lattice (:func:`dpalg.data.per_unit_lattice_sums`).
+       a public lattice (:func:`dpalg.data.per_unit_lattice_sums`). For
+       ``Query.count(user=...)`` ``T_u`` is the user's number of rows (a sum of ones,
+       the rows with a present value when the count names a column).
     2. **Choose C** (ε₁ = ``clip_share``·ε): over the public candidates
        ``C_j = upper_limit·2^(−j/s)`` rounded down (:meth:`levels`; j = 0 … J·s,
        J = ``grid_steps``, s = ``steps_per_doubling``), the exponential mechanism
@@ -164,7 +166,9 @@ class AutoClipSum(AbstractPrimitive[PureDP]):
 
     Args:
         query: ``Query.sum(col, user=uid)``, optionally ``| Clip(l, u)`` with ``l >= 0``
-            on rows; no ``ClipPerUser``/``MaxRowsPerUser``.
+            on rows, or ``Query.count(user=uid)`` (then ``1 <= upper_limit < 2**61``);
+            no ``ClipPerUser``/``MaxRowsPerUser``. Its ``From``/``Join``/``JoinPublic``/
+            ``Where`` steps and derived columns are applied before the totals.
         epsilon: ε > 0, the whole cost.
         upper_limit: the largest clip considered (public; a user's total above it is
             cut at it). Default :data:`DEFAULT_UPPER_LIMIT` = 2**30, a documented
@@ -180,7 +184,8 @@ class AutoClipSum(AbstractPrimitive[PureDP]):
 
     Privacy guarantee:
         ε-DP for adding or removing one user with all their rows. Each T_u depends
-        only on that user's rows (exact fixed-point sums), so a neighbour adds or
+        only on that user's rows (exact fixed-point sums; a count is the sum of one
+        lattice term ``2^-k`` per row, clamped like a sum), so a neighbour adds or
         removes one total. Step 2: adding a user raises every ``#{u : T_u > C_j}``
         by 0 or 1, so every score rises by some ``d_j ∈ [0, 1]`` (``max(· − r, 0)``
         is non-decreasing and 1-Lipschitz; the prior is public). Sampling exactly
@@ -209,6 +214,13 @@ class AutoClipSum(AbstractPrimitive[PureDP]):
     users_above: Fraction | None = attrs.field(default=None, converter=_target)
     # a certificate written before this field existed ran one candidate per doubling
     steps_per_doubling: int = attrs.field(default=4, converter=_per_doubling, metadata={ABSENT_IN_CERTIFICATE: 1})
+
+    def __attrs_post_init__(self) -> None:
+        if self.query.kind == "count" and not 1 <= self.upper_limit < 2 ** (_LATTICE_BITS + 1):
+            raise InvalidArgument(
+                "AutoClipSum", "upper_limit", self.upper_limit,
+                f"must be in [1, 2**{_LATTICE_BITS + 1}) for a count (a row's 1 lies on the lattice, at most 2**{_LATTICE_BITS} steps)",
+            )  # fmt: skip
 
     @property
     def neighbouring(self) -> Neighbouring:
@@ -288,9 +300,17 @@ class AutoClipSum(AbstractPrimitive[PureDP]):
         on a Spark frame the totals are computed on the executors and only one
         integer per user reaches the driver.
         """
-        assert self.query.user is not None and self.query.column is not None
+        assert self.query.user is not None
         k = self.lattice_k()
         top = int(self.upper_limit / Fraction(2) ** k)  # floor: the clamp stays within upper_limit
+        if self.query.kind == "count":
+            # c rows are c·2^-k lattice steps (-60 <= k <= 0 for 1 <= upper_limit < 2^61, checked at construction): the
+            # count clamped at ⌈top·2^k⌉ then shifted stays below 2^62, and min(·, top) is what a sum of ones gives
+            cap = -(-top >> -k)
+            counts = as_reductions(data).unit_totals(UnitTotalSpec(self.query.user, self.query.column, "count", 0, 0, cap), bytes(32))
+            out: npt.NDArray[np.int64] = np.minimum(counts << -k, top)
+            return out
+        assert self.query.column is not None
         clipped = self.query.lower is not None and self.query.upper is not None
         spec = UnitTotalSpec(
             self.query.user, self.query.column, "sum", k, 0, top,
@@ -337,7 +357,13 @@ class AutoClipSum(AbstractPrimitive[PureDP]):
 
     def release(self, data: Dataset, rng: AbstractRandomness) -> object:
         """``{"sum": noisy sum, "clip": the chosen clip}``."""
-        totals = self.totals(data)
+        return self.sample(self.totals(data), rng)
+
+    def sample(self, totals: npt.NDArray[np.int64], rng: AbstractRandomness) -> dict[str, float]:
+        """Steps 2 and 3 on the users' totals (:meth:`totals`): what :meth:`release` returns, drawn from ``rng``.
+
+        A release is this function of the totals, so a benchmark reads the data once and samples many releases.
+        """
         choice = sample_exp_weights(self.clip_scores(totals), self.clip_rate(), rng=rng)
         clip = self.candidates()[choice]
         value, sensitivity, k2 = self.clipped_sum(totals, clip)
