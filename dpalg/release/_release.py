@@ -17,7 +17,7 @@ import numpy.typing as npt
 from dpalg._bottom import BOTTOM, Bottom
 from dpalg._errors import InsecureRandomnessWarning, UncheckedPlan
 from dpalg.data import Dataset, as_dataset, key_codes, key_order, unit_index
-from dpalg.data._grouping import ReleasedGroups, group_coding
+from dpalg.data._grouping import ReleasedGroups, group_coding, key_parts
 from dpalg.data._dataset import run_data
 from dpalg.data._evaluation import guarded_run
 from dpalg.graph._accountant import KnownNode, _classify
@@ -126,7 +126,7 @@ def _exec(node: object, data: Dataset, rng: AbstractRandomness, path: str) -> ob
                 return {n: _exec(c, data, rng, f"{path}/{n}") for n, c in zip(known.names, known.children)}
             return tuple(_exec(c, data, rng, f"{path}/{i}") for i, c in enumerate(known.children))
         case Parallel():
-            return {key: _exec(child, sub, rng, f"{path}/{key!r}") for (key, child), sub in zip(known.parts, _split(known, data))}
+            return _parallel(known, data, rng, path)
         case PureToApprox() | PureToZCDP() | ZCDPToApprox():
             return _exec(known.child, data, rng, path)
         case GroupPrivacy():
@@ -200,6 +200,18 @@ def _aggregate_groups(
         if values is not None:
             return values
     return [_exec(child, groups.rows(i), rng, f"{here}/{key!r}/{name}") for i, key in enumerate(released)]
+
+
+def _parallel(node: Parallel[PureDP] | Parallel[ApproxDP] | Parallel[ZCDP], data: Dataset, rng: AbstractRandomness, path: str) -> object:
+    """Each part's plan on its rows: split where the rows are (a Spark frame: one filtered frame per key), else in memory."""
+    keys = [k for k, _ in node.parts]
+    held = key_parts(data, node.by, keys, unit=node.neighbouring.unit)
+    if held is None:
+        return {key: _exec(child, sub, rng, f"{path}/{key!r}") for (key, child), sub in zip(node.parts, _split(node, data))}
+    try:
+        return {key: _exec(child, sub, rng, f"{path}/{key!r}") for (key, child), sub in zip(node.parts, held.datasets)}
+    finally:
+        held.close()
 
 
 def _split(node: Parallel[PureDP] | Parallel[ApproxDP] | Parallel[ZCDP], data: Dataset) -> list[Dataset]:

@@ -34,7 +34,6 @@ pytestmark = spark_module_marks()
 
 from dpalg import ApproxDP, MaxKeysPerUser, MaxRowsPerUser, PureDP, Query  # noqa: E402
 from dpalg.data import as_dataset, as_reductions  # noqa: E402
-from dpalg.data._keys import Key  # noqa: E402
 from dpalg.data._numpy_reductions import NumpyReductions  # noqa: E402
 from dpalg.data._source_reductions import SourceReductions  # noqa: E402
 from dpalg.data._spark import SparkSource  # noqa: E402
@@ -45,7 +44,7 @@ from dpalg.mechanisms import Laplace, NoisyMax, StableHistogram  # noqa: E402
 # -- frames ---------------------------------------------------------------------------------
 
 #: per Spark type of the key column: the values drawn and the public keys (str or int)
-KEY_VALUES: dict[str, tuple[list[Any], tuple[Key, ...]]] = {
+KEY_VALUES: dict[str, tuple[list[Any], tuple[str | int, ...]]] = {
     "string": ([None, "a", "b", "c", "d", "", "ä", "a "], ("a", "b", "c", "")),
     "long": ([None, 0, 1, 2, 3, -1, 2**53, 2**53 + 1], (0, 1, 2, 2**53 + 1)),
     "double": ([None, NAN, 0.0, -0.0, 1.0, 2.5, INF, 1e308, 3.0], (0, 1, 3)),
@@ -70,7 +69,7 @@ class Frame:
     layout: str
 
     @property
-    def keys(self) -> tuple[Key, ...]:
+    def keys(self) -> tuple[str | int, ...]:
         return KEY_VALUES[self.key_type][1]
 
     def as_dict(self) -> dict[str, list[Any]]:
@@ -103,7 +102,7 @@ class Caps:
     max_keys: int | None
     rows_per_key: int
 
-    def query(self, keys: tuple[Key, ...] | None) -> Query:
+    def query(self, keys: tuple[str | int, ...] | None) -> Query:
         q = Query.histogram("k", keys=keys, user="uid")
         if self.max_keys is not None:
             q = q | MaxKeysPerUser(self.max_keys, rows_per_key=self.rows_per_key)
@@ -111,7 +110,7 @@ class Caps:
             q = q | MaxRowsPerUser(self.max_rows)
         return q
 
-    def spec(self, keys: tuple[Key, ...] | None) -> UnitKeySpec:
+    def spec(self, keys: tuple[str | int, ...] | None) -> UnitKeySpec:
         per_key = None if self.max_keys is None else self.rows_per_key
         return UnitKeySpec("uid", "k", keys, self.max_rows, self.max_keys, per_key)
 
