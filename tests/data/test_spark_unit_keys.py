@@ -197,6 +197,7 @@ NO_COLLECT_PLANS: list[tuple[Callable[[], Any], Any]] = [
     (lambda: Laplace(Query.histogram("k", keys=("a", "b", "c"), user="uid") | MaxRowsPerUser(3), epsilon=1), PureDP(1)),
     (lambda: NoisyMax(Query.histogram("k", keys=("a", "b", "c"), user="uid") | MaxKeysPerUser(1), epsilon=1), PureDP(1)),
     (lambda: StableHistogram(Query.histogram("k", user="uid") | MaxKeysPerUser(2), epsilon=10, delta="0.1"), ApproxDP(10, "0.1")),
+    (lambda: StableHistogram(Query.histogram("k"), epsilon=10, delta="0.1"), ApproxDP(10, "0.1")),  # row level: key_histogram
 ]
 
 
