@@ -39,9 +39,10 @@ import numpy.typing as npt
 from dpalg.data._dataset import Dataset
 from dpalg.data._grouped import GroupedRows, public_int_codes
 from dpalg.data._groups import GroupKey, bound_groups, distinct_units_per_group, group_index
+from dpalg.data._keys import Key
 from dpalg.data._reductions import LatticeSum, SumSpec
 
-__all__ = ["GroupCoding", "NumpyCoding", "ReleasedGroups", "group_coding"]
+__all__ = ["GroupCoding", "KeyParts", "NumpyCoding", "ReleasedGroups", "group_coding", "key_parts"]
 
 
 class ReleasedGroups(Protocol):
@@ -180,3 +181,31 @@ def group_coding(
             coding: GroupCoding = found
             return coding
     return NumpyCoding.build(data, by, keys, other=other, labels=labels, owner=owner)
+
+
+class KeyParts(Protocol):
+    """The parts of a split by key, as a backend holds them (:func:`key_parts`)."""
+
+    @property
+    def datasets(self) -> list[Dataset]:
+        """One dataset per listed key, in the order of the keys."""
+        ...
+
+    def close(self) -> None:
+        """Release what the backend keeps for the parts (once every part has run)."""
+        ...
+
+
+def key_parts(data: Dataset, by: str, keys: Sequence[Key], *, unit: str | None) -> KeyParts | None:
+    """``Parallel``'s parts computed where the rows are, or ``None``: the caller splits in memory.
+
+    A dataset's :class:`~dpalg.data._dataset.ColumnSource` may offer a
+    ``parts(dataset, by, keys, unit=)`` method (the Spark source does:
+    :func:`~dpalg.data._spark_grouping.spark_parts`) returning the same rows as the
+    in-memory split; it returns ``None`` for a column type it does not read exactly.
+    """
+    parts = getattr(data.source, "parts", None)
+    if callable(parts):
+        found: KeyParts | None = parts(data, by, tuple(keys), unit=unit)
+        return found
+    return None

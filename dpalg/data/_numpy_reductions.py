@@ -52,7 +52,7 @@ from dpalg.data._grid_view import CountedGrid
 from dpalg.data._reductions import LatticeSum, OrderWindow, Reductions, SumSpec
 
 if TYPE_CHECKING:
-    from dpalg.data._unit_spec import UnitTotals, UnitTotalSpec
+    from dpalg.data._unit_spec import UnitKeySpec, UnitTotals, UnitTotalSpec
 from dpalg.data._user_units import (
     check_unit_clip, check_unit_lattice, clip_rows, per_unit_max, per_unit_row_counts, per_unit_sums, unit_count,
 )  # fmt: skip
@@ -431,6 +431,11 @@ class NumpyReductions:
         from dpalg.data._unit_totals import dataset_unit_totals
 
         return dataset_unit_totals(self._data, spec, secret)
+
+    def unit_key_counts(self, spec: UnitKeySpec, secret: bytes) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:
+        from dpalg.data._unit_totals import dataset_unit_key_counts
+
+        return dataset_unit_key_counts(self._data, spec, secret)
 
     def per_unit_max(self, unit: str, column: str, lower: float | None, upper: float | None) -> npt.NDArray[np.float64]:
         check_unit_clip("per_unit_max", lower, upper)

@@ -50,6 +50,11 @@ lattice total of their kept rows, clamped (:mod:`dpalg.data._unit_totals`
 defines it, with the numpy answer). ``unit_total_sum`` returns only the exact sum
 of the clamped totals and the number of users; ``unit_totals`` one integer per
 user (ascending), for a mechanism that needs each total.
+
+**A user-level histogram's counts** (``unit_key_counts``; the histograms under
+``MaxKeysPerUser`` or ``MaxRowsPerUser``). Each key's count of the rows the users
+keep under the caps (:func:`~dpalg.data._unit_totals.numpy_unit_key_counts`): the
+choice is made per user, and only one count per key is returned.
 """
 
 from __future__ import annotations
@@ -67,7 +72,7 @@ from dpalg.data._keys import Key
 
 if TYPE_CHECKING:
     from dpalg.data._grid_view import GridView
-    from dpalg.data._unit_spec import UnitTotals, UnitTotalSpec
+    from dpalg.data._unit_spec import UnitKeySpec, UnitTotals, UnitTotalSpec
 
 __all__ = ["LatticeSum", "OrderWindow", "Reductions", "SumSpec"]
 
@@ -246,6 +251,15 @@ class Reductions(Protocol):
 
     def unit_totals(self, spec: UnitTotalSpec, secret: bytes) -> npt.NDArray[np.int64]:
         """Each user's clamped total (:mod:`dpalg.data._unit_totals`), one per user, ascending."""
+        ...
+
+    def unit_key_counts(self, spec: UnitKeySpec, secret: bytes) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:
+        """A user-level histogram's counts: each key's rows among the rows the users keep under the caps.
+
+        :func:`~dpalg.data._unit_totals.numpy_unit_key_counts` defines the answer:
+        ``(spec.keys, one count per listed key)``, or the present keys with a kept
+        row (normalised, in key order) and their counts. ``secret`` keys the choice.
+        """
         ...
 
     def per_unit_max(self, unit: str, column: str, lower: float | None, upper: float | None) -> npt.NDArray[np.float64]:

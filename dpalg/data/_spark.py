@@ -86,8 +86,9 @@ from dpalg.data._expr import ColumnKind, derived_type
 from dpalg.data._numeric import to_float
 from dpalg.data._reductions import Reductions
 from dpalg.data._groups import GroupKey
+from dpalg.data._keys import Key
 from dpalg.data._spark_collect import ordered_parts
-from dpalg.data._spark_grouping import SparkCoding, spark_coding
+from dpalg.data._spark_grouping import SparkCoding, SparkParts, spark_coding, spark_parts
 from dpalg.data._spark_reductions import SparkReductions
 from dpalg.data._spark_expr import spark_expr
 from dpalg.data._spark_types import F, is_spark_frame, java_problem, numpy_dtype, quoted, spark_kind
@@ -285,6 +286,10 @@ class SparkSource:
             dataset, self, lambda frame: SparkSource(frame, persist=False), by, keys,
             other=other, labels=labels, unit=unit, reads=reads, owner=owner,
         )  # fmt: skip
+
+    def parts(self, dataset: Dataset, by: str, keys: tuple[Key, ...], *, unit: str | None) -> SparkParts | None:
+        """Parallel's split by key on the executors (:func:`~dpalg.data._spark_grouping.spark_parts`), or ``None``: the numpy split."""
+        return spark_parts(dataset, self, lambda frame: SparkSource(frame, persist=False), by, keys, unit=unit)
 
     @property
     def backend(self) -> BackendInfo:

@@ -43,6 +43,10 @@ the driver: one per group (or per distinct present key), never a column.
   or the persisted coded frame is read, nothing is persisted again), so its
   reductions run on the executors too.
 
+* **Parallel's split by key** (:func:`spark_parts`): one filtered frame per
+  listed key (at user level, each user in the part of its smallest listed key: a
+  window partitioned by the user), each a dataset of its own Spark source.
+
 Columns the executors do not read exactly as keys or values (``DecimalType``,
 ``NullType``, strings with a non-binary collation, refused types) send the whole
 GROUP BY to the numpy answers (:func:`spark_coding` returns ``None``): the
@@ -60,7 +64,7 @@ import numpy.typing as npt
 from dpalg.data._dataset import ColumnSource, Dataset
 from dpalg.data._grouped import public_int_codes
 from dpalg.data._groups import GroupKey, _tagged, group_index, group_key_order, label_hashes, normalise_group_key
-from dpalg.data._keys import Key, normalise_key
+from dpalg.data._keys import Key, key_order, normalise_key
 from dpalg.data._numpy_reductions import as_reductions
 from dpalg.data._reductions import LatticeSum, SumSpec
 from dpalg.data._row_choice import _mix, _words, keyed_hashes
@@ -76,7 +80,7 @@ if TYPE_CHECKING:
 else:
     from dpalg.data._spark_types import F  # the lazy proxy: pyspark is imported on first use
 
-__all__ = ["SparkCoding", "SparkGroups", "spark_coding"]
+__all__ = ["SparkCoding", "SparkGroups", "SparkParts", "spark_coding", "spark_parts"]
 
 #: the key kinds grouped on the executors (one Spark value is one key under the key policy)
 _KEY_KINDS: Final = ("float", "int", "bool", "str", "bytes")
@@ -455,3 +459,77 @@ def spark_coding(
         return None
     names = tuple(dict.fromkeys((*by, *((unit,) if unit is not None else ()), *reads)))
     return SparkCoding.build(source, source_of, by, keys, other=other, labels=labels, reads=names, owner=owner)
+
+
+#: the working columns of a user-level split (a frame that already holds one is split in the driver)
+_PART: Final = "__dpalg_part"
+_LEAST: Final = "__dpalg_least"
+
+
+@final
+class SparkParts:
+    """The parts of ``Parallel(by=..., parts=...)`` on the executors: one filtered frame per listed key.
+
+    Row level: part ``i`` is the frame filtered to the rows whose key is ``keys[i]``
+    under the key policy (the exact Spark values :func:`~dpalg.data.normalise_key`
+    reads as that key, ``isin``; floats as double, NaN as null, ``-0.0`` as ``0.0``),
+    what :func:`~dpalg.data.key_codes` selects. User level: each row's part rank
+    (the listed key's rank in key order, null for a missing or unlisted key), the
+    least rank among the rows of its user (a window partitioned by the user: a
+    function of that user's rows only), and part ``i`` is the rows whose id is
+    present, whose rank is part ``i``'s and equals their user's least: the numpy
+    split's rule, each user in the part of the smallest listed key among their
+    rows. That frame is persisted once and released by :meth:`close`. Nothing is
+    collected: each part is a dataset of its own Spark source.
+    """
+
+    __slots__ = ("_persisted", "datasets")
+
+    def __init__(self, datasets: list[Dataset], persisted: Any) -> None:
+        self.datasets, self._persisted = datasets, persisted
+
+    def close(self) -> None:
+        persisted, self._persisted = self._persisted, None
+        if persisted is not None:
+            try:
+                persisted.unpersist()
+            except Exception:  # noqa: BLE001 -- the session may be gone already
+                pass
+
+    def __repr__(self) -> str:  # never prints values
+        return f"SparkParts({len(self.datasets)} parts)"
+
+
+def spark_parts(
+    data: Dataset, source: SparkFrameSource, source_of: SourceOf, by: str, keys: tuple[Key, ...], *, unit: str | None,
+) -> SparkParts | None:
+    """The parts of a split by key (:class:`SparkParts`), or ``None`` when a column's type sends it to the numpy split."""
+    data.column_dtype(by)  # an unknown column raises the dataset's error (the schema check did, before the charge)
+    if unit is not None:
+        data.column_dtype(unit)
+    kind = unit_key_kind(source.spark_dtype(by))
+    unit_kind = None if unit is None else unit_key_kind(source.spark_dtype(unit))
+    if kind is None or (unit is not None and unit_kind is None):
+        return None
+    frame = source.frame
+    k = _normalised(by, kind)
+    spark_type = source.spark_dtype(by)
+    exact = [_exact_candidates(kind, spark_type, [key]) for key in keys]
+    if unit is None:
+        return SparkParts([Dataset.from_source(source_of(frame.where(_isin(k, values)))) for values in exact], None)
+    if {_PART, _LEAST} & {name.lower() for name in frame.columns}:
+        return None
+    from pyspark.sql import Window
+
+    order = sorted(range(len(keys)), key=lambda j: key_order(keys[j]))
+    rank_of = {j: rank for rank, j in enumerate(order)}
+    rank: Column = F.lit(None).cast("long")
+    for j in reversed(range(len(keys))):  # CASE WHEN in listing order (the keys are distinct, so at most one matches)
+        rank = F.when(_isin(k, exact[j]), F.lit(rank_of[j])).otherwise(rank)
+    user = unit_key(unit, unit_kind or "int")
+    ranked = frame.where(user.isNotNull()).withColumn(_PART, rank)
+    least = F.min(F.col(_PART)).over(Window.partitionBy(user))
+    kept = ranked.withColumn(_LEAST, least).where(F.col(_PART).isNotNull() & (F.col(_PART) == F.col(_LEAST))).persist()
+    names = [F.col(quoted(name)) for name in frame.columns]
+    parts = [Dataset.from_source(source_of(kept.where(F.col(_PART) == F.lit(rank_of[j])).select(*names))) for j in range(len(keys))]
+    return SparkParts(parts, kept)

@@ -60,6 +60,9 @@ with Spark SQL expressions, and every answer is **bit-identical** to
 * **Keys and units.** A group-by (NaN as null), the distinct values normalised by
   :func:`~dpalg.data.normalise_key` and merged when they normalise equal; a unit
   count is a ``count(DISTINCT ·)`` (``x + 0.0`` merges ``-0.0`` with ``0.0``).
+* **User-level histograms** (``unit_key_counts``): the numpy key and row
+  choice per user partition (:mod:`dpalg.data._spark_unit_keys`); one count per key
+  reaches the driver.
 * **Other types** (``DecimalType``, ``NullType`` and refused types): the column
   is collected to numpy once and :class:`~dpalg.data.NumpyReductions` answers.
 """
@@ -78,11 +81,13 @@ from dpalg.data._grid_view import BLOCK_BITS, BlockedGrid, CountedGrid, GridView
 from dpalg.data._keys import Key
 from dpalg.data._reductions import OrderWindow, SumSpec
 from dpalg.data._source_reductions import (
-    GridCells, SourceReductions, SumPlan, WindowBuckets, bucket_span, chosen_window, key_candidates, sorted_window,
+    GridCells, SourceReductions, SumPlan, WindowBuckets, bucket_span, chosen_window, key_candidates, listed_keys,
+    sorted_window,
 )  # fmt: skip
+from dpalg.data import _spark_unit_keys as unit_keys
 from dpalg.data import _spark_unit_totals as unit_totals
 from dpalg.data import _spark_units as units
-from dpalg.data._unit_totals import UnitTotals, UnitTotalSpec
+from dpalg.data._unit_totals import UnitKeySpec, UnitTotals, UnitTotalSpec
 from dpalg.data._spark_collect import ordered_parts, unordered_parts
 from dpalg.data._spark_types import quoted, spark_kind
 
@@ -365,6 +370,17 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         if per_unit is None:
             return self._numpy().unit_totals(spec, secret)
         return unit_totals.totals_collected(per_unit, self.n_rows)
+
+    def unit_key_counts(self, spec: UnitKeySpec, secret: bytes) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:
+        self._data.column_dtype(spec.unit)  # an unknown column raises the dataset's error (ids first, as numpy reads)
+        unit_kind = units.unit_key_kind(self._source.spark_dtype(spec.unit))
+        kind = self._kind(spec.column)
+        if unit_kind is None or kind not in self._KEY_KINDS:
+            return self._numpy().unit_key_counts(spec, secret)
+        candidates = None
+        if spec.keys is not None:
+            candidates = self._key_candidates(spec.column, kind, [k for _, k in listed_keys(spec.keys)])
+        return unit_keys.kept_key_counts(self._source.frame, unit_kind, spec, candidates, self.n_rows, secret)
 
     def _per_unit_totals(self, spec: UnitTotalSpec, secret: bytes) -> Any:
         """The per-user frame of :mod:`dpalg.data._spark_unit_totals`, or ``None`` when numpy answers."""

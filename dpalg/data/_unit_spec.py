@@ -1,4 +1,4 @@
-"""The spec and the answer of the per-user totals reduction (:meth:`~dpalg.data.Reductions.unit_total_sum`).
+"""The specs of the user-level reductions (:meth:`~dpalg.data.Reductions.unit_total_sum`, ``unit_key_counts``) and an answer.
 
 Kept apart from :mod:`dpalg.data._unit_totals` (the numpy answer) so that the reductions protocol can name
 them without importing the implementation.
@@ -6,6 +6,7 @@ them without importing the implementation.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Literal
 
@@ -13,9 +14,10 @@ import attrs
 
 from dpalg._errors import InvalidArgument
 from dpalg.data._fixed_point import inside_bounds
+from dpalg.data._keys import Key
 from dpalg.data._lattice_sums import TERM_LIMIT
 
-__all__ = ["UnitTotalSpec", "UnitTotals"]
+__all__ = ["UnitKeySpec", "UnitTotalSpec", "UnitTotals"]
 
 
 def _kind(value: str) -> Literal["count", "sum"]:
@@ -101,3 +103,47 @@ class UnitTotals:
 
     total: int
     units: int
+
+
+def _keys(value: Sequence[Key] | None) -> tuple[Key, ...] | None:
+    return None if value is None else tuple(value)
+
+
+@attrs.frozen
+class UnitKeySpec:
+    """A user-level histogram's counts (:meth:`~dpalg.data.Reductions.unit_key_counts`): the keys each user keeps.
+
+    Attributes:
+        unit: the id column.
+        column: the key column.
+        keys: the public keys (a row with a missing or unlisted key is never
+            kept), or ``None``: the keys present in the column.
+        max_rows: keep at most this many rows per user (the keyed row choice), or ``None``.
+        max_keys, rows_per_key: keep at most ``max_keys`` keys per user, and
+            ``rows_per_key`` rows of each (the keyed key choice), or both ``None``.
+
+    Examples:
+        >>> UnitKeySpec("uid", "c", ("a", "b"), max_keys=1, rows_per_key=1)
+        UnitKeySpec(unit='uid', column='c', keys=('a', 'b'), max_rows=None, max_keys=1, rows_per_key=1)
+    """
+
+    unit: str
+    column: str
+    keys: tuple[Key, ...] | None = attrs.field(converter=_keys)
+    max_rows: int | None = attrs.field(default=None, converter=_cap)
+    max_keys: int | None = attrs.field(default=None)
+    rows_per_key: int | None = attrs.field(default=None)
+
+    def __attrs_post_init__(self) -> None:
+        for name in ("max_keys", "rows_per_key"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise InvalidArgument("UnitKeySpec", name, value, "must be None or an int >= 1")
+        if (self.max_keys is None) != (self.rows_per_key is None):
+            raise InvalidArgument("UnitKeySpec", "max_keys", self.max_keys, "max_keys and rows_per_key go together")
+
+    def key_cap(self) -> tuple[int, int] | None:
+        """``(max_keys, rows_per_key)``, or ``None`` without a key cap."""
+        if self.max_keys is None or self.rows_per_key is None:
+            return None
+        return self.max_keys, self.rows_per_key

@@ -37,13 +37,14 @@ import numpy.typing as npt
 from dpalg.data._dataset import Dataset
 from dpalg.data._fixed_point import round_to_lattice
 from dpalg.data._lattice_sums import exact_int_total, per_unit_lattice_sums
+from dpalg.data._keys import Key, key_codes, key_index
 from dpalg.data._row_choice import keyed_hashes, select_keys, select_rows, unit_hashes
-from dpalg.data._unit_spec import UnitTotals, UnitTotalSpec
+from dpalg.data._unit_spec import UnitKeySpec, UnitTotals, UnitTotalSpec
 from dpalg.data._user_units import unit_index
 
 __all__ = [
-    "ROW_LATTICE_LIMIT", "UnitTotalSpec", "UnitTotals", "dataset_unit_totals", "kept_unit_rows", "numpy_unit_totals",
-    "row_lattice_terms", "sum_of_totals",
+    "ROW_LATTICE_LIMIT", "UnitKeySpec", "UnitTotalSpec", "UnitTotals", "dataset_unit_key_counts", "dataset_unit_totals",
+    "kept_key_rows", "kept_unit_rows", "numpy_unit_key_counts", "numpy_unit_totals", "row_lattice_terms", "sum_of_totals",
 ]  # fmt: skip
 
 #: rows are clamped to this many lattice steps before a per-user total (public; see :func:`row_lattice_terms`)
@@ -166,3 +167,66 @@ def dataset_unit_totals(data: Dataset, spec: UnitTotalSpec, secret: bytes) -> np
 def sum_of_totals(totals: npt.NDArray[np.int64], spec: UnitTotalSpec) -> UnitTotals:
     """``Σ_u`` total (exact) and the number of users."""
     return UnitTotals(exact_int_total(totals, spec.total_bound), int(totals.size))
+
+
+def kept_key_rows(
+    ids: npt.NDArray[np.generic],
+    content: npt.NDArray[np.generic],
+    spec: UnitKeySpec,
+    secret: bytes,
+    *,
+    owner: str = "user-level histogram",
+) -> tuple[tuple[Key, ...], npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
+    """The rows a user-level histogram counts: ``(keys, codes, keep)``.
+
+    ``keys`` are the public keys, or the present keys in key order; ``codes[i]``
+    is row i's index in ``keys`` (−1: missing or unlisted). A row is read when its
+    id and its key are present (and listed); each user then keeps the rows
+    :func:`kept_unit_rows` chooses under the key cap and the row cap. The codes
+    that break ties between a user's keys are the public keys' indices or the
+    keys' ranks in key order, an order of the keys alone: so any subset of the
+    rows that holds whole users gives each of them the same kept rows.
+    """
+    if spec.keys is not None:
+        keys, codes = spec.keys, key_codes(content, spec.keys, owner=owner)
+    else:
+        keys, codes = key_index(content, owner=owner)
+    cap = spec.key_cap()
+    key_cap = None if cap is None else (codes, cap[0], cap[1])
+    _, _, keep = kept_unit_rows(ids, codes >= 0, content, secret, max_rows=spec.max_rows, key_cap=key_cap)
+    return keys, codes, keep
+
+
+def numpy_unit_key_counts(
+    ids: npt.NDArray[np.generic],
+    content: npt.NDArray[np.generic],
+    spec: UnitKeySpec,
+    secret: bytes,
+    *,
+    owner: str = "user-level histogram",
+) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:
+    """A user-level histogram's counts: how many rows :func:`kept_key_rows` keeps hold each key.
+
+    Returns:
+        ``(spec.keys, counts)`` for public keys (one count per listed key), or
+        the present keys with at least one kept row, in key order, and their counts.
+
+    Examples:
+        >>> spec = UnitKeySpec("u", "c", None, max_keys=1, rows_per_key=2)
+        >>> ids = np.array(["a", "a", "a", "b"], dtype=object)
+        >>> keys, counts = numpy_unit_key_counts(ids, np.array(["x", "x", "y", "y"], dtype=object), spec, bytes(32))
+        >>> int(counts.sum()) in (2, 3)  # user a keeps one key (both x rows, or its y row); b keeps its y row
+        True
+    """
+    keys, codes, keep = kept_key_rows(ids, content, spec, secret, owner=owner)
+    counts = np.bincount(codes[keep], minlength=len(keys)).astype(np.int64)
+    if spec.keys is not None:
+        return keys, counts
+    present = np.flatnonzero(counts)
+    return tuple(keys[i] for i in present.tolist()), counts[present]
+
+
+def dataset_unit_key_counts(data: Dataset, spec: UnitKeySpec, secret: bytes) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:
+    """:func:`numpy_unit_key_counts` on a dataset's columns (read in this order: ids, keys)."""
+    ids = data.column(spec.unit)
+    return numpy_unit_key_counts(ids, data.column(spec.column), spec, secret, owner=f"Dataset column {spec.column!r}")

@@ -17,7 +17,7 @@ import numpy.typing as npt
 from dpalg._bottom import BOTTOM, Bottom
 from dpalg._errors import InsecureRandomnessWarning, UncheckedPlan
 from dpalg.data import Dataset, as_dataset, key_codes, key_order, unit_index
-from dpalg.data._grouping import ReleasedGroups, group_coding
+from dpalg.data._grouping import ReleasedGroups, group_coding, key_parts
 from dpalg.data._dataset import run_data
 from dpalg.data._evaluation import guarded_run
 from dpalg.graph._accountant import KnownNode, _classify
@@ -128,7 +128,7 @@ def _exec(node: object, data: Dataset, rng: AbstractRandomness, path: str, appli
             return tuple(_exec(c, data, rng, f"{path}/{i}", applied) for i, c in enumerate(known.children))
         case Parallel():
             data = relation_data(known, data, _reads(known, (known.by,)))  # several tables: the parts' relation, joined once
-            return {key: _exec(child, sub, rng, f"{path}/{key!r}", applied) for (key, child), sub in zip(known.parts, _split(known, data))}
+            return _parallel(known, data, rng, path, applied)
         case PureToApprox() | PureToZCDP() | ZCDPToApprox():
             return _exec(known.child, data, rng, path, applied)
         case GroupPrivacy():
@@ -216,6 +216,18 @@ def _aggregate_groups(
         if values is not None:
             return values
     return [_exec(child, groups.rows(i), rng, f"{here}/{key!r}/{name}", applied) for i, key in enumerate(released)]
+
+
+def _parallel(node: Parallel[PureDP] | Parallel[ApproxDP] | Parallel[ZCDP], data: Dataset, rng: AbstractRandomness, path: str, applied: bool) -> object:
+    """Each part's plan on its rows: split where the rows are (a Spark frame: one filtered frame per key), else in memory."""
+    keys = [k for k, _ in node.parts]
+    held = key_parts(data, node.by, keys, unit=node.neighbouring.unit)
+    if held is None:
+        return {key: _exec(child, sub, rng, f"{path}/{key!r}", applied) for (key, child), sub in zip(node.parts, _split(node, data))}
+    try:
+        return {key: _exec(child, sub, rng, f"{path}/{key!r}", applied) for (key, child), sub in zip(node.parts, held.datasets)}
+    finally:
+        held.close()
 
 
 def _split(node: Parallel[PureDP] | Parallel[ApproxDP] | Parallel[ZCDP], data: Dataset) -> list[Dataset]:

@@ -32,8 +32,9 @@ import numpy as np
 import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
-from dpalg.data import Dataset, Relation
-from dpalg.data._unit_totals import UnitTotalSpec, dataset_unit_totals, kept_unit_rows, row_lattice_terms
+from dpalg.data import Dataset, Relation, as_reductions
+from dpalg.data._keys import Key
+from dpalg.data._unit_totals import UnitKeySpec, UnitTotalSpec, dataset_unit_totals, kept_unit_rows, row_lattice_terms
 from dpalg.mechanisms._common.params import floor_log2
 from dpalg.noise import AbstractRandomness, prf_secret
 from dpalg.noise._fixed_point import lattice_bounds
@@ -45,8 +46,10 @@ __all__ = [
     "kept_rows",
     "lattice_terms",
     "row_view",
+    "unit_key_spec",
     "unit_total_spec",
     "unit_values",
+    "user_key_counts",
     "user_lattice_totals",
     "values_per_user",
 ]
@@ -169,6 +172,23 @@ def kept_rows(query: Query, data: Dataset, secret: bytes) -> tuple[int, npt.NDAr
             key_codes = data.key_index(query.column)[1]
         key_cap = (key_codes, query.max_keys, query.rows_per_key)
     return kept_unit_rows(ids, present, content, secret, max_rows=query.max_rows, key_cap=key_cap)
+
+
+def unit_key_spec(query: Query) -> UnitKeySpec:
+    """What a user-level histogram counts (static): its keys and caps (:func:`~dpalg.data._unit_totals.kept_key_rows`)."""
+    assert query.user is not None and query.column is not None and query.kind == "histogram"
+    return UnitKeySpec(query.user, query.column, query.keys, query.max_rows, query.max_keys, query.rows_per_key)
+
+
+def user_key_counts(query: Query, data: Dataset, secret: bytes) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:
+    """A user-level histogram's counts of the rows the users keep (the rows :func:`kept_rows` keeps), through the seam.
+
+    Returns:
+        ``(query.keys, one count per key)`` for public keys, else the present
+        keys with a kept row (in key order) and their counts. On a Spark frame the
+        users' choice runs on the executors and only the counts reach the driver.
+    """
+    return as_reductions(data).unit_key_counts(unit_key_spec(query), secret)
 
 
 def lattice_terms(values: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.int64]:

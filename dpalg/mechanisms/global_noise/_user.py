@@ -37,6 +37,7 @@ from dpalg.mechanisms._common.user_level import (
     total_bounds,
     total_sensitivity,
     unit_total_spec,
+    user_key_counts,
     values_per_user,
 )
 from dpalg.noise import exact_clipped_sum
@@ -114,10 +115,8 @@ def user_noise_terms(
     one = Fraction(1)
     if query.kind == "histogram":
         l1, l2sq, _ = histogram_sensitivity(query)
-        _, _, keep = kept_rows(query, data, secret)
-        assert query.column is not None and query.keys is not None
-        codes = data.key_codes(query.column, query.keys)[keep]
-        counts = np.bincount(codes[codes >= 0], minlength=len(query.keys)).tolist()
+        assert query.keys is not None
+        counts = user_key_counts(query, data, secret)[1].tolist()  # on the executors for a Spark frame
         return [term(str(key), int(c), Fraction(l1), Fraction(l2sq), one, 0) for key, c in zip(query.keys, counts)]
     if query.kind == "count":
         spec = unit_total_spec(query, 0)

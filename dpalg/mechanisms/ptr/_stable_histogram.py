@@ -28,7 +28,6 @@ from fractions import Fraction
 from typing import final
 
 import attrs
-import numpy as np
 
 from dpalg._errors import InvalidArgument
 from dpalg._numbers import ExactLike
@@ -39,7 +38,7 @@ from dpalg.graph._node import AbstractPrimitive, PrivacyClaim
 from dpalg.measures import ApproxDP
 from dpalg.mechanisms._common.params import positive_param, unit_interval_param
 from dpalg.mechanisms._common.ptr_test import ceil_log_inv_delta_over_eps
-from dpalg.mechanisms._common.user_level import check_user_level, histogram_sensitivity, kept_rows
+from dpalg.mechanisms._common.user_level import check_user_level, histogram_sensitivity, user_key_counts
 from dpalg.noise import AbstractRandomness, discrete_laplace, prf_secret
 from dpalg.noise._tails import laplace_tail_quantile
 from dpalg.queries import Query
@@ -178,14 +177,9 @@ class StableHistogram(AbstractPrimitive[ApproxDP]):
             else:  # the keys present, normalised and in key order (the data policy: no comparison raises)
                 keys, present = reductions.key_histogram(self.query.column)
                 counts = present.tolist()
-        else:
-            if self.query.keys is not None:
-                keys = self.query.keys
-                codes = data.key_codes(self.query.column, keys)
-            else:
-                keys, codes = data.key_index(self.query.column)
-            codes = codes[kept_rows(self.query, data, prf_secret(rng))[2]]  # the rows each user keeps under the caps
-            counts = np.bincount(codes[codes >= 0], minlength=len(keys)).tolist()
+        else:  # the rows each user keeps under the caps (a key without a kept row has count 0: dropped below)
+            keys, kept = user_key_counts(self.query, data, prf_secret(rng))
+            counts = kept.tolist()
         pairs = [(k, int(c)) for k, c in zip(keys, counts) if c > 0]
         if not pairs:
             return {}

@@ -48,6 +48,7 @@ from dpalg.mechanisms._common.user_level import (
     histogram_sensitivity,
     kept_rows,
     row_values,
+    user_key_counts,
     user_lattice_totals,
     values_per_user,
 )
@@ -854,8 +855,7 @@ class NoisyMax(AbstractPrimitive[PureDP]):
         if self.query.user is None:  # missing or unlisted keys count nowhere (data policy)
             counts = as_reductions(data).key_counts(self.query.column, keys).tolist()
         else:  # the rows each user keeps under the caps
-            codes = data.key_codes(self.query.column, keys)[kept_rows(self.query, data, prf_secret(rng))[2]]
-            counts = np.bincount(codes[codes >= 0], minlength=len(keys)).tolist()
+            counts = user_key_counts(self.query, data, prf_secret(rng))[1].tolist()
         best = max(counts)
         scores = [Fraction(best - c) for c in counts]
         gamma = (self.epsilon if self.relation == "add_remove" else self.epsilon / 2) / self.linf()
