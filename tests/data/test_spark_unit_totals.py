@@ -151,3 +151,28 @@ def test_the_executors_row_choice_is_unit_local(spark: Any) -> None:
     assert {u: after[u] for u in before} == before
     numpy_totals = NumpyReductions(as_dataset({"id": ids, "x": xs})).unit_totals(spec, secret)
     assert sorted(before.values()) == numpy_totals.tolist()
+
+
+def test_statistics_of_the_users_totals_read_no_column(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local-sensitivity mechanisms and the quantile over users' clipped totals read them through the seam's
+    ``unit_totals`` (one number per user): the dict's seeded release, with the collecting reads refused."""
+    from dpalg import ApproxDP
+    from dpalg.mechanisms import ExponentialQuantile, ProposeTest, SmoothBound
+
+    plans: list[tuple[Callable[[], Any], Any]] = [
+        (lambda: ExponentialQuantile(Query.median("x", user="uid") | ClipPerUser(0, 100), epsilon=1, grid_bits=8), PureDP(1)),
+        (lambda: ProposeTest(Query.median("x", user="uid") | ClipPerUser(0, 100), bound=1, epsilon=1, delta="0.01"), ApproxDP(2, "0.01")),
+        (lambda: SmoothBound(Query.median("x", user="uid") | ClipPerUser(0, 100), epsilon=1, delta="0.01"), ApproxDP(1, "0.01")),
+        (lambda: SmoothBound(Query.mean("x", user="uid") | MaxRowsPerUser(3) | Clip(0, 50) | ClipPerUser(0, 100), epsilon=1, delta="0.01"), ApproxDP(1, "0.01")),
+    ]  # fmt: skip
+    users = synthetic_users(1200)
+    want = [seeded_release(make(), budget, {"uid": users["uid"], "x": users["v"]})[0] for make, budget in plans]
+
+    def refuse(self: object, name: str, **kwargs: object) -> object:
+        raise AssertionError(f"column {name} collected")
+
+    for read in ("values", "materialise", "numeric"):
+        monkeypatch.setattr(SparkSource, read, refuse)
+    frame = spark.createDataFrame(list(zip(users["uid"], users["v"])), "uid string, x double").repartition(5)
+    got = [seeded_release(make(), budget, frame)[0] for make, budget in plans]
+    assert got == want

@@ -48,6 +48,7 @@ __all__ = [
     "row_view",
     "unit_key_spec",
     "unit_total_spec",
+    "sorted_user_totals",
     "unit_values",
     "user_key_counts",
     "user_lattice_totals",
@@ -250,6 +251,20 @@ def user_lattice_totals(query: Query, data: Dataset, k: int, secret: bytes) -> n
     return dataset_unit_totals(data, spec, secret)
 
 
+def sorted_user_totals(query: Query, data: Dataset, k: int, secret: bytes) -> npt.NDArray[np.int64]:
+    """:func:`user_lattice_totals` in ascending order, answered by the reductions seam's ``unit_totals``.
+
+    The same multiset (each user's total is a function of that user's rows and the
+    secret only), computed where the data is: on Spark one ``long`` per user reaches
+    the driver, in jobs, and no column; in polars one ``group_by``. For a consumer
+    that depends on the multiset only (a mean, a quantile, a trimmed mean, a
+    distance to instability over sorted values).
+    """
+    spec = unit_total_spec(query, k)
+    assert spec is not None and query.per_user_totals
+    return as_reductions(data).unit_totals(spec, secret)
+
+
 def total_sensitivity(query: Query, k: int) -> int:
     """Largest |clamped total| one user can add, in lattice units of ``2**k`` (static).
 
@@ -322,5 +337,8 @@ def unit_values(query: Query, data: Dataset, rng: AbstractRandomness) -> npt.NDA
     secret = prf_secret(rng) if query.max_rows is not None else bytes(32)
     width = upper - lower if upper > lower else Fraction(1)
     k = floor_log2(width) - 40
-    totals = user_lattice_totals(query, data, k, secret)
+    if query.kind == "function":  # a user's function may depend on the order: the users' id order, as ever
+        totals = user_lattice_totals(query, data, k, secret)
+    else:  # a statistic of the multiset of totals: ascending, from the seam (no column collected on Spark)
+        totals = sorted_user_totals(query, data, k, secret)
     return clip_inside(np.ldexp(totals.astype(np.float64), k), lower, upper)

@@ -49,7 +49,7 @@ from dpalg.mechanisms._common.user_level import (
     kept_rows,
     row_values,
     user_key_counts,
-    user_lattice_totals,
+    sorted_user_totals,
     values_per_user,
 )
 from dpalg.noise import AbstractRandomness, prf_secret, sample_exp_runs, sample_exp_weights
@@ -95,7 +95,7 @@ def _quantile_values(query: Query, data: Dataset, rng: AbstractRandomness) -> np
     if query.per_user_totals:
         lower, upper = grid_bounds(query)
         k = floor_log2(upper - lower) - 40  # public: totals are exact multiples of 2**k
-        totals = user_lattice_totals(query, data, k, secret)
+        totals = sorted_user_totals(query, data, k, secret)  # the multiset is ranked: ascending, from the seam
         return np.ldexp(totals.astype(np.float64), k)  # a per-user map; the grid snap follows
     _, _, keep = kept_rows(query, data, secret)
     return row_values(query, data, keep)
