@@ -196,9 +196,10 @@ class PolarsSource:
         return PolarsReductions(dataset, self)
 
     @staticmethod
-    def join_chain(sources: list[PolarsSource], keys: list[tuple[str, str]], wanted: frozenset[str] | None) -> Dataset:
+    def join_chain(sources: list[PolarsSource], keys: list[tuple[str, str]], wanted: frozenset[str] | None, *, collect: bool = True) -> Dataset:
         """The inner equi-joins of ``sources`` in order on ``keys`` (:mod:`dpalg.data._tables`), as one lazy plan that
-        reads only the ``wanted`` columns (and the keys), collected once.
+        reads only the ``wanted`` columns (and the keys), collected once (``collect=False``: left lazy, for a caller
+        that transforms it at once, :meth:`transform`, whose one collect evaluates joins and filter together).
 
         Keys of different types are joined on their exact decimal text (an int of any width; a categorical's str);
         nulls never match. Collected once: a lazy join's row order may differ from one collect to the next, and
@@ -219,7 +220,7 @@ class PolarsSource:
                 left, right = left.cast(pl.String), right.cast(pl.String)
             out = out.join(lazy(src), left_on=left, right_on=right, how="inner", coalesce=False)
             schema.update(src._schema)
-        return Dataset.from_source(PolarsSource(out.collect()))
+        return Dataset.from_source(PolarsSource(out.collect() if collect else out))
 
     def transform(self, steps: RowSteps, kinds: Mapping[str, ColumnKind], kept: tuple[str, ...]) -> Dataset:
         """A query's row steps as a lazy ``filter``/``select`` of this frame (:mod:`dpalg.data._transform`), evaluated by polars."""

@@ -163,7 +163,7 @@ class TablesSource:
         libraries = {_library(d) for d in self._tables.values()}
         if len(libraries) > 1:
             raise InvalidArgument("tables", "backends", sorted(libraries), "must be one backend for all the tables of a run")
-        self._joined: dict[tuple[From, frozenset[str] | None], Dataset] = {}
+        self._joined: dict[tuple[From, frozenset[str] | None, bool], Dataset] = {}
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -244,28 +244,31 @@ class TablesSource:
             return f"reads the user id {user!r}, which is not a column of the joined tables"
         return None
 
-    def join(self, source: From, needed: Iterable[str] | None = None) -> Dataset:
+    def join(self, source: From, needed: Iterable[str] | None = None, *, transformed: bool = False) -> Dataset:
         """The relation ``source`` names, built where the data is (cached for the run).
 
         ``needed``: the columns the caller reads (the join keys are added); the others are not carried through
-        the joins (``None``: every column).
+        the joins (``None``: every column). ``transformed``: the caller applies row steps to the relation at once
+        (:func:`~dpalg.data._transform.apply_steps`), which evaluates it once; a backend that builds the join
+        lazily (polars) may then leave it unevaluated, so that its optimiser pushes the filter below the joins.
         """
         wanted = None if needed is None else frozenset(needed) | {k for j in source.joins for k in (j.left, j.right)}
-        got = self._joined.get((source, wanted))
+        got = self._joined.get((source, wanted, transformed))
         if got is not None:
             return got
         tables = [self._tables[t] for t in source.tables()]
         keys = [(j.left, j.right) for j in source.joins]
         first = tables[0].source
         chain = getattr(type(first), "join_chain", None) if first is not None else None
-        made = chain([t.source for t in tables], keys, wanted) if callable(chain) and all(type(t.source) is type(first) for t in tables) else None
+        same = callable(chain) and all(type(t.source) is type(first) for t in tables)
+        made = (chain([t.source for t in tables], keys, wanted, collect=not transformed) if same else None)  # type: ignore[misc]
         if isinstance(made, Dataset):
             out = made
         else:
             out = _project(tables[0], wanted)
             for table, (left, right) in zip(tables[1:], keys):
                 out = _join(out, _project(table, wanted), left, right)
-        self._joined[(source, wanted)] = out
+        self._joined[(source, wanted, transformed)] = out
         return out
 
     def __repr__(self) -> str:  # never prints values

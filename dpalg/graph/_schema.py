@@ -18,7 +18,7 @@ from dpalg.data import ColumnUse, Dataset, check_columns
 from dpalg.data._evaluation import evaluate_input
 from dpalg.data._schema import column_kind
 from dpalg.data._tables import From, TablesSource
-from dpalg.data._expr import Expr
+from dpalg.data._expr import Expr, read_types
 from dpalg.data._transform import RowSteps, apply_steps, check_steps
 from dpalg.graph._compose import Compose, Parallel, PureToApprox, PureToZCDP, ZCDPToApprox
 from dpalg.graph._group import GroupPrivacy
@@ -170,11 +170,14 @@ def primitive_source(node: AbstractPrimitive[Any]) -> From | None:
 def steps_data(node: AbstractPrimitive[Any], data: Dataset) -> Dataset:
     """The rows and columns ``node`` reads: its relation joined (several tables), then its queries' row
     transformations applied (both checked before the charge)."""
+    steps = primitive_steps(node)
     if isinstance(data.source, TablesSource):
         source = primitive_source(node)
         assert source is not None  # validate_schema refused it before the charge
-        data = data.source.join(source, [use.name for use in node.columns()])  # only the columns the node reads
-    steps = primitive_steps(node)
+        # left lazy only when the steps run on the backend at once (a column read value by value, "object", takes the
+        # numpy path, which reads the relation column by column: it must be evaluated once, first)
+        transformed = steps is not None and "object" not in read_types(data, steps.reads(), type(node).__name__).values()
+        data = data.source.join(source, [use.name for use in node.columns()], transformed=transformed)  # only the columns read
     if steps is None:
         return data
     return apply_steps(data, steps, [use.name for use in node.columns()])

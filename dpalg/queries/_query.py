@@ -27,6 +27,8 @@ would scatter; the user-level modifiers already live in :mod:`dpalg.queries._bou
 
 from __future__ import annotations
 
+import functools
+
 import math
 from fractions import Fraction
 from collections.abc import Callable
@@ -247,6 +249,15 @@ def _public_table(value: object) -> tuple[tuple[str, tuple[PublicCell, ...]], ..
     return tuple(out)
 
 
+@functools.lru_cache(maxsize=64)
+def _lookups(table: tuple[tuple[str, tuple[PublicCell, ...]], ...], on: str) -> tuple[tuple[str, Expr], ...]:
+    """:meth:`JoinPublic.lookups`, memoised: the expressions are immutable, and a table of 10,000 rows takes
+    tens of milliseconds to check as lookup pairs, which the schema check, the run and the certificate
+    would otherwise repeat for every query that reads it."""
+    keys = dict(table)[on]
+    return tuple((name, Lookup(Col(on), tuple(zip(keys, values)))) for name, values in table if name != on)
+
+
 @final
 @attrs.frozen(repr=False)
 class JoinPublic:
@@ -279,11 +290,7 @@ class JoinPublic:
 
     def lookups(self) -> dict[str, Expr]:
         """Each added column as an expression: ``col(on).lookup({key: value})``."""
-        keys = dict(self.table)[self.on]
-        return {
-            name: Lookup(Col(self.on), tuple(zip(keys, values)))
-            for name, values in self.table if name != self.on
-        }  # fmt: skip
+        return dict(_lookups(self.table, self.on))  # built and checked once per table (a plan asks many times)
 
     def __repr__(self) -> str:
         names = [name for name, _ in self.table]

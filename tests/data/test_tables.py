@@ -182,3 +182,26 @@ def test_a_seeded_release_over_a_join_is_the_same_on_numpy_and_polars_and_audits
         values.append(release.value)
     assert values[0] == values[1] == values[2]
     assert isinstance(truth, float) and truth > 0
+
+
+def test_a_lazily_joined_relation_is_evaluated_once_whatever_path_its_steps_take() -> None:
+    """On polars tables a relation with row steps is joined lazily and evaluated once, with the filter (pushed below the
+    joins). A step reading a column value by value (a Decimal column: the numpy path, column by column) gets the
+    relation evaluated first. Both give the numpy tables' release."""
+    from decimal import Decimal
+
+    db = _db()
+    prices = [Decimal(str(round(float(p), 2))) for p in db["lineitem"]["l_price"]]
+    for where in (Where(col("c_nation") < 3), Where(col("l_money") > 20)):
+        q = Query.sum("l_price", user="o_custkey") | RELATION | where
+        numpy_db = {**db, "lineitem": {**db["lineitem"], "l_money": np.array(prices, dtype=object)}}
+        polars_db = {t: pl.DataFrame(v) for t, v in db.items()}
+        polars_db["lineitem"] = polars_db["lineitem"].with_columns(pl.Series("l_money", prices, dtype=pl.Decimal(10, 2)))
+        values = []
+        for data in (numpy_db, polars_db, {t: f.lazy() for t, f in polars_db.items()}):
+            plan = R2T(q, epsilon=1, upper_limit=10**5)
+            plan.check(PureDP(1))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                values.append(plan.run(data, rng=3).value)
+        assert values[0] == values[1] == values[2], where
