@@ -81,7 +81,7 @@ from dpalg.data._grid_view import BLOCK_BITS, BlockedGrid, CountedGrid, GridView
 from dpalg.data._keys import Key
 from dpalg.data._reductions import OrderWindow, SumSpec
 from dpalg.data._source_reductions import (
-    GridCells, SourceReductions, SumPlan, WindowBuckets, bucket_span, chosen_window, key_candidates, listed_keys,
+    GridCells, SourceReductions, SumPlan, WindowBuckets, bucket_span, chosen_window, key_candidates, key_histogram, listed_keys,
     sorted_window,
 )  # fmt: skip
 from dpalg.data import _spark_unit_keys as unit_keys
@@ -303,10 +303,28 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
     def _unit_count(self, unit: str, kind: str) -> int:
         key = self._key_expr(unit, kind)
         if kind == "float":
-            key = key + F.lit(0.0)  # -0.0 and 0.0 are one id
+            key = key  # -0.0 and 0.0 are one id
         return int(self._agg(F.countDistinct(key))[0])
 
     # -- private -----------------------------------------------------------------------
+
+    def top_key_counts(self, column: str, k: int) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]] | None:
+        """The ``k`` present keys with the largest counts (ties: the smaller key first), in key order, and their counts;
+        ``None`` for a column that is not bool, int or float (the caller reads the whole histogram).
+
+        One ``groupBy`` on the executors, sorted by count (descending) and key, ``k`` rows collected: all that a
+        mode and its gap to the runner-up need (:func:`dpalg.mechanisms.ptr.mode_histogram`). A float key is
+        ``x + 0.0`` (``-0.0`` is ``0.0``, one key, as the key policy reads it) and NaN is no key.
+        """
+        kind = self._kind(column)
+        if kind not in ("bool", "int", "float"):
+            return None
+        key = self._key_expr(column, kind)
+        if kind == "float":
+            key = key + F.lit(0.0)
+        grouped = self._source.frame.select(key.alias("k")).where(F.col("k").isNotNull()).groupBy("k").count()
+        rows = grouped.orderBy(F.col("count").desc(), F.col("k").asc()).limit(k).collect()
+        return key_histogram((row["k"], int(row["count"])) for row in rows)
 
     def _key_expr(self, column: str, kind: str) -> Column:
         """The column as keys: floats as double with NaN as null."""
