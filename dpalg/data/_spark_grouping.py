@@ -367,14 +367,19 @@ class SparkCoding:
 
     def close(self) -> None:
         persisted, self._persisted = self._persisted, None
-        if persisted is not None:
-            try:
-                persisted.unpersist()
-            except Exception:  # noqa: BLE001 -- the session may be gone already
-                pass
+        _unpersist(persisted)
 
     def __repr__(self) -> str:  # never prints values
         return f"SparkCoding({len(self._labels)} groups)"
+
+
+def _unpersist(frame: Any) -> None:
+    """Release a frame this module persisted (``None``: nothing); never raises (the session may be gone already)."""
+    if frame is not None:
+        try:
+            frame.unpersist()
+        except Exception:  # noqa: BLE001 -- the session may be gone already
+            pass
 
 
 def _py(value: Any) -> Any:
@@ -490,11 +495,7 @@ class SparkParts:
 
     def close(self) -> None:
         persisted, self._persisted = self._persisted, None
-        if persisted is not None:
-            try:
-                persisted.unpersist()
-            except Exception:  # noqa: BLE001 -- the session may be gone already
-                pass
+        _unpersist(persisted)
 
     def __repr__(self) -> str:  # never prints values
         return f"SparkParts({len(self.datasets)} parts)"

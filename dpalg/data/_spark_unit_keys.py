@@ -38,7 +38,7 @@ columns (the caller's fallback).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, final
 
 import numpy as np
 import numpy.typing as npt
@@ -46,6 +46,7 @@ import numpy.typing as npt
 from dpalg.data._keys import Key
 from dpalg.data._source_reductions import key_histogram
 from dpalg.data._spark_types import arrow_to_numpy, quoted
+from dpalg.data._spark_unit_totals import arrow_partition, user_partitions
 from dpalg.data._spark_units import unit_key
 from dpalg.data._unit_totals import UnitKeySpec, kept_key_rows
 
@@ -55,8 +56,6 @@ else:
     from dpalg.data._spark_types import F  # the lazy proxy: pyspark is imported on first use
 
 __all__ = ["kept_key_counts"]
-
-_ROWS_PER_PARTITION: Final = 1 << 20
 
 
 def kept_key_counts(
@@ -84,7 +83,7 @@ def kept_key_counts(
     listed = spec.keys is not None
     key_type = LongType() if listed else selected.schema["c"].dataType
     schema = StructType([StructField("k", key_type, True), StructField("n", LongType(), False)])
-    parts = max(_parallelism(frame), -(-n_rows // _ROWS_PER_PARTITION), 1)
+    parts = user_partitions(frame, n_rows)
     counter = _KeptKeys(selected.schema["i"].dataType, selected.schema["c"].dataType, spec, secret)
     per_part = selected.repartition(parts, "u").mapInArrow(counter, schema)
     pairs = _pairs(per_part.groupBy("k").agg(F.sum("n").alias("n")))
@@ -109,13 +108,6 @@ def _pairs(frame: Any) -> list[tuple[Any, int]]:
     return [(row[0], int(row[1])) for row in frame.collect()]
 
 
-def _parallelism(frame: Any) -> int:
-    try:
-        return int(frame.sparkSession.sparkContext.defaultParallelism)
-    except Exception:  # noqa: BLE001 -- Spark Connect has no SparkContext here: the partitions follow the size
-        return 1
-
-
 @final
 class _KeptKeys:
     """Executors (``mapInArrow``): the users of one partition, their kept rows by the numpy code, counted per key."""
@@ -129,15 +121,9 @@ class _KeptKeys:
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa  # type: ignore[import-untyped]
 
-        read = list(batches)
-        if not read:
+        column = arrow_partition(batches)
+        if column is None:
             return
-        table = pa.Table.from_batches(read)
-
-        def column(name: str) -> Any:
-            chunks = table.column(name).chunks
-            return pa.concat_arrays(chunks) if chunks else pa.array([], type=table.schema.field(name).type)
-
         raw = column("c")
         ids = arrow_to_numpy(column("i"), self.unit_type)
         content = arrow_to_numpy(raw, self.key_type)

@@ -51,7 +51,7 @@ per-unit questions are.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final, final
 
 import numpy as np
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 else:
     from dpalg.data._spark_types import F  # the lazy proxy: pyspark is imported on first use
 
-__all__ = ["per_unit_totals", "total_sum", "totals_collected"]
+__all__ = ["arrow_partition", "per_unit_totals", "total_sum", "totals_collected", "user_partitions"]
 
 _LONG_SUM_LIMIT: Final = 1 << 63
 _ROWS_PER_PARTITION: Final = 1 << 20
@@ -119,7 +119,7 @@ def per_unit_totals(frame: Any, key_kind: str, x: Column | None, spec: UnitTotal
     assert spec.column is not None and x is not None
     selected = frame.select(key.alias("u"), F.col(quoted(spec.unit)).alias("i"), x.alias("x"), F.col(quoted(spec.column)).alias("c"))
     selected = selected.where(F.col("u").isNotNull())
-    parts = max(_parallelism(frame), -(-n_rows // _ROWS_PER_PARTITION), 1)
+    parts = user_partitions(frame, n_rows)
     chooser = _CappedTotals(selected.schema["i"].dataType, selected.schema["c"].dataType, spec, secret)
     from pyspark.sql.types import LongType, StructField, StructType
 
@@ -162,11 +162,31 @@ def _longs(frame: Any) -> npt.NDArray[np.int64]:
     return np.array([row[0] for row in frame.collect()], dtype=np.int64)
 
 
-def _parallelism(frame: Any) -> int:
+def user_partitions(frame: Any, n_rows: int) -> int:
+    """How many partitions to ``repartition`` whole users into: the parallelism, or enough to keep a partition near
+    ``2**20`` rows (a partition is held in one executor's memory; a user's rows are never split)."""
     try:
-        return int(frame.sparkSession.sparkContext.defaultParallelism)
+        parallelism = int(frame.sparkSession.sparkContext.defaultParallelism)
     except Exception:  # noqa: BLE001 -- Spark Connect has no SparkContext here: the partitions follow the size
-        return 1
+        parallelism = 1
+    return max(parallelism, -(-n_rows // _ROWS_PER_PARTITION), 1)
+
+
+def arrow_partition(batches: Iterator[Any]) -> Callable[[str], Any] | None:
+    """On an executor (``mapInArrow``): one partition's batches read whole, as a function from a column name to one
+    Arrow array (``None`` for an empty partition)."""
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    read = list(batches)
+    if not read:
+        return None
+    table = pa.Table.from_batches(read)
+
+    def column(name: str) -> Any:
+        chunks = table.column(name).chunks
+        return pa.concat_arrays(chunks) if chunks else pa.array([], type=table.schema.field(name).type)
+
+    return column
 
 
 @final
@@ -180,17 +200,11 @@ class _CappedTotals:
         return f"_CappedTotals({self.spec!r})"
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa  # type: ignore[import-untyped]
+        import pyarrow as pa
 
-        read = list(batches)
-        if not read:
+        column = arrow_partition(batches)
+        if column is None:
             return
-        table = pa.Table.from_batches(read)
-
-        def column(name: str) -> Any:
-            chunks = table.column(name).chunks
-            return pa.concat_arrays(chunks) if chunks else pa.array([], type=table.schema.field(name).type)
-
         units = column("u")
         ids = arrow_to_numpy(column("i"), self.unit_type)
         numeric = np.asarray(column("x").to_numpy(zero_copy_only=False), dtype=np.float64)  # null -> NaN

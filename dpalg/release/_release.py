@@ -28,7 +28,7 @@ from dpalg.graph._subsample import Subsample, sampled_rows
 from dpalg.graph._derivation import Derivation
 from dpalg.graph._node import RUN, AbstractMeasurement, AbstractPrimitive, take_checked
 from dpalg.graph._result import SIGN, Release
-from dpalg.graph._schema import group_data, plan_columns, plan_schema, relation_data, steps_data, validate_schema
+from dpalg.graph._schema import group_data, plan_columns, plan_schema, read_columns, relation_data, steps_data, validate_schema
 from dpalg.graph._session import EXECUTE, SessionSpend
 from dpalg.measures import ZCDP, ApproxDP, Measure, PureDP
 from dpalg.noise import prf_secret
@@ -127,7 +127,7 @@ def _exec(node: object, data: Dataset, rng: AbstractRandomness, path: str, appli
                 return {n: _exec(c, data, rng, f"{path}/{n}", applied) for n, c in zip(known.names, known.children)}
             return tuple(_exec(c, data, rng, f"{path}/{i}", applied) for i, c in enumerate(known.children))
         case Parallel():
-            data = relation_data(known, data, _reads(known, (known.by,)))  # several tables: the parts' relation, joined once
+            data = relation_data(known, data, read_columns(known))  # several tables: the parts' relation, joined once
             return _parallel(known, data, rng, path, applied)
         case PureToApprox() | PureToZCDP() | ZCDPToApprox():
             return _exec(known.child, data, rng, path, applied)
@@ -137,7 +137,7 @@ def _exec(node: object, data: Dataset, rng: AbstractRandomness, path: str, appli
         case GroupBy():
             return _group_by(known, data, rng, path, applied)
         case Subsample():  # a fresh sample (a fresh PRF key) on every run of every Subsample node
-            data = relation_data(known, data, _reads(known, ()))  # several tables: the relation, joined once, is sampled
+            data = relation_data(known, data, read_columns(known))  # several tables: the relation, joined once, is sampled
             columns = [use.name for _, use in plan_columns(known.plan)]
             return _exec(known.plan, data.take(sampled_rows(known, data, rng, columns)), rng, path, applied)
         case AbstractPrimitive():
@@ -146,12 +146,6 @@ def _exec(node: object, data: Dataset, rng: AbstractRandomness, path: str, appli
             return known.release(steps_data(known, data), rng)  # its queries' Where / derived columns, where the data is
         case _:
             assert_never(known)
-
-
-def _reads(node: Parallel[PureDP] | Parallel[ApproxDP] | Parallel[ZCDP] | Subsample[PureDP] | Subsample[ApproxDP], own: tuple[str, ...]) -> tuple[str, ...]:
-    """The columns a structural node and the plan under it read (the node's own, the id, the plan's)."""
-    unit = node.neighbouring.unit
-    return tuple(dict.fromkeys([*own, *([unit] if unit is not None else []), *(use.name for _, use in plan_columns(node))]))
 
 
 def _group_by(
@@ -178,7 +172,8 @@ def _group_by(
     reads = tuple(dict.fromkeys([*node.by, *([unit] if unit is not None else []), *(use.name for _, use in plan_columns(node.plan))]))
     if not applied:  # the aggregates' relation and row steps, once, before grouping (group_relation)
         data, applied = group_data(node, data, reads)
-        reads = tuple(name for name in dict.fromkeys([*reads, *data.names]) if name in data.names)
+    if applied:  # the relation or the transformed rows: their columns are what the aggregates read (derived ones too)
+        reads = data.names
     coding = group_coding(
         data, node.by, keys.keys if isinstance(keys, KeySet) else None, other=isinstance(keys, KeySet) and keys.other is not None,
         labels=keys.labels if isinstance(keys, KeySet) else None, unit=unit, reads=reads, owner=owner,

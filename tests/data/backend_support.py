@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 from dpalg import ZCDP, ApproxDP, Clip, Compose, InvalidArgument, PureDP, PureToApprox, Query
 from dpalg.data import LatticeSum, OrderWindow, Reductions, SumSpec
 from dpalg.data._fixed_point import lattice_bounds
+from dpalg.data._unit_spec import UnitTotalSpec
 from dpalg.data import _numpy_reductions as nr
 from dpalg.mechanisms import Laplace, SmoothBound
 from dpalg.mechanisms.shifted_inverse._shifted_inverse import ShiftedInverse, ShiftedInverseSearch, ShiftedInverseSearchZCDP
@@ -299,6 +300,39 @@ def shifted_plans(*, huge_clip: bool = True) -> list[tuple[Callable[[], Any], An
         (lambda: ShiftedInverse(Query.user_count(user="uid"), domain=(0, 1023), epsilon=1), PureDP(1)),
     ]
     return plans if huge_clip else plans[:2] + plans[3:]
+
+
+#: ids for the users' totals: above 2**53 (distinct as ints, one as floats), repeated, missing
+UNIT_IDS: list[Any] = [2**53, 2**53 + 1, None, 7, 7, 2**53, 1, 7, None, 2**62] * 3
+
+
+def unit_total_specs() -> list[UnitTotalSpec]:
+    """The users' totals questions every backend must answer as numpy does (every exact-sum and fallback path)."""
+    return [
+        UnitTotalSpec("id", "x", "sum", 0, 0, 2**62),  # no row clip: rows clamped at 2**61, totals at 2**62
+        UnitTotalSpec("id", "x", "sum", -1, -3, 9, Fraction(-1, 3), Fraction(7, 2)),  # ties at .5, a bound no float holds
+        UnitTotalSpec("id", "x", "sum", -1000, -1, 1),
+        UnitTotalSpec("id", "x", "sum", 900, -(2**62), 2**62, Fraction(-(10**300)), Fraction(10**300)),
+        UnitTotalSpec("id", "x", "sum", -999, -(2**62), 2**62, Fraction(-(10**300)), Fraction(10**300)),  # a clip beyond 2**61 steps
+        UnitTotalSpec("id", None, "count", 0, 1, 2),  # a user without a present value still counts (clamped up to 1)
+        UnitTotalSpec("id", "x", "count", 0, 0, 10, max_rows=2),
+        UnitTotalSpec("id", "x", "count", 0, -5, 3),
+        UnitTotalSpec("id", "x", "sum", -2, -(2**40), 2**40, Fraction(-4), Fraction(10), max_rows=2),  # a row cap on a sum
+        UnitTotalSpec("id", "x", "sum", 0, 0, 2**62, max_rows=1),
+    ]
+
+
+#: the partition layouts of the user-level Spark tests (the last holds whole users per partition)
+USER_LAYOUTS = ("repartition(1)", "repartition(7)", "repartition(7, uid)")
+
+
+def user_layout(frame: Any, layout: str) -> Any:
+    """``frame`` in one of :data:`USER_LAYOUTS`."""
+    if layout == "repartition(1)":
+        return frame.repartition(1)
+    if layout == "repartition(7)":
+        return frame.repartition(7)
+    return frame.repartition(7, "uid")
 
 
 def seeded_release(plan: Any, budget: Any, data: object) -> tuple[str, dict[str, Any]]:

@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 import numpy as np
 import pytest
-from backend_support import NAN, comparable, seeded_release, spark_module_marks
+from backend_support import NAN, comparable, seeded_release, spark_module_marks, USER_LAYOUTS, user_layout
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -42,7 +42,7 @@ ID_VALUES: dict[str, list[Any]] = {
     "double": [None, NAN, 0.0, -0.0, 1.0, 2.5],
 }
 X_VALUES: list[Any] = [None, NAN, 0.0, -0.0, 1.5, 2.5, 7.0, 12.0, -3.0, float("inf")]
-LAYOUTS = ("repartition(1)", "repartition(7)", "repartition(7, uid)")
+LAYOUTS = USER_LAYOUTS
 
 
 @attrs.frozen
@@ -59,11 +59,7 @@ class Frame:
 
     def spark(self, session: Any) -> Any:
         frame = session.createDataFrame(list(zip(self.uid, self.k, self.x)), f"uid {self.id_type}, k {self.key_type}, x double")
-        if self.layout == "repartition(1)":
-            return frame.repartition(1)
-        if self.layout == "repartition(7)":
-            return frame.repartition(7)
-        return frame.repartition(7, "uid")
+        return user_layout(frame, self.layout)
 
 
 @st.composite

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
-from backend_support import INF, NAN, UNIT_FLOATS, seeded_release, synthetic_users
+from backend_support import INF, NAN, UNIT_FLOATS, UNIT_IDS as IDS, seeded_release, synthetic_users, unit_total_specs as specs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,23 +38,6 @@ from dpalg.data._unit_totals import UnitTotalSpec
 from dpalg.mechanisms import AutoClipSum, Laplace
 
 SECRET = bytes(range(32))
-IDS: list[Any] = [2**53, 2**53 + 1, None, 7, 7, 2**53, 1, 7, None, 2**62] * 3
-
-
-def specs() -> list[UnitTotalSpec]:
-    return [
-        UnitTotalSpec("id", "x", "sum", 0, 0, 2**62),  # no row clip: rows clamped at 2**61, totals at 2**62
-        UnitTotalSpec("id", "x", "sum", -1, -3, 9, Fraction(-1, 3), Fraction(7, 2)),  # ties at .5, a bound no float holds
-        UnitTotalSpec("id", "x", "sum", -1000, -1, 1),
-        UnitTotalSpec("id", "x", "sum", 900, -(2**62), 2**62, Fraction(-(10**300)), Fraction(10**300)),
-        UnitTotalSpec("id", "x", "sum", -999, -(2**62), 2**62, Fraction(-(10**300)), Fraction(10**300)),  # a clip beyond 2**61 steps
-        UnitTotalSpec("id", None, "count", 0, 1, 2),  # a user without a present value still counts (clamped up to 1)
-        UnitTotalSpec("id", "x", "count", 0, 0, 10, max_rows=2),
-        UnitTotalSpec("id", "x", "count", 0, -5, 3),
-        UnitTotalSpec("id", "x", "sum", -2, -(2**40), 2**40, Fraction(-4), Fraction(10), max_rows=2),  # numpy answers
-    ]
-
-
 def _check(frame: dict[str, list[Any]], polars: pl.DataFrame | pl.LazyFrame) -> None:
     want = NumpyReductions(as_dataset(frame))
     got = as_reductions(as_dataset(polars))

@@ -26,7 +26,7 @@ from typing import Any
 import attrs
 import numpy as np
 import pytest
-from backend_support import INF, NAN, canon, comparable, seeded_release, spark_module_marks
+from backend_support import INF, NAN, canon, comparable, seeded_release, spark_module_marks, USER_LAYOUTS, user_layout
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -55,7 +55,7 @@ ID_VALUES: dict[str, list[Any]] = {
     "long": [None, 0, 1, 2, 3, 2**53, 2**53 + 1],
     "double": [None, NAN, 0.0, -0.0, 1.0, 2.5],
 }
-LAYOUTS = ("repartition(1)", "repartition(7)", "repartition(7, uid)")
+LAYOUTS = USER_LAYOUTS
 
 
 @attrs.frozen
@@ -77,11 +77,7 @@ class Frame:
 
     def spark(self, session: Any) -> Any:
         frame = session.createDataFrame(list(zip(self.uid, self.k)), f"uid {self.id_type}, k {self.key_type}")
-        if self.layout == "repartition(1)":
-            return frame.repartition(1)
-        if self.layout == "repartition(7)":
-            return frame.repartition(7)
-        return frame.repartition(7, "uid")
+        return user_layout(frame, self.layout)
 
 
 @st.composite

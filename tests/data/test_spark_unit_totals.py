@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from backend_support import INF, NAN, UNIT_FLOATS, seeded_release, comparable, spark_module_marks, synthetic_users
+from backend_support import INF, NAN, UNIT_FLOATS, UNIT_IDS as IDS, seeded_release, comparable, spark_module_marks, synthetic_users, unit_total_specs as specs
 
 pytestmark = spark_module_marks()
 
@@ -59,21 +59,6 @@ def test_seeded_releases_are_identical_on_a_dict_and_on_spark(spark: Any) -> Non
         for label, shuffled in shuffles.items():
             got, got_certificate = seeded_release(make(), PureDP(1), shuffled)
             assert (got, comparable(got_certificate)) == (want, comparable(certificate)), (label, make())
-
-
-IDS: list[Any] = [2**53, 2**53 + 1, None, 7, 7, 2**53, 1, 7, None, 2**62] * 3
-
-
-def specs() -> list[UnitTotalSpec]:
-    return [
-        UnitTotalSpec("id", "x", "sum", 0, 0, 2**62),  # no row clip: rows clamped at 2**61, totals at 2**62
-        UnitTotalSpec("id", "x", "sum", -1, -3, 9, Fraction(-1, 3), Fraction(7, 2)),  # ties at .5, a bound no float holds
-        UnitTotalSpec("id", "x", "sum", -1000, -1, 1),
-        UnitTotalSpec("id", None, "count", 0, 1, 2),  # a user without a present value still counts (clamped up to 1)
-        UnitTotalSpec("id", "x", "count", 0, 0, 10, max_rows=2),
-        UnitTotalSpec("id", "x", "sum", -2, -(2**40), 2**40, Fraction(-4), Fraction(10), max_rows=2),
-        UnitTotalSpec("id", "x", "sum", 0, 0, 2**62, max_rows=1),
-    ]
 
 
 @pytest.mark.parametrize("path", ["long", "decimal"])
