@@ -19,9 +19,11 @@ far under 1%.
 The grid: ``clip_share`` (ε₁/ε), the prior ``p`` per doubling (the module constant
 ``_PRIOR_PER_DOUBLING``: a factor ``e^p`` in the weights per doubling of the clip),
 ``steps_per_doubling`` and the target multiplier ``m`` (r = m/ε₂; the node's
-default is m = 1). Every such score is monotone with sensitivity 1 (the first
-term moves by a value in [0, 1], all in the same direction, when a user is added;
-the prior is public), so every setting is ε-DP at the node's rate ε₁.
+default is m = 1). ``--below`` adds a variant, ``(1 − μ)·max(#{T_u > C_j} − r, 0) +
+μ·#{u : T_u <= C_j/2}`` (a term against clips far above many users). Every such
+score is monotone with sensitivity 1 (each user adds ``(1 − μ)·[0, 1] + μ·{0, 1} ⊂
+[0, 1]`` to every score, all in the same direction; the prior is public), so every
+setting is ε-DP at the node's rate ε₁.
 
 Distributions: the baseball home runs per player (``--csv``, the Rdatasets
 ``plyr/baseball.csv``; at the power of two above the largest total, 10^6 and 2^30)
@@ -76,9 +78,11 @@ class Setting:
     prior: Fraction
     steps: int
     target: Fraction  # r = target/ε₂
+    below: Fraction = Fraction(0)  # μ, the weight of #{u : T_u <= C/2} (the node: 0)
 
     def label(self) -> str:
-        return f"share {str(self.share):>4s} prior {str(self.prior):>3s} s {self.steps} r {str(self.target):>3s}/e2"
+        tail = f" mu {self.below}" if self.below else ""
+        return f"share {str(self.share):>4s} prior {str(self.prior):>3s} s {self.steps} r {str(self.target):>3s}/e2{tail}"
 
 
 def expected_abs_error(bias: npt.NDArray[np.float64] | float, scale: npt.NDArray[np.float64] | float) -> npt.NDArray[np.float64]:
@@ -106,6 +110,7 @@ class Evaluator:
         self.suffix = np.concatenate([np.cumsum(values[::-1])[::-1], [0.0]])  # suffix[i] = Σ_{u >= i} T_(u)
         self.fixed, self.fixed_j = best_fixed(values)
         self._cache: dict[tuple[int, Fraction], tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
+        self._below: dict[int, npt.NDArray[np.int64]] = {}
 
     def node(self, steps: int, share: Fraction) -> AutoClipSum:
         return AutoClipSum(QUERY, epsilon=EPSILON, upper_limit=self.totals.upper, clip_share=share, steps_per_doubling=steps)
@@ -127,12 +132,21 @@ class Evaluator:
             self._cache[key] = (above.astype(np.int64), errors)
         return self._cache[key]
 
+    def below_half(self, steps: int) -> npt.NDArray[np.int64]:
+        """``#{u : T_u <= C_j/2}`` for every candidate (the ``--below`` variant)."""
+        if steps not in self._below:
+            levels = np.array(self.node(steps, Fraction(1, 4)).levels(), dtype=np.int64)
+            self._below[steps] = np.searchsorted(self.ordered, levels // 2, side="right").astype(np.int64)
+        return self._below[steps]
+
     def scores(self, setting: Setting) -> npt.NDArray[np.float64]:
         above, _ = self.per_candidate(setting.steps, setting.share)
         eps1 = float(EPSILON * setting.share)
         r = float(setting.target / (EPSILON - EPSILON * setting.share))
         top = above.size - 1
-        return np.asarray(np.maximum(above - r, 0.0) + float(setting.prior) / setting.steps / eps1 * (top - np.arange(above.size)), dtype=np.float64)
+        mu = float(setting.below)
+        data = (1 - mu) * np.maximum(above - r, 0.0) + (mu * self.below_half(setting.steps) if mu else 0.0)
+        return np.asarray(data + float(setting.prior) / setting.steps / eps1 * (top - np.arange(above.size)), dtype=np.float64)
 
     def expected(self, setting: Setting) -> float:
         _, errors = self.per_candidate(setting.steps, setting.share)
@@ -207,6 +221,7 @@ def main() -> None:
     parser.add_argument("--priors", default="1,3/2,2,3")
     parser.add_argument("--steps", default="1,2,4,8")
     parser.add_argument("--targets", default="0,1/2,1,2")
+    parser.add_argument("--below", default="0", help="weights mu of a score term #{u : T_u <= C/2}, in [0, 1]")
     parser.add_argument("--limit", type=float, default=1.5, help="the TPC-H goal: every ratio at most this")
     parser.add_argument("--slack", type=float, default=1.05, help="the other distributions: at most this times the default's ratio")
     args = parser.parse_args()
@@ -227,7 +242,8 @@ def main() -> None:
     print("-" * len(header))
     base = np.array([ev.ratio(default) for ev in evaluators])
     is_tpch = np.array([n in TPCH for n in names])
-    grid = [Setting(*c) for c in itertools.product(fractions(args.shares), fractions(args.priors), [int(s) for s in args.steps.split(",")], fractions(args.targets))]
+    steps = [int(s) for s in args.steps.split(",")]
+    grid = [Setting(*c) for c in itertools.product(fractions(args.shares), fractions(args.priors), steps, fractions(args.targets), fractions(args.below))]
     if default not in grid:
         grid.append(default)
     passing: list[tuple[float, Setting, npt.NDArray[np.float64]]] = []
