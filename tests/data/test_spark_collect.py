@@ -27,11 +27,11 @@ from dpalg.mechanisms import KSWRatio, NaiveRatio, PrivateRatio, PTRMode  # noqa
 ROWS = 3000
 
 
-def _frame(spark: Any) -> Any:
+def _frame(spark: Any, rows: int = ROWS) -> Any:
     from pyspark.sql import functions as F
 
     i = F.col("id")
-    frame = spark.range(ROWS, numPartitions=3).select(
+    frame = spark.range(rows, numPartitions=3).select(
         i.alias("i"), F.when(i % 7 == 0, None).otherwise(i * 0.5).alias("x"),
         F.when(i % 11 == 0, None).otherwise(F.repeat(F.lit("ab"), (i % 13).cast("int"))).alias("s"),
     )  # fmt: skip
@@ -42,8 +42,9 @@ def test_the_parse_of_spark_sizes() -> None:
     assert [sc.parse_bytes(t) for t in ("1g", "1m", "0", "4096", "2k", "3kb", "x1")] == [2**30, 2**20, 0, 4096, 2048, 3072, None]
 
 
-@pytest.mark.parametrize("cap", [None, 2**16, 2**12])
-def test_a_column_collected_in_slices_is_the_column_in_row_order(spark: Any, monkeypatch: pytest.MonkeyPatch, cap: int | None) -> None:
+# the tiniest cap slices a column into runs of about 21 rows (one Spark job each): fewer rows keep it at about 15 jobs a column
+@pytest.mark.parametrize(("cap", "rows"), [(None, ROWS), (2**16, ROWS), (2**12, 300)])
+def test_a_column_collected_in_slices_is_the_column_in_row_order(spark: Any, monkeypatch: pytest.MonkeyPatch, cap: int | None, rows: int) -> None:
     jobs: list[int] = []
     slices = sc._slices
 
@@ -54,10 +55,10 @@ def test_a_column_collected_in_slices_is_the_column_in_row_order(spark: Any, mon
 
     monkeypatch.setattr(sc, "result_cap", lambda frame: cap)
     monkeypatch.setattr(sc, "_slices", counted)
-    source = SparkSource(_frame(spark))
+    source = SparkSource(_frame(spark, rows))
     try:
         ids, xs, ss = source.values("i"), source.values("x", as_double=True), source.values("s")
-        assert sorted(ids) == list(range(ROWS)) and ids != sorted(ids)  # every row once, in the shuffled order
+        assert sorted(ids) == list(range(rows)) and ids != sorted(ids)  # every row once, in the shuffled order
         assert xs == [None if i % 7 == 0 else i * 0.5 for i in ids]  # the same order in every column
         assert ss == [None if i % 11 == 0 else "ab" * (i % 13) for i in ids]
     finally:
@@ -69,7 +70,7 @@ def test_a_column_collected_in_slices_is_the_column_in_row_order(spark: Any, mon
 
 
 def test_every_slice_is_bounded_by_the_target(spark: Any) -> None:
-    frame = _frame(spark).persist()
+    frame = _frame(spark, 1000).persist()  # about 12 slices a column: one job each, and one more to size each
     try:
         from pyspark.sql import functions as F
 
