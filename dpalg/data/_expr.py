@@ -369,6 +369,10 @@ class Lit(Expr):
     value: LitValue = attrs.field(converter=_lit_value)
 
     def __repr__(self) -> str:
+        return f"lit({self.bare()})"
+
+    def bare(self) -> str:
+        """The value as Python writes it (an integral double as an int): what an operator beside an expression shows."""
         v = self.value
         if isinstance(v, float) and v.is_integer() and abs(v) < 1e16:
             return str(int(v))
@@ -401,13 +405,37 @@ def _logic_op(value: object) -> str:
     return _one_of("Logic", value, ("&", "|"))
 
 
-_PRECEDENCE: Final = {"|": 1, "&": 2, "cmp": 3, "+": 4, "-": 4, "*": 5, "/": 5}
+#: Python's binding strengths (comparisons below ``|`` below ``&``), so that a repr reads back as the same tree
+_PRECEDENCE: Final = {"cmp": 1, "|": 2, "&": 3, "+": 4, "-": 4, "*": 5, "/": 5}
+
+
+def _own(node: Expr) -> int:
+    """How tightly ``repr(node)`` binds: an operator's strength, 6 for a prefix ``-``/``~``, 9 for a call or a name."""
+    if isinstance(node, (Arith, Logic)):
+        return _PRECEDENCE[node.op]
+    if isinstance(node, Compare):
+        return 1 if node.op not in ("==", "!=") else 9  # ``==``/``!=`` are shown as the methods .eq()/.ne()
+    if isinstance(node, Not) or (isinstance(node, Unary) and node.op == "neg"):
+        return 6
+    return 9
 
 
 def _text(node: Expr, parent: int, right: bool = False) -> str:
-    own = _PRECEDENCE.get(getattr(node, "op", ""), 9) if isinstance(node, (Arith, Logic)) else (3 if isinstance(node, Compare) else 9)
-    text = repr(node)
+    """``repr(node)`` as an operand: in parentheses where Python would group it otherwise, and a literal as ``lit(...)``
+    where Python would not make it an expression (before ``.method()``, after a prefix ``-``/``~``), so a repr reads back
+    as the same tree."""
+    if isinstance(node, Lit):
+        return repr(node) if parent >= 6 else node.bare()
+    own, text = _own(node), repr(node)
     return f"({text})" if own < parent or (right and own == parent) else text
+
+
+def _operands(left: Expr, right: Expr, parent: int, reflected: bool = False) -> tuple[str, str]:
+    """Both sides of a binary operator. A literal on the left is ``lit(...)`` when the right is a literal too (``1 + 2``
+    would be Python's 3) or when Python would reflect the operator (``'a' > col('s')`` reads back as
+    ``col('s') < 'a'``: ``reflected``, the comparisons)."""
+    shown = repr(left) if isinstance(left, Lit) and (reflected or isinstance(right, Lit)) else _text(left, parent)
+    return shown, _text(right, parent, right=True)
 
 
 @final
@@ -420,8 +448,8 @@ class Arith(Expr):
     right: Expr = attrs.field(converter=_number_operand)
 
     def __repr__(self) -> str:
-        p = _PRECEDENCE[self.op]
-        return f"{_text(self.left, p)} {self.op} {_text(self.right, p, right=True)}"
+        left, right = _operands(self.left, self.right, _PRECEDENCE[self.op])
+        return f"{left} {self.op} {right}"
 
 
 @final
@@ -448,7 +476,7 @@ class MinMax(Expr):
     right: Expr = attrs.field(converter=_number_operand)
 
     def __repr__(self) -> str:
-        return f"{_text(self.left, 9)}.{'minimum' if self.op == 'min' else 'maximum'}({self.right!r})"
+        return f"{_text(self.left, 9)}.{'minimum' if self.op == 'min' else 'maximum'}({_text(self.right, 0)})"
 
 
 @final
@@ -462,8 +490,9 @@ class Compare(Expr):
 
     def __repr__(self) -> str:
         if self.op in ("==", "!="):
-            return f"{_text(self.left, 9)}.{'eq' if self.op == '==' else 'ne'}({self.right!r})"
-        return f"{_text(self.left, 4)} {self.op} {_text(self.right, 4)}"
+            return f"{_text(self.left, 9)}.{'eq' if self.op == '==' else 'ne'}({_text(self.right, 0)})"
+        left, right = _operands(self.left, self.right, 2, reflected=True)  # every operator but | binds tighter than a comparison
+        return f"{left} {self.op} {right}"
 
 
 @final
@@ -476,8 +505,8 @@ class Logic(Expr):
     right: Expr = attrs.field(converter=_expr)
 
     def __repr__(self) -> str:
-        p = _PRECEDENCE[self.op]
-        return f"{_text(self.left, p)} {self.op} {_text(self.right, p, right=True)}"
+        left, right = _operands(self.left, self.right, _PRECEDENCE[self.op])
+        return f"{left} {self.op} {right}"
 
 
 @final
@@ -540,8 +569,7 @@ class IsIn(Expr):
         return "str" if isinstance(first, str) else ("date" if isinstance(first, datetime.date) else "number")
 
     def __repr__(self) -> str:
-        shown = [Lit(v) for v in self.values]
-        return f"{_text(self.operand, 9)}.is_in({shown!r})"
+        return f"{_text(self.operand, 9)}.is_in([{', '.join(Lit(v).bare() for v in self.values)}])"
 
 
 def _cast_to(value: object) -> str:
@@ -599,7 +627,7 @@ class Bin(Expr):
     edges: tuple[float, ...] = attrs.field(converter=_edges)
 
     def __repr__(self) -> str:
-        return f"{_text(self.operand, 9)}.bin({[Lit(e) for e in self.edges]!r})"
+        return f"{_text(self.operand, 9)}.bin([{', '.join(Lit(e).bare() for e in self.edges)}])"
 
 
 def _pairs(value: object) -> tuple[tuple[LitValue, LitValue | None], ...]:
@@ -648,9 +676,9 @@ class Lookup(Expr):
         return "str" if found and isinstance(found[0], str) else "number"
 
     def __repr__(self) -> str:
-        shown = {Lit(k): (None if v is None else Lit(v)) for k, v in self.pairs}
         if len(self.pairs) <= 8:
-            return f"{_text(self.operand, 9)}.lookup({shown!r})"
+            shown = ", ".join(f"{Lit(k).bare()}: {None if v is None else Lit(v).bare()}" for k, v in self.pairs)
+            return f"{_text(self.operand, 9)}.lookup({{{shown}}})"
         import hashlib
 
         digest = hashlib.sha256(repr(self.pairs).encode()).hexdigest()[:12]
