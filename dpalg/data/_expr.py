@@ -67,10 +67,12 @@ translations are in :mod:`dpalg.data._polars_expr` and
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Final, Literal, Union, final
 
 import attrs
@@ -369,7 +371,7 @@ class Lit(Expr):
     value: LitValue = attrs.field(converter=_lit_value)
 
     def __repr__(self) -> str:
-        return f"lit({self.bare()})"
+        return self.bare() if _LEGACY.get() else f"lit({self.bare()})"
 
     def bare(self) -> str:
         """The value as Python writes it (an integral double as an int): what an operator beside an expression shows."""
@@ -407,6 +409,21 @@ def _logic_op(value: object) -> str:
 
 #: Python's binding strengths (comparisons below ``|`` below ``&``), so that a repr reads back as the same tree
 _PRECEDENCE: Final = {"cmp": 1, "|": 2, "&": 3, "+": 4, "-": 4, "*": 5, "/": 5}
+#: the text of dpalg 0.x certificates written before reprs read back (``a >= b & c``, bare literals): audit only
+_LEGACY_PRECEDENCE: Final = {"|": 1, "&": 2, "cmp": 3, "+": 4, "-": 4, "*": 5, "/": 5}
+_LEGACY: Final = contextvars.ContextVar("dpalg_legacy_expr_text", default=False)
+
+
+@contextlib.contextmanager
+def legacy_text() -> Iterator[None]:
+    """Inside, expressions print as certificates written before their reprs read back did (for ``dpalg audit``'s
+    check of an older certificate's ``plan_repr``): operators by the old table (a comparison bound tighter than
+    ``&``/``|``), literals always bare, no parentheses around a prefix operator."""
+    token = _LEGACY.set(True)
+    try:
+        yield
+    finally:
+        _LEGACY.reset(token)
 
 
 def _own(node: Expr) -> int:
@@ -424,6 +441,11 @@ def _text(node: Expr, parent: int, right: bool = False) -> str:
     """``repr(node)`` as an operand: in parentheses where Python would group it otherwise, and a literal as ``lit(...)``
     where Python would not make it an expression (before ``.method()``, after a prefix ``-``/``~``), so a repr reads back
     as the same tree."""
+    if _LEGACY.get():
+        table = _LEGACY_PRECEDENCE
+        own = table.get(getattr(node, "op", ""), 9) if isinstance(node, (Arith, Logic)) else (3 if isinstance(node, Compare) else 9)
+        text = repr(node)
+        return f"({text})" if own < parent or (right and own == parent) else text
     if isinstance(node, Lit):
         return repr(node) if parent >= 6 else node.bare()
     own, text = _own(node), repr(node)
@@ -434,6 +456,9 @@ def _operands(left: Expr, right: Expr, parent: int, reflected: bool = False) -> 
     """Both sides of a binary operator. A literal on the left is ``lit(...)`` when the right is a literal too (``1 + 2``
     would be Python's 3) or when Python would reflect the operator (``'a' > col('s')`` reads back as
     ``col('s') < 'a'``: ``reflected``, the comparisons)."""
+    if _LEGACY.get():
+        p = 4 if reflected else parent
+        return _text(left, p), _text(right, p, right=not reflected)
     shown = repr(left) if isinstance(left, Lit) and (reflected or isinstance(right, Lit)) else _text(left, parent)
     return shown, _text(right, parent, right=True)
 
@@ -448,7 +473,7 @@ class Arith(Expr):
     right: Expr = attrs.field(converter=_number_operand)
 
     def __repr__(self) -> str:
-        left, right = _operands(self.left, self.right, _PRECEDENCE[self.op])
+        left, right = _operands(self.left, self.right, (_LEGACY_PRECEDENCE if _LEGACY.get() else _PRECEDENCE)[self.op])
         return f"{left} {self.op} {right}"
 
 
@@ -505,7 +530,7 @@ class Logic(Expr):
     right: Expr = attrs.field(converter=_expr)
 
     def __repr__(self) -> str:
-        left, right = _operands(self.left, self.right, _PRECEDENCE[self.op])
+        left, right = _operands(self.left, self.right, (_LEGACY_PRECEDENCE if _LEGACY.get() else _PRECEDENCE)[self.op])
         return f"{left} {self.op} {right}"
 
 

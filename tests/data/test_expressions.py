@@ -238,6 +238,26 @@ def test_a_filter_shows_the_grouping_python_reads() -> None:
     assert repr(col("x") - -lit(1)) == "col('x') - -lit(1)" and repr(lit(1) + lit(2)) == "lit(1) + 2"
 
 
+def test_a_certificate_in_the_older_expression_text_still_audits() -> None:
+    """Certificates written before reprs read back show ``col('d') >= 5 & col('ok')``: the same plan, so it audits (with a
+    finding); any other text is refuted."""
+    from dpalg.data._expr import legacy_text
+    from dpalg.release._certificate import seal
+    from dpalg.release._serialize import stable_repr
+
+    plan = Laplace(Query.count() | Where((col("d") >= 5) & col("ok") | (lit(2) < col("d"))), epsilon=1)
+    plan.check(PureDP(1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cert = json.loads(json.dumps(plan.run({"d": np.array([1.0, 7.0]), "ok": np.array([True, False])}, rng=1).certificate))
+    with legacy_text():
+        old = stable_repr(repr(plan))
+    assert old != cert["plan_repr"] and "col('d') >= 5 & col('ok') | 2 < col('d')" in old
+    report = audit_certificate(seal({**cert, "plan_repr": old}))  # sealed again: the older text with its own digest
+    assert report.status == "cost_confirmed" and any("older expression text" in f for f in report.findings), report.findings
+    assert audit_certificate(seal({**cert, "plan_repr": old.replace(">= 5", ">= 6")})).status == "refuted"
+
+
 def test_a_string_literal_with_quotes_and_operators_survives_the_certificate() -> None:
     q = Query.count() | Where(col("name").is_in(["o'brien", "a<b=c;", "__import__('os')"]))
     plan = Laplace(q, epsilon=1)
