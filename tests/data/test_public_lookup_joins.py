@@ -52,7 +52,7 @@ WHERES: list[Expr] = [
     col("s_nation").is_null() & (col("o_prio") < 3),  # kept: the rows whose key is missing or absent, or whose value is
     ~col("s_nation").eq(1) | col("c_nation").is_null(),
     col("f_region").eq("ASIA") | (col("f_region").is_null() & col("c_nation").is_in([1])),
-    col("s_nation").is_in([0, 2]) & col("f_region").is_not_null() & (col("o_prio") != 1),
+    col("s_nation").is_in([0, 2]) & col("f_region").is_not_null() & col("o_prio").ne(1),
 ]
 VALUES: list[Expr] = [col("l_price") * (1 + col("s_weight")), col("s_weight"), col("l_price") - col("c_nation")]
 
