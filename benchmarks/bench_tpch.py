@@ -57,6 +57,12 @@ Run: ``python -m benchmarks.bench_tpch [--sf 0.1] [--releases 100] [--data DIR] 
 (from the repository root; the data is generated into ``DIR``, default
 ``/tmp/dpalg_tpch_sf<SF>``, when absent). ``--json`` writes the errors per query and
 mechanism (what ``benchmarks/tpch_figure.py`` plots).
+
+``--times``: only the time per release on polars tables, the best of three, of
+``Laplace(query | ClipPerUser(0, 2^18))``, ``AutoClipSum`` and ``R2T`` (seeded; each run's value
+is checked the same), against the same joins, filter and per-user group-by written in polars alone
+(lazy, collected once; best of three), with the ratios and the load average before and after: the
+numbers of the time paragraph of docs/pipelines.md.
 """
 
 from __future__ import annotations
@@ -214,6 +220,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=None)
     parser.add_argument("--only", default="", help="comma-separated query names (default: all)")
     parser.add_argument("--json", type=Path, default=None, help="write the errors per query and mechanism here")
+    parser.add_argument("--times", action="store_true", help="only the time per release on polars tables (best of 3) against polars alone")
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # seeded randomness warns; a benchmark seeds on purpose
     directory = args.data or Path(f"/tmp/dpalg_tpch_sf{args.sf:g}")
@@ -221,6 +228,10 @@ def main() -> None:
         generate(directory, args.sf)
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     frames, public = load(directory)
+    if args.times:
+        polars_times(frames, public, [q for q in args.only.split(",") if q])
+        print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        return
     numpy_tables = {t: as_numpy(f) for t, f in frames.items()}
     print(f"TPC-H SF {args.sf:g} from {directory}: " + ", ".join(f"{t} {f.height:,} rows" for t, f in frames.items()) + "; eps = 1, user = customer")
     rng = SeededRandomness(1)
@@ -320,6 +331,23 @@ def main() -> None:
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
         print(f"wrote {args.json}")
+
+
+def polars_times(frames: dict[str, pl.DataFrame], public: dict[str, pl.DataFrame], chosen: list[str]) -> None:
+    """Each query's time per release on polars tables (best of 3) and its ratio to polars alone (best of 3)."""
+    lazy = {t: f.lazy() for t, f in frames.items()}
+    print(f"{'query':5s} {'polars alone s':>14s}  " + "  ".join(f"{label:>24s}" for label in ("Laplace | ClipPerUser(0, 2^18)", "AutoClipSum", "R2T")))
+    for name, (query, _, _, polars_query) in queries(public).items():
+        if chosen and name not in chosen:
+            continue
+        t_polars = best_time(lambda: polars_query(lazy).collect())
+        cells = []
+        for plan in (Laplace(query | ClipPerUser(0, 2**18), epsilon=1), AutoClipSum(query, epsilon=1), R2T(query, epsilon=1)):
+            values: list[str] = []
+            t = best_time(lambda: values.append(repr(Session(PureDP(10)).run(plan, frames, rng=11).value)))
+            assert len(set(values)) == 1, values  # the same seeded release each time
+            cells.append(f"{t:8.3f} s {t / t_polars:5.2f}x")
+        print(f"{name:5s} {t_polars:12.3f} s  " + "  ".join(f"{c:>24s}" for c in cells), flush=True)
 
 
 def expected_abs_error(bias: float, scale: float) -> float:

@@ -224,6 +224,13 @@ class PolarsSource:
 
     def transform(self, steps: RowSteps, kinds: Mapping[str, ColumnKind], kept: tuple[str, ...]) -> Dataset:
         """A query's row steps as a lazy ``filter``/``select`` of this frame (:mod:`dpalg.data._transform`), evaluated by polars."""
+        # collected once, so that every column of the run comes from one evaluation in one row order (a lazy
+        # frame's plan may order its rows differently on each collect)
+        return Dataset.from_source(PolarsSource(self.transform_plan(steps, kinds, kept).collect()))
+
+    def transform_plan(self, steps: RowSteps, kinds: Mapping[str, ColumnKind], kept: tuple[str, ...]) -> pl.LazyFrame:
+        """The lazy plan :meth:`transform` collects: on a lazy join (:meth:`join_chain`), polars pushes the parts of
+        the filter that read one table below the join."""
         derived = [polars_expr(expr, kinds, derived_type(expr, kinds)).alias(name) for name, expr in steps.derive]
         where = None if steps.where is None else polars_expr(steps.where, kinds, "bool")
         frame = self.frame_for(*[pl.col(k) for k in kept], *derived, *([] if where is None else [where]))
@@ -232,9 +239,7 @@ class PolarsSource:
         # with_columns, then select by name: a derived value that is the same on every row (all missing, say) is
         # broadcast to the frame's height; a bare select of such an expression gave one row (polars 2.1)
         names = [name for name, _ in steps.derive]
-        # collected once, so that every column of the run comes from one evaluation in one row order (a lazy
-        # frame's plan may order its rows differently on each collect)
-        return Dataset.from_source(PolarsSource(frame.with_columns(*derived).select(*kept, *names).collect()))
+        return frame.with_columns(*derived).select(*kept, *names)
 
     @property
     def backend(self) -> BackendInfo:

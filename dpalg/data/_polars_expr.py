@@ -10,7 +10,8 @@ and ``&``/``|`` are polars' three-valued (Kleene) logic, as SQL's. A str column
 ``Boolean``; int and float columns as ``Float64`` (polars' casts round to
 nearest, as numpy's do); a date column as ``Date`` (days since 1970-01-01, the
 numpy backend's day numbers; outside years 1 to 9999 null), whose ``dt.year``/``dt.month``/``dt.day`` are
-the proleptic Gregorian calendar's, as numpy's.
+the proleptic Gregorian calendar's, as numpy's. These casts are non-strict, so polars pushes a
+predicate that reads them below a join (they cannot fail on the columns this path reads: see ``Col``).
 """
 
 from __future__ import annotations
@@ -45,15 +46,22 @@ def polars_expr(expr: Expr, kinds: Mapping[str, ColumnKind], want: ExprType) -> 
 
     def go(node: Expr, want: ExprType) -> pl.Expr:
         if isinstance(node, Col):
+            # Non-strict casts: the polars path reads only columns of kind number (an int, uint or float type),
+            # bool (Boolean), str (String, Categorical, Enum) or date (Date) -- an ``object`` column takes the
+            # numpy path (:func:`~dpalg.data._transform.apply_steps`) -- and ``expr_type`` checked before the
+            # charge that each column is read as its own kind, so every cast here is total and gives the strict
+            # cast's values. Polars treats a strict cast as fallible and keeps a predicate holding one above a
+            # join; a non-strict one it pushes below (a filter on a joined table's column then runs on that
+            # table's rows before the join, and the rest of the filter on the rows the join keeps).
             c = pl.col(node.name)
             if want == "number":
-                return _clean(c.cast(pl.Float64))
+                return _clean(c.cast(pl.Float64, strict=False))
             if want == "bool":
-                return c.cast(pl.Boolean)
+                return c.cast(pl.Boolean, strict=False)
             if want == "date":  # outside years 1 to 9999: missing (dt.year is null there; numpy reads a year)
-                d = c.cast(pl.Date)
+                d = c.cast(pl.Date, strict=False)
                 return pl.when(d.is_between(pl.lit(date.min, dtype=pl.Date), pl.lit(date.max, dtype=pl.Date))).then(d).otherwise(None)
-            return c.cast(pl.String)
+            return c.cast(pl.String, strict=False)
         if isinstance(node, Lit):
             v = node.value
             if isinstance(v, bool):
