@@ -375,7 +375,7 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         plan = self._unit_plan(unit, column)
         if plan is None:
             return self._numpy().per_unit_row_counts(unit, column)
-        return units.unit_row_counts(self._source.frame, plan[0], plan[1])
+        return units.unit_row_counts(self._source.frame, plan[0], plan[1], self.n_rows)
 
     def unit_total_sum(self, spec: UnitTotalSpec, secret: bytes) -> UnitTotals:
         per_unit = self._per_unit_totals(spec, secret)
@@ -425,7 +425,7 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         plan = self._unit_plan(unit, column)
         if plan is None or plan[1] is None:
             return self._numpy().per_unit_max(unit, column, lower, upper)
-        return units.unit_max(self._source.frame, plan[0], plan[1], lower, upper)
+        return units.unit_max(self._source.frame, plan[0], plan[1], lower, upper, self.n_rows)
 
 
 _INT_TYPES: Final[dict[str, np.dtype[np.integer[Any]]]] = {
