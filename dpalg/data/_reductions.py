@@ -51,6 +51,12 @@ defines it, with the numpy answer). ``unit_total_sum`` returns only the exact su
 of the clamped totals and the number of users; ``unit_totals`` one integer per
 user (ascending), for a mechanism that needs each total.
 
+**The rows users keep** (``kept_row_sum``; the user-level Laplace/Gaussian sum
+and mean under ``Clip`` and ``MaxRowsPerUser`` without ``ClipPerUser``). The
+row-level fixed-point sum of the rows each user keeps, and their number
+(:func:`~dpalg.data._unit_totals.numpy_kept_row_sum`): the choice is made per user,
+the sum is exact, so only the sum and the count are returned.
+
 **A user-level histogram's counts** (``unit_key_counts``; the histograms under
 ``MaxKeysPerUser`` or ``MaxRowsPerUser``). Each key's count of the rows the users
 keep under the caps (:func:`~dpalg.data._unit_totals.numpy_unit_key_counts`): the
@@ -72,7 +78,7 @@ from dpalg.data._keys import Key
 
 if TYPE_CHECKING:
     from dpalg.data._grid_view import GridView
-    from dpalg.data._unit_spec import UnitKeySpec, UnitTotals, UnitTotalSpec
+    from dpalg.data._unit_spec import KeptRowSumSpec, UnitKeySpec, UnitTotals, UnitTotalSpec
 
 __all__ = ["LatticeSum", "OrderWindow", "Reductions", "SumSpec"]
 
@@ -251,6 +257,15 @@ class Reductions(Protocol):
 
     def unit_totals(self, spec: UnitTotalSpec, secret: bytes) -> npt.NDArray[np.int64]:
         """Each user's clamped total (:mod:`dpalg.data._unit_totals`), one per user, ascending."""
+        ...
+
+    def kept_row_sum(self, spec: KeptRowSumSpec, secret: bytes) -> LatticeSum:
+        """The exact fixed-point sum of the rows the users keep under ``spec.max_rows``, and how many they keep.
+
+        :func:`~dpalg.data._unit_totals.numpy_kept_row_sum` defines the answer
+        (``total`` in units of ``2**spec.k``, ``count`` the kept rows). ``secret``
+        keys the row choice.
+        """
         ...
 
     def unit_key_counts(self, spec: UnitKeySpec, secret: bytes) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:

@@ -122,7 +122,7 @@ def ordered_parts(frame: Any, value: Any, spark_type: Any, *, n_rows: int | None
     if cap is None or (fixed is not None and n_rows is not None and n_rows * (ROW_BYTES + fixed) <= cap // (2 * SHARE)):  # no planning job
         yield whole
         return
-    ranges = _slices(frame, value, fixed, cap // SHARE)
+    ranges = _slices(frame, None if fixed is not None else F.octet_length(value), 8 if fixed is None else fixed, cap // SHARE)  # 8: padding
     if ranges is None:
         yield whole
         return
@@ -133,10 +133,14 @@ def ordered_parts(frame: Any, value: Any, spark_type: Any, *, n_rows: int | None
 
 
 def unordered_parts(frame: Any, *, variable_key: bool, most: int | None = None) -> Iterator[Any]:
-    """Frames whose collects, together, are the rows of ``frame`` (a grouped result: a key and a count), in some order.
+    """Frames whose collects, together, are the rows of ``frame`` (a grouped result, a column of distinct keys, one
+    number per user), in some order.
 
-    ``variable_key``: the key is a string or binary, measured as in
-    :func:`ordered_parts` (else it is fixed-width; the count is a second 8-byte slot).
+    A row is bounded by :data:`ROW_BYTES`, an 8-byte slot per column, 16 more
+    bytes per decimal, and the bytes of each string or binary value (measured per
+    partition, as in :func:`ordered_parts`, plus 8 of padding); the types are read
+    from the frame's schema. ``variable_key`` is kept for the callers that say a
+    key is a string or binary (the schema decides).
     ``most``: a bound on the number of rows known without a job (public keys, a
     grid's cells, the row count); when it fits a quarter of the cap, the frame
     is collected in one job without a planning job.
@@ -145,13 +149,22 @@ def unordered_parts(frame: Any, *, variable_key: bool, most: int | None = None) 
     cut as a column is; the cache is released when the generator finishes or is closed.
     """
     cap = result_cap(frame)
-    if cap is None or (not variable_key and most is not None and most * (ROW_BYTES + 16) <= cap // (2 * SHARE)):
+    fields = frame.schema.fields
+    variable = [f.name for f in fields if value_bytes(f.dataType) is None]
+    # every column's 8-byte slot and a decimal's 16 further bytes; a string or binary value's bytes are measured (+ 8 padding)
+    fixed = sum(8 + (value_bytes(f.dataType) or 0) for f in fields) + 8 * len(variable)
+    if cap is None or (not variable_key and not variable and most is not None and most * (ROW_BYTES + fixed) <= cap // (2 * SHARE)):
         yield frame
         return
     cached = frame.persist()
     try:
-        first = F.col(f"`{cached.columns[0]}`")
-        ranges = _slices(cached, first, None if variable_key else 8, cap // SHARE, extra=8)
+        width = None
+        if variable:
+            lengths = [F.coalesce(F.octet_length(F.col(f"`{c}`")), F.lit(0)) for c in variable]
+            width = lengths[0]
+            for more in lengths[1:]:
+                width = width + more
+        ranges = _slices(cached, width, fixed, cap // SHARE)
         if ranges is None:
             yield cached
             return
@@ -165,18 +178,18 @@ def unordered_parts(frame: Any, *, variable_key: bool, most: int | None = None) 
             pass
 
 
-def _slices(frame: Any, value: Any, fixed: int | None, target: int, *, extra: int = 0) -> list[tuple[int, int]] | None:
+def _slices(frame: Any, width: Any, fixed: int, target: int, *, extra: int = 0) -> list[tuple[int, int]] | None:
     """The id ranges ``[lo, hi)`` of the jobs (module docstring), or ``None`` when one job fits ``target`` bytes.
 
-    ``fixed`` is the bytes of a value beyond :data:`ROW_BYTES`, or ``None`` for a
-    variable-width ``value`` (then each partition's longest value is asked for);
-    ``extra``: the bytes of the row's other fields (a grouped key's count).
+    A row is bounded by :data:`ROW_BYTES` + ``fixed`` + ``extra``, plus its
+    variable bytes ``width`` when that is not ``None`` (then each partition's
+    largest is asked for).
     """
     p = F.spark_partition_id().alias("p")
-    if fixed is None:
-        width = F.coalesce(F.max(F.octet_length(F.col("v"))), F.lit(0))
-        rows = frame.select(p, value.alias("v")).groupBy("p").agg(F.count(F.lit(1)).alias("n"), width.alias("w")).collect()
-        stats = sorted((int(r["p"]), int(r["n"]), ROW_BYTES + 8 + extra + int(r["w"])) for r in rows)  # + 8: padding
+    if width is not None:
+        widest = F.coalesce(F.max(F.col("w")), F.lit(0))
+        rows = frame.select(p, width.alias("w")).groupBy("p").agg(F.count(F.lit(1)).alias("n"), widest.alias("w")).collect()
+        stats = sorted((int(r["p"]), int(r["n"]), ROW_BYTES + fixed + extra + int(r["w"])) for r in rows)
     else:
         rows = frame.select(p).groupBy("p").agg(F.count(F.lit(1)).alias("n")).collect()
         stats = sorted((int(r["p"]), int(r["n"]), ROW_BYTES + fixed + extra) for r in rows)

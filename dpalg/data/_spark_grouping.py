@@ -69,6 +69,7 @@ from dpalg.data._numpy_reductions import as_reductions
 from dpalg.data._reductions import LatticeSum, SumSpec
 from dpalg.data._row_choice import _mix, _words, keyed_hashes
 from dpalg.data._source_reductions import SumPlan, key_candidates
+from dpalg.data._spark_collect import unordered_parts
 from dpalg.data._spark_reductions import _INT_TYPES, SparkFrameSource, _arrow, _clip
 from dpalg.data._spark_types import arrow_to_numpy, quoted, spark_kind
 from dpalg.data._spark_units import unit_key, unit_key_kind
@@ -207,10 +208,9 @@ class SparkCoding:
             present = frame.select(*(k.alias(f"k{j}") for j, k in enumerate(keyed)))
             for j in range(len(by)):
                 present = present.where(F.col(f"k{j}").isNotNull())
-            table = _arrow(present.distinct())
-            rows = zip(*(table.column(j).to_pylist() for j in range(len(by)))) if table is not None else (tuple(r) for r in present.distinct().collect())
             found: dict[object, GroupKey] = {}
-            for row in rows:
+            variable = any(kind in ("str", "bytes") for kind in kinds)
+            for row in _distinct_rows(present, len(by), variable=variable, most=source.known_rows):  # distinct keys <= rows
                 key = normalise_group_key(tuple(_py(v) for v in row) if len(by) > 1 else _py(row[0]), len(by))
                 if key is not None:
                     found.setdefault(_tagged(key), key)
@@ -534,3 +534,14 @@ def spark_parts(
     names = [F.col(quoted(name)) for name in frame.columns]
     parts = [Dataset.from_source(source_of(kept.where(F.col(_PART) == F.lit(rank_of[j])).select(*names))) for j in range(len(keys))]
     return SparkParts(parts, kept)
+
+
+def _distinct_rows(present: Any, width: int, *, variable: bool, most: int | None) -> Iterator[tuple[Any, ...]]:
+    """The distinct rows of ``present`` (``width`` key columns), in jobs under the result cap
+    (:func:`~dpalg.data._spark_collect.unordered_parts`): as many as the rows at worst, one record per distinct key."""
+    for part in unordered_parts(present.distinct(), variable_key=variable, most=most):
+        table = _arrow(part)
+        if table is not None:
+            yield from zip(*(table.column(j).to_pylist() for j in range(width)))
+        else:
+            yield from (tuple(r) for r in part.collect())

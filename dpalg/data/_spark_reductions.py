@@ -79,7 +79,7 @@ import numpy.typing as npt
 from dpalg.data._dataset import ColumnSource
 from dpalg.data._grid_view import BLOCK_BITS, BlockedGrid, CountedGrid, GridView
 from dpalg.data._keys import Key
-from dpalg.data._reductions import OrderWindow, SumSpec
+from dpalg.data._reductions import LatticeSum, OrderWindow, SumSpec
 from dpalg.data._source_reductions import (
     GridCells, SourceReductions, SumPlan, WindowBuckets, bucket_span, chosen_window, key_candidates, key_histogram, listed_keys,
     sorted_window,
@@ -87,7 +87,7 @@ from dpalg.data._source_reductions import (
 from dpalg.data import _spark_unit_keys as unit_keys
 from dpalg.data import _spark_unit_totals as unit_totals
 from dpalg.data import _spark_units as units
-from dpalg.data._unit_totals import UnitKeySpec, UnitTotals, UnitTotalSpec
+from dpalg.data._unit_totals import KeptRowSumSpec, UnitKeySpec, UnitTotals, UnitTotalSpec
 from dpalg.data._spark_collect import ordered_parts, unordered_parts
 from dpalg.data._spark_types import quoted, spark_kind
 
@@ -375,7 +375,7 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         plan = self._unit_plan(unit, column)
         if plan is None:
             return self._numpy().per_unit_row_counts(unit, column)
-        return units.unit_row_counts(self._source.frame, plan[0], plan[1])
+        return units.unit_row_counts(self._source.frame, plan[0], plan[1], self.n_rows)
 
     def unit_total_sum(self, spec: UnitTotalSpec, secret: bytes) -> UnitTotals:
         per_unit = self._per_unit_totals(spec, secret)
@@ -388,6 +388,15 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         if per_unit is None:
             return self._numpy().unit_totals(spec, secret)
         return unit_totals.totals_collected(per_unit, self.n_rows)
+
+    def kept_row_sum(self, spec: KeptRowSumSpec, secret: bytes) -> LatticeSum:
+        plan = self._unit_plan(spec.unit, spec.column)
+        if plan is None or plan[1] is None:
+            return self._numpy().kept_row_sum(spec, secret)
+        key_kind = units.unit_key_kind(self._source.spark_dtype(spec.unit))
+        assert key_kind is not None
+        total, kept = unit_totals.kept_row_sum(self._source.frame, key_kind, plan[1], spec, self.n_rows, secret)
+        return LatticeSum(total, kept, spec.k)
 
     def unit_key_counts(self, spec: UnitKeySpec, secret: bytes) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:
         self._data.column_dtype(spec.unit)  # an unknown column raises the dataset's error (ids first, as numpy reads)
@@ -416,7 +425,7 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         plan = self._unit_plan(unit, column)
         if plan is None or plan[1] is None:
             return self._numpy().per_unit_max(unit, column, lower, upper)
-        return units.unit_max(self._source.frame, plan[0], plan[1], lower, upper)
+        return units.unit_max(self._source.frame, plan[0], plan[1], lower, upper, self.n_rows)
 
 
 _INT_TYPES: Final[dict[str, np.dtype[np.integer[Any]]]] = {

@@ -59,7 +59,9 @@ import numpy.typing as npt
 
 from dpalg.data._spark_types import arrow_to_numpy, quoted
 from dpalg.data._spark_units import exact_total, unit_key
-from dpalg.data._unit_totals import ROW_LATTICE_LIMIT, UnitTotals, UnitTotalSpec, numpy_unit_totals, row_lattice_terms
+from dpalg.data._unit_totals import (
+    ROW_LATTICE_LIMIT, KeptRowSumSpec, UnitTotals, UnitTotalSpec, numpy_kept_row_sum, numpy_unit_totals, row_lattice_terms,
+)  # fmt: skip
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -67,7 +69,7 @@ if TYPE_CHECKING:
 else:
     from dpalg.data._spark_types import F  # the lazy proxy: pyspark is imported on first use
 
-__all__ = ["arrow_partition", "per_unit_totals", "total_sum", "totals_collected", "user_partitions"]
+__all__ = ["arrow_partition", "kept_row_sum", "per_unit_totals", "total_sum", "totals_collected", "user_partitions"]
 
 _LONG_SUM_LIMIT: Final = 1 << 63
 _ROWS_PER_PARTITION: Final = 1 << 20
@@ -117,14 +119,43 @@ def per_unit_totals(frame: Any, key_kind: str, x: Column | None, spec: UnitTotal
         clamped = F.least(F.greatest(total, lower), upper).cast("long")
         return frame.groupBy(key.alias("u")).agg(clamped.alias("v")).where(F.col("u").isNotNull())
     assert spec.column is not None and x is not None
-    selected = frame.select(key.alias("u"), F.col(quoted(spec.unit)).alias("i"), x.alias("x"), F.col(quoted(spec.column)).alias("c"))
-    selected = selected.where(F.col("u").isNotNull())
+    selected = _user_rows(frame, key_kind, spec.unit, x, spec.column)
     parts = user_partitions(frame, n_rows)
     chooser = _CappedTotals(selected.schema["i"].dataType, selected.schema["c"].dataType, spec, secret)
     from pyspark.sql.types import LongType, StructField, StructType
 
     schema = StructType([StructField("u", selected.schema["u"].dataType, True), StructField("v", LongType(), False)])
     return selected.repartition(parts, "u").mapInArrow(chooser, schema)
+
+
+def _user_rows(frame: Any, key_kind: str, unit: str, x: Column, column: str) -> Any:
+    """The rows with a present id: ``u`` (the unit key), ``i`` (the id as it is), ``x`` (the values, missing as null),
+    ``c`` (the value column as it is, the content the row choice hashes)."""
+    key = unit_key(unit, key_kind)
+    selected = frame.select(key.alias("u"), F.col(quoted(unit)).alias("i"), x.alias("x"), F.col(quoted(column)).alias("c"))
+    return selected.where(F.col("u").isNotNull())
+
+
+def kept_row_sum(frame: Any, key_kind: str, x: Column, spec: KeptRowSumSpec, n_rows: int, secret: bytes) -> tuple[int, int]:
+    """The exact fixed-point sum of the rows the users keep, and their number (:func:`~dpalg.data._unit_totals.numpy_kept_row_sum`).
+
+    The rows are ``repartition``-ed by the unit key (whole users per partition,
+    as for a capped total) and each partition runs the numpy backend's own
+    :func:`~dpalg.data._unit_totals.numpy_kept_row_sum`: a user's kept rows are a
+    function of the secret and that user's rows only, each kept row's term of that
+    row only, and the partition's sum is an exact integer. So the exact sum of the
+    partitions' sums is the numpy answer on the whole frame, bit for bit. One row per
+    non-empty partition reaches the driver: the partition's sum as decimal text (a
+    Python integer of any size: ``n·max(|L|, |U|)`` may exceed any fixed width) and
+    its kept rows; the driver adds them as Python integers.
+    """
+    selected = _user_rows(frame, key_kind, spec.unit, x, spec.column)
+    chooser = _KeptRowSums(selected.schema["i"].dataType, selected.schema["c"].dataType, spec, secret)
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    schema = StructType([StructField("s", StringType(), False), StructField("n", LongType(), False)])
+    rows = selected.repartition(user_partitions(frame, n_rows), "u").mapInArrow(chooser, schema).collect()  # one per partition
+    return sum(int(r["s"]) for r in rows), sum(int(r["n"]) for r in rows)
 
 
 def total_sum(per_unit: Any, spec: UnitTotalSpec, n_rows: int) -> UnitTotals:
@@ -206,9 +237,7 @@ class _CappedTotals:
         if column is None:
             return
         units = column("u")
-        ids = arrow_to_numpy(column("i"), self.unit_type)
-        numeric = np.asarray(column("x").to_numpy(zero_copy_only=False), dtype=np.float64)  # null -> NaN
-        content = arrow_to_numpy(column("c"), self.content_type)
+        ids, numeric, content = _partition_columns(column, self.unit_type, self.content_type)
         totals = numpy_unit_totals(ids, numeric, content, self.spec, self.secret)  # in the order of the ids
         # one key per user: the first row of each unit code (unit_index's codes follow the ids' order)
         from dpalg.data._user_units import unit_index
@@ -218,3 +247,31 @@ class _CappedTotals:
         rows = np.flatnonzero(codes >= 0)
         first[codes[rows]] = rows  # any row of a user: its rows share the key
         yield pa.RecordBatch.from_arrays([units.take(pa.array(first)), pa.array(totals, type=pa.int64())], names=["u", "v"])
+
+
+def _partition_columns(column: Callable[[str], Any], unit_type: Any, content_type: Any) -> tuple[Any, npt.NDArray[np.float64], Any]:
+    """A partition's ids, values (NaN: missing) and content, read into numpy as the source reads a column."""
+    ids = arrow_to_numpy(column("i"), unit_type)
+    numeric = np.asarray(column("x").to_numpy(zero_copy_only=False), dtype=np.float64)  # null -> NaN
+    return ids, numeric, arrow_to_numpy(column("c"), content_type)
+
+
+@final
+class _KeptRowSums:
+    """Executors (``mapInArrow``): one partition's users, their kept rows, and the exact sum of those rows' terms."""
+
+    def __init__(self, unit_type: Any, content_type: Any, spec: KeptRowSumSpec, secret: bytes) -> None:
+        self.unit_type, self.content_type, self.spec, self.secret = unit_type, content_type, spec, secret
+
+    def __repr__(self) -> str:  # never shows the secret
+        return f"_KeptRowSums({self.spec!r})"
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        column = arrow_partition(batches)
+        if column is None:
+            return
+        ids, numeric, content = _partition_columns(column, self.unit_type, self.content_type)
+        total, kept = numpy_kept_row_sum(ids, numeric, content, self.spec, self.secret)
+        yield pa.RecordBatch.from_arrays([pa.array([str(total)], type=pa.string()), pa.array([kept], type=pa.int64())], names=["s", "n"])

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from dpalg.data._spark_collect import unordered_parts
 from dpalg.data._spark_types import quoted, spark_kind
 from dpalg.data._user_units import lattice_totals_to_float, unit_term_bound
 
@@ -114,21 +115,26 @@ def _clipped(x: Column, lower: float | None, upper: float | None) -> Column:
     return x
 
 
-def _collect(frame: Any, dtype: type[np.generic]) -> npt.NDArray[Any]:
-    """The one column of a small frame (one row per unit) as a numpy array, in any order (one job)."""
-    to_arrow = getattr(frame, "toArrow", None)  # pyspark >= 4 with pyarrow: no Python object per row
-    if callable(to_arrow):
-        try:
-            return np.asarray(to_arrow().column(0).to_numpy(), dtype=dtype)
-        except Exception:  # noqa: BLE001 -- no pyarrow: collect rows
-            pass
-    return np.array([row[0] for row in frame.collect()], dtype=dtype)
+def _collect(frame: Any, dtype: type[np.generic], most: int) -> npt.NDArray[Any]:
+    """The one column of a frame with one row per unit, as a numpy array, in any order: in jobs under the result cap
+    (:func:`~dpalg.data._spark_collect.unordered_parts`; ``most`` bounds the units: the row count)."""
+    chunks: list[npt.NDArray[Any]] = []
+    for part in unordered_parts(frame, variable_key=False, most=most):
+        to_arrow = getattr(part, "toArrow", None)  # pyspark >= 4 with pyarrow: no Python object per row
+        table = None
+        if callable(to_arrow):
+            try:
+                table = to_arrow()
+            except Exception:  # noqa: BLE001 -- no pyarrow: collect rows
+                table = None
+        chunks.append(np.asarray(table.column(0).to_numpy(), dtype=dtype) if table is not None else np.array([row[0] for row in part.collect()], dtype=dtype))
+    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=dtype)
 
 
-def _per_unit(frame: Any, key: Column, value: Column, dtype: type[np.generic]) -> npt.NDArray[Any]:
+def _per_unit(frame: Any, key: Column, value: Column, dtype: type[np.generic], n_rows: int) -> npt.NDArray[Any]:
     """One aggregate per unit (rows with a null key form no unit), sorted ascending."""
     grouped = frame.groupBy(key.alias("u")).agg(value.alias("v")).where(F.col("u").isNotNull()).select("v")
-    return np.sort(_collect(grouped, dtype))
+    return np.sort(_collect(grouped, dtype, n_rows))
 
 
 def unit_sums(
@@ -149,7 +155,7 @@ def unit_sums(
     term = F.when(x.isNotNull(), F.rint(scaled).cast("long"))
     total = exact_total(term, unit_term_bound(lower, upper, k), n_rows)
     clamped = F.least(F.greatest(total, F.lit(0)), F.lit(_TOTAL_LIMIT)).cast("long")
-    return lattice_totals_to_float(_per_unit(frame, key, clamped, np.int64), k)  # monotone: still ascending
+    return lattice_totals_to_float(_per_unit(frame, key, clamped, np.int64, n_rows), k)  # monotone: still ascending
 
 
 def exact_total(term: Column, bound: int, n_rows: int) -> Column:
@@ -167,14 +173,14 @@ def exact_total(term: Column, bound: int, n_rows: int) -> Column:
     return F.coalesce(F.sum(term.cast("decimal(38,0)")), F.lit(0).cast("decimal(38,0)"))
 
 
-def unit_row_counts(frame: Any, key: Column, x: Column | None) -> npt.NDArray[np.int64]:
+def unit_row_counts(frame: Any, key: Column, x: Column | None, n_rows: int) -> npt.NDArray[np.int64]:
     """Each unit's number of rows (``x`` ``None``) or of present values (``x`` non-null), ascending."""
     counted = F.count(F.lit(1)) if x is None else F.count(x)
-    return _per_unit(frame, key, counted, np.int64)
+    return _per_unit(frame, key, counted, np.int64, n_rows)
 
 
-def unit_max(frame: Any, key: Column, x: Column, lower: float | None, upper: float | None) -> npt.NDArray[np.float64]:
+def unit_max(frame: Any, key: Column, x: Column, lower: float | None, upper: float | None, n_rows: int) -> npt.NDArray[np.float64]:
     """Each unit's largest clipped present value (``+inf`` as the largest float, ``-inf`` for none, ``+0.0``), ascending."""
     top = F.least(_clipped(x, lower, upper), F.lit(_FMAX))
     largest = F.coalesce(F.max(F.when(x.isNotNull(), top)), F.lit(-math.inf))
-    return _per_unit(frame, key, largest, np.float64) + 0.0  # + 0.0: -0.0 is 0.0 (equal, so still sorted)
+    return _per_unit(frame, key, largest, np.float64, n_rows) + 0.0  # + 0.0: -0.0 is 0.0 (equal, so still sorted)

@@ -1,4 +1,4 @@
-"""The specs of the user-level reductions (:meth:`~dpalg.data.Reductions.unit_total_sum`, ``unit_key_counts``) and an answer.
+"""The specs of the user-level reductions (:meth:`~dpalg.data.Reductions.unit_total_sum`, ``kept_row_sum``, ``unit_key_counts``) and an answer.
 
 Kept apart from :mod:`dpalg.data._unit_totals` (the numpy answer) so that the reductions protocol can name
 them without importing the implementation.
@@ -17,7 +17,7 @@ from dpalg.data._fixed_point import inside_bounds
 from dpalg.data._keys import Key
 from dpalg.data._lattice_sums import TERM_LIMIT
 
-__all__ = ["UnitKeySpec", "UnitTotalSpec", "UnitTotals"]
+__all__ = ["KeptRowSumSpec", "UnitKeySpec", "UnitTotalSpec", "UnitTotals"]
 
 
 def _kind(value: str) -> Literal["count", "sum"]:
@@ -103,6 +103,48 @@ class UnitTotals:
 
     total: int
     units: int
+
+
+def _row_cap(value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgument("KeptRowSumSpec", "max_rows", value, "must be an int >= 1")
+    return value
+
+
+def _fraction(value: Fraction) -> Fraction:
+    if not isinstance(value, Fraction):
+        raise InvalidArgument("KeptRowSumSpec", "lower/upper", value, "must be a Fraction")
+    return value
+
+
+@attrs.frozen
+class KeptRowSumSpec:
+    """A user-level sum or mean capped by rows alone (``| Clip(l, u) | MaxRowsPerUser(r)``, no ``ClipPerUser``).
+
+    The answer (:meth:`~dpalg.data.Reductions.kept_row_sum`, a
+    :class:`~dpalg.data.LatticeSum`) is the row-level fixed-point sum of the rows
+    the users keep: each user keeps ``max_rows`` of their rows whose id and value
+    are present (the keyed choice of :func:`~dpalg.data.select_rows`), each kept
+    value is clipped to ``[lower, upper]`` (the nearest floats, then the floats
+    inside) and summed exactly on the lattice ``2**k``
+    (:func:`~dpalg.data._fixed_point.exact_clipped_sum`); ``count`` is the number
+    of kept rows.
+
+    Examples:
+        >>> KeptRowSumSpec("uid", "x", Fraction(0), Fraction(10), -20, 5)
+        KeptRowSumSpec(unit='uid', column='x', lower=Fraction(0, 1), upper=Fraction(10, 1), k=-20, max_rows=5)
+    """
+
+    unit: str
+    column: str
+    lower: Fraction = attrs.field(converter=_fraction)
+    upper: Fraction = attrs.field(converter=_fraction)
+    k: int = attrs.field(converter=_lattice)
+    max_rows: int = attrs.field(converter=_row_cap)
+
+    def __attrs_post_init__(self) -> None:
+        if self.lower > self.upper:
+            raise InvalidArgument("KeptRowSumSpec", "lower", self.lower, f"must be <= upper={self.upper}")
 
 
 def _keys(value: Sequence[Key] | None) -> tuple[Key, ...] | None:

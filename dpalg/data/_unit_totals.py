@@ -29,22 +29,24 @@ time, and still agree with this code bit for bit.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
 from dpalg.data._dataset import Dataset
-from dpalg.data._fixed_point import round_to_lattice
+from dpalg.data._fixed_point import exact_clipped_sum, inside_bounds, round_to_lattice
 from dpalg.data._lattice_sums import exact_int_total, per_unit_lattice_sums
 from dpalg.data._keys import Key, key_codes, key_index
 from dpalg.data._row_choice import keyed_hashes, select_keys, select_rows, unit_hashes
-from dpalg.data._unit_spec import UnitKeySpec, UnitTotals, UnitTotalSpec
+from dpalg.data._unit_spec import KeptRowSumSpec, UnitKeySpec, UnitTotals, UnitTotalSpec
 from dpalg.data._user_units import unit_index
 
 __all__ = [
-    "ROW_LATTICE_LIMIT", "UnitKeySpec", "UnitTotalSpec", "UnitTotals", "dataset_unit_key_counts", "dataset_unit_totals",
-    "kept_key_rows", "kept_unit_rows", "numpy_unit_key_counts", "numpy_unit_totals", "row_lattice_terms", "sum_of_totals",
+    "KeptRowSumSpec", "ROW_LATTICE_LIMIT", "UnitKeySpec", "UnitTotalSpec", "UnitTotals", "dataset_kept_row_sum", "dataset_unit_key_counts",
+    "dataset_unit_totals", "kept_key_rows", "kept_unit_rows", "numpy_kept_row_sum", "numpy_unit_key_counts", "numpy_unit_totals",
+    "row_lattice_terms", "sum_of_totals",
 ]  # fmt: skip
 
 #: rows are clamped to this many lattice steps before a per-user total (public; see :func:`row_lattice_terms`)
@@ -162,6 +164,51 @@ def dataset_unit_totals(data: Dataset, spec: UnitTotalSpec, secret: bytes) -> np
     numeric = None if spec.column is None else data.numeric(spec.column)
     content = None if spec.column is None or spec.max_rows is None else data.column(spec.column)
     return numpy_unit_totals(ids, numeric, content, spec, secret)
+
+
+def numpy_kept_row_sum(
+    ids: npt.NDArray[np.generic],
+    numeric: npt.NDArray[np.float64],
+    content: npt.NDArray[np.generic],
+    spec: KeptRowSumSpec,
+    secret: bytes,
+) -> tuple[int, int]:
+    """The exact fixed-point sum of the rows the users keep under ``spec.max_rows``, and their number.
+
+    Each user keeps ``spec.max_rows`` of their rows whose id and value are present
+    (:func:`kept_unit_rows`); a kept value is clipped to the nearest floats of
+    ``[lower, upper]``, then to the floats inside (what
+    :func:`dpalg.queries.clip_inside` does), and the terms are summed exactly by
+    :func:`~dpalg.data._fixed_point.exact_clipped_sum` (each term
+    ``round_half_even(v / 2**k)`` clamped to the bounds rounded outward). Every
+    term is a function of its row alone and the sum is an exact integer, so the
+    answer on the whole frame is the exact sum of the answers on any split of the
+    rows into groups of whole users (the Spark backend's partitions).
+
+    Args:
+        ids: the id column.
+        numeric: the value column as float64 (NaN: missing).
+        content: the value column as it is (its keyed hash is a row's content).
+        spec: the question.
+        secret: the key of the row choice.
+
+    Examples:
+        >>> spec = KeptRowSumSpec("u", "x", Fraction(0), Fraction(5), 0, 2)
+        >>> x = np.array([2.0, 9.0, 1.5, np.nan])
+        >>> numpy_kept_row_sum(np.array(["a", "b", "a", "a"], dtype=object), x, x, spec, bytes(32))  # 2 + 5 + 2 (1.5 to even)
+        (9, 3)
+    """
+    present = ~np.isnan(numeric)
+    _, _, keep = kept_unit_rows(ids, present, content, secret, max_rows=spec.max_rows)
+    lo_in, hi_in = inside_bounds(spec.lower, spec.upper)
+    vals = np.clip(np.clip(numeric[keep], float(spec.lower), float(spec.upper)), lo_in, hi_in)
+    return exact_clipped_sum(vals, spec.lower, spec.upper, spec.k), int(vals.size)
+
+
+def dataset_kept_row_sum(data: Dataset, spec: KeptRowSumSpec, secret: bytes) -> tuple[int, int]:
+    """:func:`numpy_kept_row_sum` on a dataset's columns (read in this order: ids, values, values as they are)."""
+    ids = data.column(spec.unit)
+    return numpy_kept_row_sum(ids, data.numeric(spec.column), data.column(spec.column), spec, secret)
 
 
 def sum_of_totals(totals: npt.NDArray[np.int64], spec: UnitTotalSpec) -> UnitTotals:

@@ -3,13 +3,16 @@
 The session's cap is fixed when it starts, so the cap the slicing reads is
 replaced by a small one: the column is then collected in many jobs, and must be
 the same values in the same order as one job collects them (a shuffled frame
-included: its order is the persisted frame's). PTRMode and the private ratio
-read nothing column by column: their Spark releases equal numpy's, seed for
-seed, with collection forbidden.
+included: its order is the persisted frame's). A grouped result of several
+columns (a GroupBy's distinct private keys of two columns, one number per
+user) is cut the same way, every job under the target, nothing lost. PTRMode
+and the private ratio read nothing column by column: their Spark releases equal
+numpy's, seed for seed, with collection forbidden.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -76,7 +79,7 @@ def test_every_slice_is_bounded_by_the_target(spark: Any) -> None:
 
         target = 2**13
         for value, fixed in ((F.col("x"), 0), (F.col("s"), None)):
-            ranges = sc._slices(frame, value, fixed, target)
+            ranges = sc._slices(frame, None if fixed is not None else F.octet_length(value), 8 if fixed is None else fixed, target)
             assert ranges is not None and len(ranges) > 1
             width = F.lit(sc.ROW_BYTES) if fixed is not None else F.lit(sc.ROW_BYTES + 8) + F.coalesce(F.octet_length(value), F.lit(0))
             numbered = frame.select(F.monotonically_increasing_id().alias("id"), width.alias("w"))
@@ -152,3 +155,64 @@ def test_an_unclipped_mode_breaks_count_ties_by_the_smaller_key(spark: Any, monk
     monkeypatch.setattr(SparkSource, "values", _no_column)
     got = [Session(plan.cost()).run(plan, frame, rng=seed).value for seed in range(40)]
     assert repr(got) == repr(want)
+
+
+def test_unordered_parts_bound_every_job_and_lose_no_row(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows of several columns (a string, a long, a decimal): each part's rows under the target by the schema's bound."""
+    from pyspark.sql import functions as F
+
+    frame = _frame(spark).select(F.col("s"), F.col("i"), F.col("i").cast("decimal(38,0)").alias("d"))
+    cap = 2**14
+    monkeypatch.setattr(sc, "result_cap", lambda frame: cap)
+    width = F.lit(sc.ROW_BYTES + 3 * 8 + 16 + 8) + F.coalesce(F.octet_length(F.col("s")), F.lit(0))
+    rows: list[tuple[Any, ...]] = []
+    sizes: list[int] = []
+    for part in sc.unordered_parts(frame, variable_key=True):
+        sizes.append(int(part.agg(F.sum(width)).collect()[0][0] or 0))
+        rows.extend(tuple(r) for r in part.collect())
+    allowed = max(cap // sc.SHARE - sc.TASK_BYTES * 5, cap // sc.SHARE // 4)  # 5 partitions
+    assert len(sizes) > 2 and max(sizes) <= allowed
+    assert sorted(r[1] for r in rows) == list(range(ROWS))
+
+
+@pytest.mark.parametrize("by", ["k", "k2"])
+def test_private_group_keys_and_per_unit_numbers_are_collected_in_slices(spark: Any, monkeypatch: pytest.MonkeyPatch, by: str) -> None:
+    """A GroupBy's private keys (one or two columns) and the per-user numbers of the shifted inverse come through
+    ``unordered_parts`` (a cap small enough for several jobs): the same release as numpy's, and more than one job."""
+    from dpalg import GroupBy, PartitionSelection, PureDP, PureToApprox
+    from dpalg.mechanisms import Laplace
+    from dpalg.mechanisms.shifted_inverse._shifted_inverse import ShiftedInverse
+    from backend_support import seeded_release
+
+    gen = np.random.default_rng(3)
+    n = 4000
+    columns: dict[str, list[Any]] = {
+        "k": [f"key{int(v)}" for v in gen.integers(0, 900, n)], "j": [int(v) for v in gen.integers(0, 3, n)],
+        "uid": [int(v) for v in gen.integers(0, 1500, n)], "x": [float(v) for v in gen.integers(0, 40, n)],
+    }  # fmt: skip
+    keys = ("k",) if by == "k" else ("k", "j")
+    group_by = keys[0] if len(keys) == 1 else keys
+    plans: list[tuple[Callable[[], Any], Any]] = [
+        (lambda: GroupBy(group_by, keys=PartitionSelection(epsilon=1, delta="1e-5"), aggregates={"n": PureToApprox(Laplace(Query.count(), epsilon=1))}), None),
+        (lambda: ShiftedInverse(Query.user_sum("x", user="uid") | Clip(0, 100), domain=(0, 2**20), epsilon=1), PureDP(1)),
+    ]
+    frame = spark.createDataFrame(list(zip(*columns.values())), "k string, j long, uid long, x double").repartition(4)
+    parts: list[int] = []
+    unordered = sc.unordered_parts
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        parts.append(0)
+        for part in unordered(*args, **kwargs):  # consumed lazily: the cache lives until the last part is collected
+            parts[-1] += 1
+            yield part
+
+    monkeypatch.setattr(sc, "result_cap", lambda frame: 2**15)
+    for module in ("dpalg.data._spark_grouping", "dpalg.data._spark_units"):
+        monkeypatch.setattr(f"{module}.unordered_parts", counted)
+    for make, budget in plans:
+        plan = make()
+        cost = budget if budget is not None else plan.cost()
+        want = seeded_release(make(), cost, columns)[0]
+        parts.clear()
+        assert seeded_release(plan, cost, frame)[0] == want
+        assert parts and max(parts) > 1, parts

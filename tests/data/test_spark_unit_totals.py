@@ -2,7 +2,9 @@
 
 * seeded releases of ``Laplace(sum | ClipPerUser)``, ``Laplace(count | MaxRowsPerUser)``,
   ``Laplace(mean | ClipPerUser)``, ``Laplace(sum | Clip | MaxRowsPerUser | ClipPerUser)``
-  (the Arrow path: the keyed row choice on the executors) and ``AutoClipSum`` are
+  (the Arrow path: the keyed row choice on the executors), the sum and mean under
+  ``Clip | MaxRowsPerUser`` alone (the kept rows' exact sum per user partition:
+  ``kept_row_sum``) and ``AutoClipSum`` are
   identical on a dict and on a Spark frame under ``repartition(1)``, ``(7)`` and
   ``(7, "uid")``;
 * the seam's answers equal the numpy backend's on adversarial values and ids
@@ -10,8 +12,9 @@
 * no column is collected to the driver (the collecting reads of the source raise),
   and the per-user collection is chunked (a small chunk size, several jobs, same answer);
 * unit locality of the executors' row choice: adding a user and reordering the
-  rows changes no other user's total (a positional choice fails this: checked by
-  hand, see the test's docstring).
+  rows changes no other user's total, and adds exactly that user's kept rows to
+  ``kept_row_sum`` (a positional choice fails both: checked by hand, see the tests'
+  docstrings).
 
 One session-scoped SparkSession (tests/conftest.py); ``spark.driver.maxResultSize``
 is fixed when a session starts, so the size limit is tested by refusing the
@@ -24,20 +27,24 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+import attrs
 import numpy as np
 import pytest
-from backend_support import INF, NAN, UNIT_FLOATS, UNIT_IDS as IDS, seeded_release, comparable, spark_module_marks, synthetic_users, unit_total_specs as specs
+from backend_support import ID_VALUES, INF, NAN, UNIT_FLOATS, UNIT_IDS as IDS, USER_LAYOUTS, float_values, seeded_release, comparable
+from backend_support import spark_module_marks, synthetic_users, unit_total_specs as specs, user_layout
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytestmark = spark_module_marks()
 
-from dpalg import Clip, ClipPerUser, MaxRowsPerUser, PureDP, Query  # noqa: E402
+from dpalg import ZCDP, Clip, ClipPerUser, MaxRowsPerUser, PureDP, Query  # noqa: E402
 from dpalg.data import as_dataset, as_reductions  # noqa: E402
 from dpalg.data import _spark_unit_totals as sut  # noqa: E402
 from dpalg.data import _spark_units as su  # noqa: E402
 from dpalg.data._numpy_reductions import NumpyReductions  # noqa: E402
 from dpalg.data._spark import SparkSource  # noqa: E402
-from dpalg.data._unit_totals import UnitTotalSpec  # noqa: E402
-from dpalg.mechanisms import AutoClipSum, Laplace  # noqa: E402
+from dpalg.data._unit_totals import KeptRowSumSpec, UnitTotalSpec  # noqa: E402
+from dpalg.mechanisms import AutoClipSum, Gaussian, Laplace  # noqa: E402
 
 
 PLANS: list[Callable[[], Any]] = [  # a checked plan runs once: each run builds its own
@@ -46,6 +53,8 @@ PLANS: list[Callable[[], Any]] = [  # a checked plan runs once: each run builds 
     lambda: Laplace(Query.mean("x", user="uid") | ClipPerUser(-5, 60), epsilon=1),
     lambda: Laplace(Query.sum("x", user="uid") | Clip(0, 30) | MaxRowsPerUser(3) | ClipPerUser(0, 50), epsilon=1),
     lambda: AutoClipSum(Query.sum("x", user="uid"), epsilon=1, upper_limit=10**6),
+    lambda: Laplace(Query.sum("x", user="uid") | Clip(0, 10) | MaxRowsPerUser(5), epsilon=1),  # kept_row_sum
+    lambda: Laplace(Query.mean("x", user="uid") | Clip(-5, 60) | MaxRowsPerUser(3), epsilon=1),
 ]
 
 
@@ -161,3 +170,94 @@ def test_statistics_of_the_users_totals_read_no_column(spark: Any, monkeypatch: 
     frame = spark.createDataFrame(list(zip(users["uid"], users["v"])), "uid string, x double").repartition(5)
     got = [seeded_release(make(), budget, frame)[0] for make, budget in plans]
     assert got == want
+
+
+def kept_row_specs() -> list[KeptRowSumSpec]:
+    """The kept rows' sums every backend must answer as numpy does: ties, a bound no float holds, huge bounds, extreme k."""
+    return [
+        KeptRowSumSpec("id", "x", Fraction(0), Fraction(10), -20, 2),
+        KeptRowSumSpec("id", "x", Fraction(-1, 3), Fraction(7, 2), -1, 1),  # ties at .5, a bound no float holds
+        KeptRowSumSpec("id", "x", Fraction(-(10**300)), Fraction(10**300), -999, 3),  # terms far beyond int64: Python ints
+        KeptRowSumSpec("id", "x", Fraction(-(10**300)), Fraction(10**300), 900, 2),
+        KeptRowSumSpec("id", "x", Fraction(-5), Fraction(5), -1000, 2),  # every term 0
+        KeptRowSumSpec("id", "x", Fraction(0), Fraction(2**62), 0, 5),
+    ]
+
+
+def test_kept_row_sums_equal_numpy_on_adversarial_values_and_ids(spark: Any) -> None:
+    secret = bytes(range(32))
+    cases: list[tuple[str, list[Any]]] = [
+        ("id long", IDS),
+        ("id string", ["a", "b", None, "a", "", "é", "a", "b", "A", None] * 3),
+        ("id double", [1.0, -0.0, NAN, None, 0.0, 2.5, INF, 1.0, 1.0, 2.5] * 3),
+    ]
+    for ddl, ids in cases:
+        want = NumpyReductions(as_dataset({"id": ids, "x": UNIT_FLOATS}))
+        frame = spark.createDataFrame(list(zip(ids, UNIT_FLOATS)), f"{ddl}, x double").repartition(3)
+        got = as_reductions(as_dataset(frame))
+        for spec in kept_row_specs():
+            assert got.kept_row_sum(spec, secret) == want.kept_row_sum(spec, secret), (ddl, spec)
+    empty = as_reductions(as_dataset(spark.createDataFrame([], "id long, x double")))
+    for spec in kept_row_specs():
+        assert (empty.kept_row_sum(spec, secret).total, empty.kept_row_sum(spec, secret).count) == (0, 0)
+
+
+@st.composite
+def _user_frames(draw: st.DrawFn) -> tuple[str, list[Any], list[Any], str, int]:
+    kind = draw(st.sampled_from(["int", "float", "str"]))
+    n = draw(st.integers(0, 40))
+    ids = draw(st.lists(st.sampled_from(ID_VALUES[kind]), min_size=n, max_size=n))
+    xs = draw(st.lists(float_values, min_size=n, max_size=n))
+    return {"int": "long", "float": "double", "str": "string"}[kind], ids, xs, draw(st.sampled_from(USER_LAYOUTS)), draw(st.integers(1, 4))
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(case=_user_frames(), spec_index=st.integers(0, 5))
+def test_kept_row_sums_equal_numpy_on_hypothesis_frames(spark: Any, case: tuple[str, list[Any], list[Any], str, int], spec_index: int) -> None:
+    id_type, ids, xs, layout, cap = case
+    spec = attrs.evolve(kept_row_specs()[spec_index], unit="uid", max_rows=cap)
+    secret = bytes(range(1, 33))
+    want = NumpyReductions(as_dataset({"uid": ids, "x": xs})).kept_row_sum(spec, secret)
+    frame = user_layout(spark.createDataFrame(list(zip(ids, xs)), f"uid {id_type}, x double"), layout)
+    assert as_reductions(as_dataset(frame)).kept_row_sum(spec, secret) == want
+
+
+def test_seeded_kept_row_releases_are_identical_in_every_layout(spark: Any) -> None:
+    """Laplace and Gaussian sums and means under ``Clip | MaxRowsPerUser``: the dict's seeded release in each layout."""
+    users = synthetic_users(900)
+    columns = {"uid": users["uid"], "x": users["v"]}
+    plans: list[tuple[Callable[[], Any], Any]] = [
+        (lambda: Laplace(Query.sum("x", user="uid") | Clip(0, 10) | MaxRowsPerUser(5), epsilon=1), PureDP(1)),
+        (lambda: Laplace(Query.mean("x", user="uid") | Clip(-5, 60) | MaxRowsPerUser(2), epsilon=1, granularity=-3), PureDP(1)),
+        (lambda: Gaussian(Query.mean("x", user="uid") | Clip(0, 30) | MaxRowsPerUser(4), rho="0.5"), ZCDP("0.5")),
+    ]
+    frame = spark.createDataFrame(list(zip(columns["uid"], columns["x"])), "uid string, x double")
+    for make, budget in plans:
+        want = seeded_release(make(), budget, columns)
+        for layout in USER_LAYOUTS:
+            got = seeded_release(make(), budget, user_layout(frame, layout))
+            assert (got[0], comparable(got[1])) == (want[0], comparable(want[1])), (layout, make())
+
+
+def test_the_kept_row_sum_is_unit_local(spark: Any) -> None:
+    """Adding a user (its rows first, the others' reordered) adds exactly that user's own kept rows to ``kept_row_sum``.
+
+    Checked by hand: with ``select_rows`` replaced in :mod:`dpalg.data._unit_totals` by a positional choice
+    (each user's first ``r`` rows in partition order), this test fails.
+    """
+    gen = np.random.default_rng(8)
+    ids = [int(u) for u in gen.integers(0, 40, 600)]
+    xs = [float(v) for v in gen.integers(0, 50, 600)]
+    spec = KeptRowSumSpec("id", "x", Fraction(0), Fraction(100), 0, 3)
+    secret = bytes(range(32))
+
+    def kept(ids: list[Any], xs: list[Any]) -> Any:
+        return as_reductions(as_dataset(spark.createDataFrame(list(zip(ids, xs)), "id long, x double").repartition(7))).kept_row_sum(spec, secret)
+
+    before = kept(ids, xs)
+    order = gen.permutation(len(ids))
+    new_xs = [float(v) for v in range(9)]
+    after = kept([99] * 9 + [ids[i] for i in order], new_xs + [xs[i] for i in order])
+    alone = NumpyReductions(as_dataset({"id": [99] * 9, "x": new_xs})).kept_row_sum(spec, secret)
+    assert (after.total, after.count) == (before.total + alone.total, before.count + alone.count)
+    assert before == NumpyReductions(as_dataset({"id": ids, "x": xs})).kept_row_sum(spec, secret)

@@ -12,7 +12,7 @@ what the statistic is computed on, and states how much one user can change it:
   fresh key from :func:`dpalg.noise.prf_secret`). Every step is a function of one
   user's own rows, so adding a user adds that user's kept rows and changes no
   other row's fate.
-* :func:`user_lattice_totals` gives each user's total on the lattice ``2**k``
+* :func:`sorted_user_totals` gives the users' totals on the lattice ``2**k``
   (exact integers, order independent), clamped to the :class:`~dpalg.ClipPerUser`
   range rounded outward.
 * :func:`values_per_user` and :func:`histogram_sensitivity` are static: they
@@ -34,7 +34,7 @@ import numpy.typing as npt
 from dpalg._errors import InvalidArgument
 from dpalg.data import Dataset, Relation, as_reductions
 from dpalg.data._keys import Key
-from dpalg.data._unit_totals import UnitKeySpec, UnitTotalSpec, dataset_unit_totals, kept_unit_rows, row_lattice_terms
+from dpalg.data._unit_totals import KeptRowSumSpec, UnitKeySpec, UnitTotalSpec, kept_unit_rows, row_lattice_terms
 from dpalg.mechanisms._common.params import floor_log2
 from dpalg.noise import AbstractRandomness, prf_secret
 from dpalg.noise._fixed_point import lattice_bounds
@@ -43,6 +43,7 @@ from dpalg.queries import Query, clip_inside
 __all__ = [
     "check_user_level",
     "histogram_sensitivity",
+    "kept_row_spec",
     "kept_rows",
     "lattice_terms",
     "row_view",
@@ -51,7 +52,6 @@ __all__ = [
     "sorted_user_totals",
     "unit_values",
     "user_key_counts",
-    "user_lattice_totals",
     "values_per_user",
 ]
 
@@ -239,20 +239,25 @@ def unit_total_spec(query: Query, k: int) -> UnitTotalSpec | None:
     )  # fmt: skip
 
 
-def user_lattice_totals(query: Query, data: Dataset, k: int, secret: bytes) -> npt.NDArray[np.int64]:
-    """Each user's total on the lattice ``2**k``, clamped to the per-user clip (one entry per user, in id order).
+def kept_row_spec(query: Query, k: int) -> KeptRowSumSpec:
+    """What a user-level sum or mean capped by rows alone reads (static): the kept rows' fixed-point sum on ``2**k``.
+
+    ``Query.sum/mean(…, user=…) | Clip(l, u) | MaxRowsPerUser(r)`` without
+    ``ClipPerUser``: each user's ``r`` kept rows, each clipped to ``[l, u]``, summed
+    exactly (:func:`~dpalg.data._unit_totals.numpy_kept_row_sum`); on a Spark frame
+    the choice and the sum run on the executors and two numbers reach the driver.
+    """
+    assert query.user is not None and query.column is not None and query.max_rows is not None and not query.per_user_totals
+    lower, upper = query.require_bounds(query.kind)
+    return KeptRowSumSpec(query.user, query.column, lower, upper, k, query.max_rows)
+
+
+def sorted_user_totals(query: Query, data: Dataset, k: int, secret: bytes) -> npt.NDArray[np.int64]:
+    """Each user's total on the lattice ``2**k``, clamped to the per-user clip, in ascending order (the seam's ``unit_totals``).
 
     A count totals the user's kept rows (``k = 0``); a sum totals their kept,
     row-clipped values rounded to the lattice. The total is exact and clamped to
     :func:`total_bounds`; a user with no kept row has total 0, clamped too.
-    """
-    spec = unit_total_spec(query, k)
-    assert spec is not None and query.per_user_totals
-    return dataset_unit_totals(data, spec, secret)
-
-
-def sorted_user_totals(query: Query, data: Dataset, k: int, secret: bytes) -> npt.NDArray[np.int64]:
-    """:func:`user_lattice_totals` in ascending order, answered by the reductions seam's ``unit_totals``.
 
     The same multiset (each user's total is a function of that user's rows and the
     secret only), computed where the data is: on Spark one ``long`` per user reaches
@@ -337,8 +342,7 @@ def unit_values(query: Query, data: Dataset, rng: AbstractRandomness) -> npt.NDA
     secret = prf_secret(rng) if query.max_rows is not None else bytes(32)
     width = upper - lower if upper > lower else Fraction(1)
     k = floor_log2(width) - 40
-    if query.kind == "function":  # a user's function may depend on the order: the users' id order, as ever
-        totals = user_lattice_totals(query, data, k, secret)
-    else:  # a statistic of the multiset of totals: ascending, from the seam (no column collected on Spark)
-        totals = sorted_user_totals(query, data, k, secret)
+    # every kind row_view admits is a statistic of the multiset of totals (Query.function is row-level: Query refuses
+    # user= on it), so the ascending totals of the seam serve (no column collected on Spark)
+    totals = sorted_user_totals(query, data, k, secret)
     return clip_inside(np.ldexp(totals.astype(np.float64), k), lower, upper)

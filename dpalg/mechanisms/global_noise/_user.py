@@ -32,15 +32,14 @@ from dpalg.data import Dataset, as_reductions
 from dpalg.mechanisms._common.params import floor_log2
 from dpalg.mechanisms._common.user_level import (
     histogram_sensitivity,
+    kept_row_spec,
     kept_rows,
-    row_values,
     total_bounds,
     total_sensitivity,
     unit_total_spec,
     user_key_counts,
     values_per_user,
 )
-from dpalg.noise import exact_clipped_sum
 from dpalg.noise._fixed_point import lattice_bounds
 from dpalg.queries import Query
 
@@ -146,18 +145,17 @@ def user_noise_terms(
         centred = totals.total - n_users * centre
         half = Fraction(max(centre - lo, hi - centre))
         return [term("centred_sum", centred, half, half * half, share, k), term("count", n_users, one, one, share, 0)]
-    # k kept rows per user, each clipped to [l, u]
+    # k kept rows per user, each clipped to [l, u]: their exact fixed-point sum and number (on the executors for Spark)
     lower, upper = query.require_bounds(query.kind)
     cap = values_per_user(query)
-    _, _, keep = kept_rows(query, data, secret)
-    vals = row_values(query, data, keep)
+    kept = as_reductions(data).kept_row_sum(kept_row_spec(query, k), secret)
     rr = Fraction(cap)
-    total = exact_clipped_sum(vals, lower, upper, k)
+    total = kept.total
     lo_u, hi_u = lattice_bounds(lower, upper, k, query.kind)
     if query.kind == "sum":
         delta = Fraction(cap * max(abs(lo_u), abs(hi_u)))
         return [term("sum", total, delta, delta * delta, share, k)]
     _, _, centre = lattice_centre(lower, upper, k)
     half = Fraction(cap * max(centre - lo_u, hi_u - centre))
-    n = int(vals.size)
+    n = kept.count
     return [term("centred_sum", total - n * centre, half, half * half, share, k), term("count", n, rr, rr * rr, share, 0)]
