@@ -731,7 +731,7 @@ def col(name: str) -> Expr:
         >>> col("price") * (1 - col("discount"))
         col('price') * (1 - col('discount'))
         >>> (col("shipdate") >= "1994-01-01") & col("qty").is_in([1, 2])
-        col('shipdate') >= '1994-01-01' & col('qty').is_in([1, 2])
+        (col('shipdate') >= '1994-01-01') & col('qty').is_in([1, 2])
     """
     return Col(name)
 
