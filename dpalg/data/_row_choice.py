@@ -37,9 +37,9 @@ from dpalg._errors import InvalidArgument
 from dpalg.data._dataset import Dataset
 from dpalg.data._keys import Key, key_index, normalise_key
 from dpalg.data._numeric import as_column
-from dpalg.data._sorting import run_ranks, sort_rows
+from dpalg.data._sorting import sort_rows
 
-__all__ = ["exact_occurrences", "keyed_hashes", "keyed_labels", "row_hashes", "select_keys", "select_rows", "unit_hashes"]
+__all__ = ["exact_occurrences", "keyed_hashes", "keyed_labels", "row_hashes", "select_keys", "select_rows", "select_many_rows", "select_unit_rows", "unit_hashes", "secret_words"]
 
 _U64 = np.uint64
 _C1: Final = _U64(0xFF51AFD7ED558CCD)
@@ -68,6 +68,11 @@ def _fmix_owned(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     np.right_shift(h, _S33, out=tmp)
     h ^= tmp
     return h
+
+
+def secret_words(secret: bytes) -> npt.NDArray[np.uint64]:
+    """The four 64-bit key words of a secret of at least 32 bytes (checked)."""
+    return _words(secret)
 
 
 def _words(secret: bytes) -> npt.NDArray[np.uint64]:
@@ -280,21 +285,6 @@ def _group_rank(keys: Sequence[npt.NDArray[np.generic]], groups: int) -> tuple[n
     return order, np.arange(n, dtype=np.intp) - run_start
 
 
-def _occurrence(unit_codes: npt.NDArray[np.intp], content: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
-    """Each row's rank among the rows of its unit with the same content (0, 1, 2, …), in row order.
-
-    Exact: the rows sorted by (unit, content hash, row index) (:func:`~dpalg.data._sorting.sort_order`,
-    one value sort), ranked within runs of equal (unit, content hash).
-    """
-    order, units, keys = sort_rows(unit_codes, content)
-    assert units is not None
-    new = np.ones(order.size, dtype=np.bool_)
-    new[1:] = (units[1:] != units[:-1]) | (keys[1:] != keys[:-1])
-    occ = np.empty(unit_codes.size, dtype=np.int64)
-    occ[order] = run_ranks(new)
-    return occ
-
-
 def exact_occurrences(codes: Sequence[npt.NDArray[np.intp]], n_rows: int) -> npt.NDArray[np.int64]:
     """Each row's rank (0, 1, 2, …) among the rows equal to it in every code array; exact, no hash.
 
@@ -340,6 +330,14 @@ def keyed_labels(hashes: npt.NDArray[np.uint64], occurrences: npt.NDArray[np.int
     return out
 
 
+def _unit_heads(unit_hash: npt.NDArray[np.uint64], key: np.uint64) -> npt.NDArray[np.uint64]:
+    """The part of ``_mix(unit_hash, b, key)`` that does not read ``b``: ``_mix(a, b, key) == _fmix(head ^ b)``."""
+    h = np.bitwise_xor(unit_hash, key, dtype=np.uint64)
+    h = _fmix_owned(h)
+    h *= _GOLD
+    return h
+
+
 def select_rows(
     unit_codes: npt.NDArray[np.intp],
     n_units: int,
@@ -381,19 +379,162 @@ def select_rows(
     if rows.size == 0:
         return out
     units, content, hashes = (unit_codes, content_hash, unit_hash) if every else (unit_codes[rows], content_hash[rows], unit_hash[rows])
-    occ = _occurrence(units, content)
-    priority = _mix(_mix(hashes, content, words[0]), occ.view(np.uint64), words[1])  # occ >= 0: the same bits
-    # rows by (unit, priority); within a unit priorities are distinct unless checked below
-    order, sorted_units, sorted_priority = sort_rows(units, priority)
-    assert sorted_units is not None
-    starts = np.ones(order.size, dtype=np.bool_)
-    starts[1:] = sorted_units[1:] != sorted_units[:-1]
-    rank = run_ranks(starts)
-    tie = (~starts[1:]) & (sorted_priority[1:] == sorted_priority[:-1])
-    if np.any(tie):  # two rows of one unit with equal 64-bit priority: break ties by content, then occurrence
-        order, rank = _group_rank([occ, content, priority, units], 1)
-    out[rows[order[rank < max_rows]]] = True
+    kept = _select_by_priority(units, _unit_heads(hashes, words[0]), content, max_rows, words)
+    out[rows[kept]] = True
     return out
+
+
+def select_unit_rows(
+    unit_codes: npt.NDArray[np.intp],
+    n_units: int,
+    unit_table: npt.NDArray[np.uint64],
+    content_hash: npt.NDArray[np.uint64],
+    max_rows: int,
+    secret: bytes,
+) -> npt.NDArray[np.bool_]:
+    """:func:`select_rows` with one id hash per unit: ``unit_table[c]`` is the hash of unit ``c``'s id (:func:`unit_hashes`).
+
+    The same mask as ``select_rows(unit_codes, n_units, unit_table[unit_codes], content_hash, ...)``:
+    the part of the priority that reads the id alone is computed once per unit, not per row,
+    and a unit with at most ``max_rows`` rows keeps them all without a hash being read.
+
+    Examples:
+        >>> codes = np.array([0, 0, 0, 1, -1])
+        >>> table = unit_hashes(np.array(["a", "a", "a", "b", "c"], dtype=object), codes, 2, bytes(32))
+        >>> c = keyed_hashes(np.array([1.0, 2.0, 3.0, 4.0, 5.0]), bytes(32))
+        >>> bool(np.all(select_unit_rows(codes, 2, table, c, 2, bytes(32)) == select_rows(codes, 2, table[codes], c, 2, bytes(32))))
+        True
+    """
+    _check_codes("select_unit_rows", unit_codes, n_units, content_hash)
+    if unit_table.shape != (n_units,):
+        raise InvalidArgument("select_unit_rows", "unit_table", f"shape={unit_table.shape}", f"must be ({n_units},)")
+    words = _words(secret)
+    out = np.zeros(unit_codes.size, dtype=np.bool_)
+    valid = unit_codes >= 0
+    sizes = np.bincount(unit_codes[valid], minlength=n_units)
+    big = sizes > max_rows  # a unit with at most max_rows rows keeps every row: no priority needed
+    if not np.all(big):
+        row_big = big[unit_codes] & valid  # code -1 reads the last unit: masked by valid
+        out[valid & ~row_big] = True
+        valid = row_big
+    rows = np.flatnonzero(valid)
+    if rows.size == 0:
+        return out
+    units = unit_codes if rows.size == unit_codes.size else unit_codes[rows]
+    content = content_hash if rows.size == unit_codes.size else content_hash[rows]
+    out[rows[select_many_rows(units, unit_table, content, max_rows, words)]] = True
+    return out
+
+
+def select_many_rows(
+    units: npt.NDArray[np.intp],
+    unit_table: npt.NDArray[np.uint64],
+    content: npt.NDArray[np.uint64],
+    max_rows: int,
+    words: npt.NDArray[np.uint64],
+) -> npt.NDArray[np.intp]:
+    """The indices of the rows :func:`select_unit_rows` keeps, for rows whose units are known to be valid codes.
+
+    Unchecked (the caller's arrays come from :func:`~dpalg.data.unit_index`): every code in
+    ``[0, len(unit_table))``; ``words`` is the secret's key words. Rows of a unit with at most
+    ``max_rows`` rows are kept like any other (the caller may drop such units first).
+    """
+    heads = _unit_heads(unit_table, words[0])[units]
+    return _select_by_priority(units, heads, content, max_rows, words)
+
+
+def _run_start_ranks(new: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp]:
+    """:func:`~dpalg.data._sorting.run_ranks` by a running maximum of run starts (no ``np.repeat``)."""
+    idx = np.arange(new.shape[0], dtype=np.intp)
+    starts = np.where(new, idx, 0)
+    np.maximum.accumulate(starts, out=starts)
+    idx -= starts
+    return idx
+
+
+def _select_by_priority(
+    units: npt.NDArray[np.intp],
+    heads: npt.NDArray[np.uint64],
+    content: npt.NDArray[np.uint64],
+    max_rows: int,
+    words: npt.NDArray[np.uint64],
+) -> npt.NDArray[np.intp]:
+    """The indices of the rows kept: each unit's ``max_rows`` rows of lowest priority (every unit code >= 0).
+
+    The priority of a row is ``_mix(_mix(unit_hash, content, w0), occurrence, w1)``, its occurrence the
+    row's rank, in row order, among the rows of its unit with its content hash; ``heads`` is
+    :func:`_unit_heads` of the row's unit hash (``heads`` is consumed). One sort finds the occurrences
+    and, for most rows, the order: for a fixed unit ``p1 = _mix(unit_hash, content, w0)`` and
+    ``q = _mix(p1, 0, w1)`` are bijections of the content hash (``_fmix`` is a bijection, an xor and a
+    multiply by an odd constant too), so sorting by (unit, q, row index) puts each unit's identical rows
+    next to each other in row order -- their occurrence is their rank in that run, exactly the rank of
+    a sort by (unit, content hash, row index) -- and a row whose occurrence is 0 has priority q.
+    Only the units holding a repeated row are sorted again, by their rows' priorities. Equal priorities
+    within a unit (a 64-bit tie) are broken by content, then occurrence, as in a lexsort of
+    (unit, priority, content, occurrence, row index).
+    """
+    p1 = heads
+    p1 ^= content
+    p1 = _fmix_owned(p1)  # _mix(unit_hash, content, w0)
+    q = np.bitwise_xor(p1, words[1], dtype=np.uint64)
+    q = _fmix_owned(q)
+    q *= _GOLD
+    q = _fmix_owned(q)  # _mix(p1, 0, w1): the priority of a row whose occurrence is 0
+    order, sorted_units, sorted_q = sort_rows(units, q)
+    del q
+    assert sorted_units is not None
+    n = order.size
+    starts = np.empty(n, dtype=np.bool_)
+    starts[:1] = True
+    np.not_equal(sorted_units[1:], sorted_units[:-1], out=starts[1:])
+    repeat = np.zeros(n, dtype=np.bool_)  # a row identical (in unit and content hash) to the one before it
+    np.equal(sorted_q[1:], sorted_q[:-1], out=repeat[1:])
+    repeat[1:] &= ~starts[1:]
+    if not np.any(repeat):  # every occurrence is 0: q is the priority, distinct within a unit
+        return order[_run_start_ranks(starts) < max_rows]
+    occ = _run_start_ranks(~repeat)  # rank within runs of equal (unit, q)
+    again = np.flatnonzero(repeat)
+    g = np.bitwise_xor(p1[order[again]], words[1], dtype=np.uint64)
+    g = _fmix_owned(g)
+    g *= _GOLD
+    g ^= occ[again].view(np.uint64)
+    priority = sorted_q  # rows in the first sort's order; a repeated row's priority replaces its q
+    priority[again] = _fmix_owned(g)  # _mix(p1, occ, w1)
+    del g
+    # re-sort the units holding a repeated row (all rows when they are most of them)
+    touched = np.zeros(int(sorted_units[-1]) + 1, dtype=np.bool_)
+    touched[sorted_units[again]] = True
+    inside = touched[sorted_units]
+    n_in = int(np.count_nonzero(inside))
+    kept_first = order[(_run_start_ranks(starts) < max_rows) & ~inside] if n_in < n else np.zeros(0, dtype=np.intp)
+    pos = np.flatnonzero(inside) if n_in < n else np.arange(n, dtype=np.intp)
+    order2, units2, priority2 = sort_rows(sorted_units[pos] if n_in < n else sorted_units, priority[pos] if n_in < n else priority)
+    assert units2 is not None
+    starts2 = np.empty(order2.size, dtype=np.bool_)
+    starts2[:1] = True
+    np.not_equal(units2[1:], units2[:-1], out=starts2[1:])
+    if np.any((priority2[1:] == priority2[:-1]) & ~starts2[1:]):
+        return _tie_break(units, content, order, occ, priority, max_rows)
+    kept_again = order[pos[order2[_run_start_ranks(starts2) < max_rows]]]
+    return np.concatenate((kept_first, kept_again))
+
+
+def _tie_break(
+    units: npt.NDArray[np.intp],
+    content: npt.NDArray[np.uint64],
+    order: npt.NDArray[np.intp],
+    sorted_occ: npt.NDArray[np.intp],
+    sorted_priority: npt.NDArray[np.uint64],
+    max_rows: int,
+) -> npt.NDArray[np.intp]:
+    """Two rows of one unit share a 64-bit priority: rank by (unit, priority, content, occurrence, row index)."""
+    occ = np.empty(units.size, dtype=np.int64)
+    occ[order] = sorted_occ
+    priority = np.empty(units.size, dtype=np.uint64)
+    priority[order] = sorted_priority
+    order2, rank = _group_rank([occ, content, priority, units], 1)
+    kept: npt.NDArray[np.intp] = order2[rank < max_rows]
+    return kept
 
 
 def select_keys(

@@ -38,7 +38,7 @@ from dpalg.data._dataset import Dataset
 from dpalg.data._fixed_point import round_to_lattice
 from dpalg.data._lattice_sums import exact_int_total, per_unit_lattice_sums
 from dpalg.data._keys import Key, key_codes, key_index
-from dpalg.data._row_choice import keyed_hashes, select_keys, select_rows, unit_hashes
+from dpalg.data._row_choice import keyed_hashes, secret_words, select_keys, select_many_rows, select_rows, unit_hashes
 from dpalg.data._unit_spec import UnitKeySpec, UnitTotals, UnitTotalSpec
 from dpalg.data._user_units import unit_index
 
@@ -95,6 +95,23 @@ def kept_unit_rows(
     keep = present & (codes >= 0)
     if max_rows is None and key_cap is None:
         return n_units, codes, keep
+    if key_cap is None:
+        # the row cap alone: a user with at most max_rows rows keeps them all, so only the other users'
+        # rows are hashed (select_unit_rows would keep the same rows)
+        assert max_rows is not None
+        out = keep.copy()
+        if n_units == 0:
+            return n_units, codes, out
+        big = np.bincount(codes[keep], minlength=n_units) > max_rows
+        rows = np.flatnonzero(keep & big[codes])  # code -1 reads the last user: masked by keep
+        if rows.size == 0:
+            return n_units, codes, out
+        out[rows] = False
+        sub_codes = codes[rows]
+        table = unit_hashes(ids, codes, n_units, secret)  # one hash per user, not per row
+        hashes = np.zeros(rows.size, dtype=np.uint64) if content is None else keyed_hashes(content[rows], secret)
+        out[rows[select_many_rows(sub_codes, table, hashes, max_rows, secret_words(secret))]] = True
+        return n_units, codes, out
     rows = np.flatnonzero(keep)
     sub_codes = codes[rows]
     if np.asarray(ids).dtype.kind in "biuf":  # numbers are hashed row by row, vectorised
