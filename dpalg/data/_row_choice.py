@@ -529,9 +529,10 @@ def _select_by_priority(
     priority[again] = _fmix_owned(g)  # _mix(p1, occ, w1)
     del g
     # re-sort the units holding a repeated row (all rows when they are most of them)
-    touched = np.zeros(int(sorted_units[-1]) + 1, dtype=np.bool_)
-    touched[sorted_units[again]] = True
-    inside = touched[sorted_units]
+    unit_starts = np.flatnonzero(starts)
+    touched = np.zeros(unit_starts.size, dtype=np.bool_)
+    touched[np.searchsorted(unit_starts, again, side="right") - 1] = True
+    inside = np.repeat(touched, np.diff(unit_starts, append=n))
     n_in = int(np.count_nonzero(inside))
     kept_first = order[(_run_start_ranks(starts) < max_rows) & ~inside] if n_in < n else np.zeros(0, dtype=np.intp)
     pos = np.flatnonzero(inside) if n_in < n else np.arange(n, dtype=np.intp)
