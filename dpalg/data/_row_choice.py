@@ -219,14 +219,25 @@ def keyed_hashes(column: npt.ArrayLike, secret: bytes) -> npt.NDArray[np.uint64]
     arr = as_column(column)
     if arr.ndim == 1 and (arr.dtype.kind in "iu" or (arr.dtype.kind == "f" and arr.dtype.itemsize <= 8)):
         # numbers: hashed directly, vectorised (no sort); float16/32/64 and ints up to 2**53 are exact as float64
-        with np.errstate(all="ignore"):
-            vals = arr.astype(np.float64) + 0.0  # ints as floats (1 == 1.0, as the key policy); -0.0 -> 0.0
-        h = _mix(vals.view(np.uint64), np.uint64(_TAGS[int]), words[0])
-        missing = np.isnan(vals)
-        if np.any(missing):
-            h[missing] = _fmix(words[3:4] ^ _GOLD)[0]
+        n = arr.shape[0]
+        h = np.empty(n, dtype=np.uint64)
+        tag, any_missing = np.uint64(_TAGS[int]), False
+        for lo in range(0, n, _BLOCK):  # block by block: the float copies stay in the cache
+            with np.errstate(all="ignore"):
+                vals = arr[lo : lo + _BLOCK].astype(np.float64)  # ints as floats (1 == 1.0, as the key policy)
+                vals += 0.0  # -0.0 -> 0.0
+            h[lo : lo + _BLOCK] = _mix(vals.view(np.uint64), tag, words[0])
+            any_missing = any_missing or (arr.dtype.kind == "f" and bool(np.isnan(vals).any()))
+        if any_missing:
+            h[np.isnan(arr)] = _fmix(words[3:4] ^ _GOLD)[0]
         if arr.dtype.kind in "iu":  # an int beyond 2**53 may share a float with its neighbour: hashed exactly
-            big = np.flatnonzero(np.abs(vals) >= 2.0**53)  # 2**53 + 1 reads as 2**53
+            # 2**53 + 1 reads as 2**53: every int whose float is >= 2**53 in magnitude
+            if arr.dtype.itemsize < 8:  # at most 2**32 in magnitude
+                big = np.zeros(0, dtype=np.intp)
+            elif arr.dtype.kind == "u":
+                big = np.flatnonzero(arr >= np.uint64(2**53))
+            else:
+                big = np.flatnonzero((arr >= np.int64(2**53)) | (arr <= np.int64(-(2**53))))
             if big.size:
                 keys, codes = key_index(arr[big], owner="keyed_hashes")
                 h[big] = _hash_keys(keys, words)[codes]
@@ -236,13 +247,18 @@ def keyed_hashes(column: npt.ArrayLike, secret: bytes) -> npt.NDArray[np.uint64]
     return table[codes]
 
 
-def unit_hashes(ids: npt.ArrayLike, unit_codes: npt.NDArray[np.intp], n_units: int, secret: bytes) -> npt.NDArray[np.uint64]:
+def unit_hashes(
+    ids: npt.ArrayLike, unit_codes: npt.NDArray[np.intp], n_units: int, secret: bytes, keys: Sequence[Key] | None = None
+) -> npt.NDArray[np.uint64]:
     """:func:`keyed_hashes` of each unit's id, one per unit (``table[unit_codes[i]] == keyed_hashes(ids, secret)[i]``).
 
     ``unit_codes`` are the codes of :func:`dpalg.data.unit_index` of ``ids``: rows with
     one code hold one normalised id, and a keyed hash is a function of the normalised
     id only, so hashing one row of each unit gives every row's hash -- without
     reading the other rows' ids again (for an object column, a second factorisation).
+    ``keys``, when given, are the units' normalised ids in code order (the keys of
+    :func:`~dpalg.data.key_index` of ``ids``): for int, str, bytes and object ids they are
+    hashed as they are, without finding a row of each unit.
 
     Examples:
         >>> from dpalg.data import unit_index
@@ -256,6 +272,12 @@ def unit_hashes(ids: npt.ArrayLike, unit_codes: npt.NDArray[np.intp], n_units: i
     arr = as_column(ids)
     if arr.shape != unit_codes.shape:
         raise InvalidArgument("unit_hashes", "ids", f"shape={arr.shape}", f"must match unit_codes {unit_codes.shape}")
+    if keys is not None and len(keys) != n_units:
+        raise InvalidArgument("unit_hashes", "keys", f"len={len(keys)}", f"must be n_units={n_units}")
+    if keys is not None and arr.dtype.kind in "iu":  # the units' ids are the keys themselves (Python ints, exact)
+        return keyed_hashes(np.array(keys, dtype=arr.dtype), secret)
+    if keys is not None and arr.dtype.kind not in "bf":  # str, bytes, object: the keys are the normalised ids
+        return _hash_keys(list(keys), _words(secret))
     rows = np.flatnonzero(unit_codes >= 0)
     first = np.zeros(n_units, dtype=np.intp)
     first[unit_codes[rows][::-1]] = rows[::-1]  # the first row of each unit (any row would do)
