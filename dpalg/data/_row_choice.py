@@ -492,15 +492,6 @@ def select_many_rows(
     return _select_by_priority(units, heads, content, max_rows, words)
 
 
-def _run_start_ranks(new: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp]:
-    """:func:`~dpalg.data._sorting.run_ranks` by a running maximum of run starts (no ``np.repeat``)."""
-    idx = np.arange(new.shape[0], dtype=np.intp)
-    starts = np.where(new, idx, 0)
-    np.maximum.accumulate(starts, out=starts)
-    idx -= starts
-    return idx
-
-
 def _select_by_priority(
     units: npt.NDArray[np.intp],
     heads: npt.NDArray[np.uint64],
@@ -540,33 +531,63 @@ def _select_by_priority(
     np.equal(sorted_q[1:], sorted_q[:-1], out=repeat[1:])
     repeat[1:] &= ~starts[1:]
     if not np.any(repeat):  # every occurrence is 0: q is the priority, distinct within a unit
-        return order[_run_start_ranks(starts) < max_rows]
-    occ = _run_start_ranks(~repeat)  # rank within runs of equal (unit, q)
-    again = np.flatnonzero(repeat)
+        return order[_run_heads(*_runs(starts), max_rows)]
+    again = np.flatnonzero(repeat)  # the repeated rows: runs of consecutive positions after their first copy
+    del repeat
+    block = np.ones(again.size, dtype=np.bool_)
+    np.not_equal(again[1:], again[:-1] + 1, out=block[1:])
+    occ_again = np.where(block, again, 0)
+    np.maximum.accumulate(occ_again, out=occ_again)
+    np.subtract(again + 1, occ_again, out=occ_again)  # the rank within the run of identical rows
     g = np.bitwise_xor(p1[order[again]], words[1], dtype=np.uint64)
     g = _fmix_owned(g)
     g *= _GOLD
-    g ^= occ[again].view(np.uint64)
+    g ^= occ_again.view(np.uint64)
     priority = sorted_q  # rows in the first sort's order; a repeated row's priority replaces its q
     priority[again] = _fmix_owned(g)  # _mix(p1, occ, w1)
     del g
-    # re-sort the units holding a repeated row (all rows when they are most of them)
-    unit_starts = np.flatnonzero(starts)
+    # re-sort the units holding a repeated row; all rows when those units hold most of them
+    unit_starts, lengths = _runs(starts)
     touched = np.zeros(unit_starts.size, dtype=np.bool_)
     touched[np.searchsorted(unit_starts, again, side="right") - 1] = True
-    inside = np.repeat(touched, np.diff(unit_starts, append=n))
-    n_in = int(np.count_nonzero(inside))
-    kept_first = order[(_run_start_ranks(starts) < max_rows) & ~inside] if n_in < n else np.zeros(0, dtype=np.intp)
-    pos = np.flatnonzero(inside) if n_in < n else np.arange(n, dtype=np.intp)
-    order2, units2, priority2 = sort_rows(sorted_units[pos] if n_in < n else sorted_units, priority[pos] if n_in < n else priority)
+    if 2 * int(lengths[touched].sum()) < n:
+        kept_first = order[_run_heads(unit_starts[~touched], lengths[~touched], max_rows)]
+        pos = np.flatnonzero(np.repeat(touched, lengths))
+        order2, units2, priority2 = sort_rows(sorted_units[pos], priority[pos])
+    else:
+        kept_first, pos = np.zeros(0, dtype=np.intp), np.arange(n, dtype=np.intp)
+        order2, units2, priority2 = sort_rows(sorted_units, priority)
     assert units2 is not None
     starts2 = np.empty(order2.size, dtype=np.bool_)
     starts2[:1] = True
     np.not_equal(units2[1:], units2[:-1], out=starts2[1:])
     if np.any((priority2[1:] == priority2[:-1]) & ~starts2[1:]):
+        occ = np.zeros(n, dtype=np.int64)
+        occ[again] = occ_again
         return _tie_break(units, content, order, occ, priority, max_rows)
-    kept_again = order[pos[order2[_run_start_ranks(starts2) < max_rows]]]
+    kept_again = order[pos[order2[_run_heads(*_runs(starts2), max_rows)]]]
     return np.concatenate((kept_first, kept_again))
+
+
+def _run_heads(first: npt.NDArray[np.intp], lengths: npt.NDArray[np.intp], k: int) -> npt.NDArray[np.intp]:
+    """The positions of the first ``k`` rows of each run (runs begin at ``first``, of ``lengths`` rows).
+
+    Examples:
+        >>> _run_heads(np.array([0, 3, 4]), np.array([3, 1, 2]), 2).tolist()
+        [0, 1, 3, 4, 5]
+    """
+    take = np.minimum(lengths, k)
+    offsets = np.cumsum(take)
+    offsets -= take
+    pos = np.repeat(first - offsets, take)
+    pos += np.arange(pos.shape[0], dtype=np.intp)
+    return pos
+
+
+def _runs(starts: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """Where the runs begin (``starts`` marks them; ``starts[0]`` set) and their lengths."""
+    first = np.flatnonzero(starts)
+    return first, np.diff(first, append=starts.shape[0])
 
 
 def _tie_break(
