@@ -143,17 +143,28 @@ def _exact_number_bytes(key: int | Fraction) -> bytes:
 
 
 def _hash_short(text: list[str], lengths: npt.NDArray[np.int64], key: np.uint64) -> npt.NDArray[np.uint64]:
-    """Keyed hashes of strings of at most ``_SHORT`` characters, one vectorised step per position."""
+    """Keyed hashes of strings of at most ``_SHORT`` characters, one vectorised step per position.
+
+    The code points are read off one UTF-32 buffer of all the strings (a lone surrogate is its own
+    code point, as in a numpy ``str_`` array), at each string's offset plus the position.
+    """
     if not text:
         return np.zeros(0, dtype=np.uint64)
-    arr = np.array(text, dtype=np.str_)
-    width = max(arr.dtype.itemsize // 4, 1)
-    codes = arr.view(np.uint32).reshape(len(text), width).astype(np.uint64) if arr.dtype.itemsize else np.zeros((len(text), 1), dtype=np.uint64)
+    points = np.frombuffer("".join(text).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    offsets = np.cumsum(lengths)
+    offsets -= lengths
     h = lengths.astype(np.uint64)
-    for col in range(codes.shape[1]):
+    step = np.empty_like(h)
+    at = np.empty_like(offsets)
+    for col in range(int(lengths.max(initial=0))):
         # positions past a key's own length are padding: they must not touch its hash, or a
         # longer key elsewhere in the column would change it
-        h = np.where(col < lengths, _fmix(h ^ key) ^ codes[:, col], h)
+        np.bitwise_xor(h, key, out=step)
+        _fmix_owned(step)
+        np.add(offsets, col, out=at)
+        np.minimum(at, points.shape[0] - 1, out=at)
+        step ^= points[at]
+        np.copyto(h, step, where=col < lengths)
     return h
 
 
