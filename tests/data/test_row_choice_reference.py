@@ -31,6 +31,14 @@ from dpalg.data._unit_totals import kept_unit_rows
 SECRET = bytes(range(7, 39))
 _M64 = (1 << 64) - 1
 
+def _mix1(a: int, b: int, key: np.uint64) -> int:
+    return int(_mix(np.array([a], dtype=np.uint64), np.array([b], dtype=np.uint64), key)[0])
+
+
+def _fmix1(a: int) -> int:
+    return int(_fmix(np.array([a], dtype=np.uint64))[0])
+
+
 Chooser = Callable[[npt.NDArray[np.generic], npt.NDArray[np.float64], int], npt.NDArray[np.bool_]]
 
 
@@ -48,8 +56,7 @@ def _reference(ids: npt.NDArray[np.generic], values: npt.NDArray[np.float64], k:
         user = (type(key).__name__ if not isinstance(key, (int, float)) or isinstance(key, bool) else "number", key)
         occ = seen.get((user, ch[i]), 0)
         seen[(user, ch[i])] = occ + 1
-        first = _mix(np.uint64(uh[i]), np.uint64(ch[i]), words[0])
-        priority = int(_mix(first, np.uint64(occ), words[1]))
+        priority = _mix1(_mix1(uh[i], ch[i], words[0]), occ, words[1])
         by_user.setdefault(user, []).append((priority, ch[i], occ, i))
     keep = np.zeros(len(ids), dtype=np.bool_)
     for rows in by_user.values():
@@ -94,7 +101,8 @@ def _whole_at_k_plus_one(ids: npt.NDArray[np.generic], values: npt.NDArray[np.fl
     codes = np.where(np.isnan(values), -1, codes)
     sizes = np.bincount(codes[codes >= 0], minlength=int(codes.max(initial=-1)) + 1)
     whole = (codes >= 0) & (sizes[np.maximum(codes, 0)] == k + 1)
-    return keep | whole
+    out: npt.NDArray[np.bool_] = keep | whole
+    return out
 
 
 _ID_POOL = ["a", "b", "", "é", "x" * 40, 0, 1, -1, -(2**40), 2**53, 2**53 + 1, 2**63 + 5, -(2**70), 1.0, -0.0, 2.5, float("nan"), None, True, b"a"]
@@ -117,7 +125,13 @@ def _column(kind: str, raw: list[object]) -> npt.NDArray[np.generic]:
 @st.composite
 def _cases(draw: st.DrawFn) -> tuple[npt.NDArray[np.generic], npt.NDArray[np.float64], int]:
     kind = draw(st.sampled_from(["object", "int", "float", "unicode"]))
-    raw: list[object] = draw(_object_ids if kind in ("object", "unicode") else _int_ids if kind == "int" else _float_ids)
+    raw: list[object]
+    if kind in ("object", "unicode"):
+        raw = draw(_object_ids)
+    elif kind == "int":
+        raw = list(draw(_int_ids))
+    else:
+        raw = list(draw(_float_ids))
     if kind == "int":  # few distinct users, so users hold several rows
         raw = [raw[i % min(len(raw), 4)] for i in range(len(raw))]
     values = np.array(draw(_values)[: len(raw)], dtype=np.float64)
@@ -160,15 +174,15 @@ def test_a_priority_tie_is_broken_by_content_then_occurrence(layout: tuple[int, 
     # content c2 is made so that its second copy (occurrence 1) has the priority of c1's first copy
     words = _words(SECRET)
     unit_hash = int(keyed_hashes(np.array(["u"], dtype=object), SECRET)[0])
-    head = int(_fmix(np.uint64(unit_hash ^ int(words[0])))) * int(_GOLD) & _M64
+    head = _fmix1(unit_hash ^ int(words[0])) * int(_GOLD) & _M64
     c1 = 12345
-    g1 = int(_fmix(np.uint64(int(_mix(np.uint64(unit_hash), np.uint64(c1), words[0])) ^ int(words[1])))) * int(_GOLD) & _M64
+    g1 = _fmix1(_mix1(unit_hash, c1, words[0]) ^ int(words[1])) * int(_GOLD) & _M64
     p1_c2 = _fmix_inverse(((g1 ^ 1) * pow(int(_GOLD), -1, 1 << 64)) & _M64) ^ int(words[1])
     c2 = _fmix_inverse(p1_c2) ^ head
     content = np.array([[c1, c2, 99][j] for j in layout], dtype=np.uint64)
     occ = [layout[: i].count(j) for i, j in enumerate(layout)]
     codes = np.zeros(5, dtype=np.intp)
-    ranked = sorted((int(_mix(_mix(np.uint64(unit_hash), np.uint64(c), words[0]), np.uint64(o), words[1])), c, o, i) for i, (c, o) in enumerate(zip(content.tolist(), occ)))
+    ranked = sorted((_mix1(_mix1(unit_hash, c, words[0]), o, words[1]), c, o, i) for i, (c, o) in enumerate(zip(content.tolist(), occ)))
     tied = [r for r in range(4) if ranked[r][0] == ranked[r + 1][0]]
     assert len(tied) == 1  # the two tied rows are next to each other; keep just one of them
     want = np.zeros(5, dtype=np.bool_)
