@@ -284,24 +284,24 @@ def _unique_inverse(values: npt.NDArray[np.generic]) -> tuple[npt.NDArray[np.gen
     are one value; which of the two stands for it may differ, and both read as the
     key ``0``).
     """
-    bits = ordered_bits(values)
-    if bits is None:
-        uniq, inverse = np.unique(values, return_inverse=True)
-        return uniq, inverse.reshape(-1).astype(np.intp, copy=False)
     if values.dtype.kind in "iu" and values.shape[0]:
-        low = bits.min()
-        span = int(bits.max() - low)
+        low, high = int(values.min()), int(values.max())  # Python ints: exact for any 64-bit dtype
+        span = high - low
         if span < max(values.shape[0], 1 << 16):  # dense ids (0 .. n-1 and the like): a table, no sort
-            offsets = (bits - low).astype(np.intp)
+            wide = values.astype(np.uint64 if values.dtype.kind == "u" else np.int64, copy=False)
+            offsets = np.subtract(wide, wide.dtype.type(low)).astype(np.intp, copy=False)  # in [0, span]: exact (wrap-around)
             seen = np.zeros(span + 1, dtype=np.bool_)
             seen[offsets] = True
             rank = seen.astype(np.intp)
             np.cumsum(rank, out=rank)
             rank -= 1
-            present = np.flatnonzero(seen)
-            first = np.empty(present.shape[0], dtype=np.intp)
-            first[rank[offsets]] = np.arange(offsets.shape[0], dtype=np.intp)  # some row holding each value
-            return values[first], rank[offsets]
+            # the distinct values are low + the offsets seen, in order (exact: they lie in [low, high])
+            distinct = (np.flatnonzero(seen) + low).astype(values.dtype) if high < 2**63 else np.flatnonzero(seen).astype(values.dtype) + values.dtype.type(low)
+            return distinct, rank[offsets]
+    bits = ordered_bits(values)
+    if bits is None:
+        uniq, inverse = np.unique(values, return_inverse=True)
+        return uniq, inverse.reshape(-1).astype(np.intp, copy=False)
     order, _, sorted_bits = sort_rows(None, bits)
     new = np.empty(order.shape[0], dtype=np.bool_)
     new[:1] = True

@@ -37,9 +37,9 @@ from dpalg._errors import InvalidArgument
 from dpalg.data._dataset import Dataset
 from dpalg.data._keys import Key, key_index, normalise_key
 from dpalg.data._numeric import as_column
-from dpalg.data._sorting import run_ranks, sort_rows
+from dpalg.data._sorting import sort_rows
 
-__all__ = ["exact_occurrences", "keyed_hashes", "keyed_labels", "row_hashes", "select_keys", "select_rows", "unit_hashes"]
+__all__ = ["exact_occurrences", "keyed_hashes", "keyed_labels", "row_hashes", "select_keys", "select_rows", "select_many_rows", "select_unit_rows", "unit_hashes", "secret_words"]
 
 _U64 = np.uint64
 _C1: Final = _U64(0xFF51AFD7ED558CCD)
@@ -47,6 +47,7 @@ _C2: Final = _U64(0xC4CEB9FE1A85EC53)
 _GOLD: Final = _U64(0x9E3779B97F4A7C15)
 _S33: Final = _U64(33)
 _TAGS: Final = {bool: 1, int: 2, float: 2, Fraction: 2, str: 3, bytes: 4}
+_BLOCK: Final = 1 << 15  # words per block of the elementwise hash steps (256 KiB: the passes stay in the cache)
 _SHORT: Final = 32  # longer keys get a keyed digest each, so no array is ever wider than 32 characters
 
 
@@ -58,8 +59,22 @@ def _fmix(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
 
 
 def _fmix_owned(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
-    """:func:`_fmix` computed in place in ``h`` (an array the caller owns), with one scratch array."""
-    tmp = np.right_shift(h, _S33)
+    """:func:`_fmix` computed in place in ``h`` (an array the caller owns), with one scratch array.
+
+    A long 1-D array is processed in blocks of :data:`_BLOCK` words, each of whose eight steps then
+    reads and writes the cache, not memory (elementwise: the same result).
+    """
+    if h.ndim == 1 and h.shape[0] > _BLOCK:
+        tmp = np.empty(_BLOCK, dtype=np.uint64)
+        for lo in range(0, h.shape[0], _BLOCK):
+            block = h[lo : lo + _BLOCK]
+            _fmix_block(block, tmp[: block.shape[0]])
+        return h
+    return _fmix_block(h, np.empty_like(h))
+
+
+def _fmix_block(h: npt.NDArray[np.uint64], tmp: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    np.right_shift(h, _S33, out=tmp)
     h ^= tmp
     h *= _C1
     np.right_shift(h, _S33, out=tmp)
@@ -70,6 +85,11 @@ def _fmix_owned(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     return h
 
 
+def secret_words(secret: bytes) -> npt.NDArray[np.uint64]:
+    """The four 64-bit key words of a secret of at least 32 bytes (checked)."""
+    return _words(secret)
+
+
 def _words(secret: bytes) -> npt.NDArray[np.uint64]:
     if not isinstance(secret, bytes) or len(secret) < 32:
         raise InvalidArgument("keyed_hashes", "secret", f"{len(secret) if isinstance(secret, bytes) else type(secret).__name__}", "must be at least 32 bytes")
@@ -77,9 +97,21 @@ def _words(secret: bytes) -> npt.NDArray[np.uint64]:
 
 
 def _mix(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64] | np.uint64, key: np.uint64) -> npt.NDArray[np.uint64]:
-    """A keyed combination of two hashes (order matters)."""
+    """A keyed combination of two hashes (order matters): ``_fmix(_fmix(a ^ key) * GOLD ^ b)``."""
     shape = np.broadcast_shapes(np.shape(a), np.shape(b))
     h = np.empty(shape or (1,), dtype=np.uint64)
+    if len(shape) == 1 and shape[0] > _BLOCK:  # block by block, in the cache (elementwise: the same result)
+        tmp = np.empty(_BLOCK, dtype=np.uint64)
+        a_arr, b_arr = np.broadcast_to(a, shape), np.broadcast_to(b, shape)
+        for lo in range(0, shape[0], _BLOCK):
+            block = h[lo : lo + _BLOCK]
+            scratch = tmp[: block.shape[0]]
+            np.bitwise_xor(a_arr[lo : lo + _BLOCK], key, out=block, dtype=np.uint64)
+            _fmix_block(block, scratch)
+            block *= _GOLD
+            np.bitwise_xor(block, b_arr[lo : lo + _BLOCK], out=block, dtype=np.uint64)
+            _fmix_block(block, scratch)
+        return h
     np.bitwise_xor(a, key, out=h.reshape(shape), dtype=np.uint64)
     h = _fmix_owned(h)
     h *= _GOLD
@@ -111,17 +143,28 @@ def _exact_number_bytes(key: int | Fraction) -> bytes:
 
 
 def _hash_short(text: list[str], lengths: npt.NDArray[np.int64], key: np.uint64) -> npt.NDArray[np.uint64]:
-    """Keyed hashes of strings of at most ``_SHORT`` characters, one vectorised step per position."""
+    """Keyed hashes of strings of at most ``_SHORT`` characters, one vectorised step per position.
+
+    The code points are read off one UTF-32 buffer of all the strings (a lone surrogate is its own
+    code point, as in a numpy ``str_`` array), at each string's offset plus the position.
+    """
     if not text:
         return np.zeros(0, dtype=np.uint64)
-    arr = np.array(text, dtype=np.str_)
-    width = max(arr.dtype.itemsize // 4, 1)
-    codes = arr.view(np.uint32).reshape(len(text), width).astype(np.uint64) if arr.dtype.itemsize else np.zeros((len(text), 1), dtype=np.uint64)
+    points = np.frombuffer("".join(text).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    offsets = np.cumsum(lengths)
+    offsets -= lengths
     h = lengths.astype(np.uint64)
-    for col in range(codes.shape[1]):
+    step = np.empty_like(h)
+    at = np.empty_like(offsets)
+    for col in range(int(lengths.max(initial=0))):
         # positions past a key's own length are padding: they must not touch its hash, or a
         # longer key elsewhere in the column would change it
-        h = np.where(col < lengths, _fmix(h ^ key) ^ codes[:, col], h)
+        np.bitwise_xor(h, key, out=step)
+        _fmix_owned(step)
+        np.add(offsets, col, out=at)
+        np.minimum(at, points.shape[0] - 1, out=at)
+        step ^= points[at]
+        np.copyto(h, step, where=col < lengths)
     return h
 
 
@@ -187,14 +230,25 @@ def keyed_hashes(column: npt.ArrayLike, secret: bytes) -> npt.NDArray[np.uint64]
     arr = as_column(column)
     if arr.ndim == 1 and (arr.dtype.kind in "iu" or (arr.dtype.kind == "f" and arr.dtype.itemsize <= 8)):
         # numbers: hashed directly, vectorised (no sort); float16/32/64 and ints up to 2**53 are exact as float64
-        with np.errstate(all="ignore"):
-            vals = arr.astype(np.float64) + 0.0  # ints as floats (1 == 1.0, as the key policy); -0.0 -> 0.0
-        h = _mix(vals.view(np.uint64), np.uint64(_TAGS[int]), words[0])
-        missing = np.isnan(vals)
-        if np.any(missing):
-            h[missing] = _fmix(words[3:4] ^ _GOLD)[0]
+        n = arr.shape[0]
+        h = np.empty(n, dtype=np.uint64)
+        tag, any_missing = np.uint64(_TAGS[int]), False
+        for lo in range(0, n, _BLOCK):  # block by block: the float copies stay in the cache
+            with np.errstate(all="ignore"):
+                vals = arr[lo : lo + _BLOCK].astype(np.float64)  # ints as floats (1 == 1.0, as the key policy)
+                vals += 0.0  # -0.0 -> 0.0
+            h[lo : lo + _BLOCK] = _mix(vals.view(np.uint64), tag, words[0])
+            any_missing = any_missing or (arr.dtype.kind == "f" and bool(np.isnan(vals).any()))
+        if any_missing:
+            h[np.isnan(arr)] = _fmix(words[3:4] ^ _GOLD)[0]
         if arr.dtype.kind in "iu":  # an int beyond 2**53 may share a float with its neighbour: hashed exactly
-            big = np.flatnonzero(np.abs(vals) >= 2.0**53)  # 2**53 + 1 reads as 2**53
+            # 2**53 + 1 reads as 2**53: every int whose float is >= 2**53 in magnitude
+            if arr.dtype.itemsize < 8:  # at most 2**32 in magnitude
+                big = np.zeros(0, dtype=np.intp)
+            elif arr.dtype.kind == "u":
+                big = np.flatnonzero(arr >= np.uint64(2**53))
+            else:
+                big = np.flatnonzero((arr >= np.int64(2**53)) | (arr <= np.int64(-(2**53))))
             if big.size:
                 keys, codes = key_index(arr[big], owner="keyed_hashes")
                 h[big] = _hash_keys(keys, words)[codes]
@@ -204,13 +258,18 @@ def keyed_hashes(column: npt.ArrayLike, secret: bytes) -> npt.NDArray[np.uint64]
     return table[codes]
 
 
-def unit_hashes(ids: npt.ArrayLike, unit_codes: npt.NDArray[np.intp], n_units: int, secret: bytes) -> npt.NDArray[np.uint64]:
+def unit_hashes(
+    ids: npt.ArrayLike, unit_codes: npt.NDArray[np.intp], n_units: int, secret: bytes, keys: Sequence[Key] | None = None
+) -> npt.NDArray[np.uint64]:
     """:func:`keyed_hashes` of each unit's id, one per unit (``table[unit_codes[i]] == keyed_hashes(ids, secret)[i]``).
 
     ``unit_codes`` are the codes of :func:`dpalg.data.unit_index` of ``ids``: rows with
     one code hold one normalised id, and a keyed hash is a function of the normalised
     id only, so hashing one row of each unit gives every row's hash -- without
     reading the other rows' ids again (for an object column, a second factorisation).
+    ``keys``, when given, are the units' normalised ids in code order (the keys of
+    :func:`~dpalg.data.key_index` of ``ids``): for int, str, bytes and object ids they are
+    hashed as they are, without finding a row of each unit.
 
     Examples:
         >>> from dpalg.data import unit_index
@@ -224,6 +283,12 @@ def unit_hashes(ids: npt.ArrayLike, unit_codes: npt.NDArray[np.intp], n_units: i
     arr = as_column(ids)
     if arr.shape != unit_codes.shape:
         raise InvalidArgument("unit_hashes", "ids", f"shape={arr.shape}", f"must match unit_codes {unit_codes.shape}")
+    if keys is not None and len(keys) != n_units:
+        raise InvalidArgument("unit_hashes", "keys", f"len={len(keys)}", f"must be n_units={n_units}")
+    if keys is not None and arr.dtype.kind in "iu":  # the units' ids are the keys themselves (Python ints, exact)
+        return keyed_hashes(np.array(keys, dtype=arr.dtype), secret)
+    if keys is not None and arr.dtype.kind not in "bf":  # str, bytes, object: the keys are the normalised ids
+        return _hash_keys(list(keys), _words(secret))
     rows = np.flatnonzero(unit_codes >= 0)
     first = np.zeros(n_units, dtype=np.intp)
     first[unit_codes[rows][::-1]] = rows[::-1]  # the first row of each unit (any row would do)
@@ -280,21 +345,6 @@ def _group_rank(keys: Sequence[npt.NDArray[np.generic]], groups: int) -> tuple[n
     return order, np.arange(n, dtype=np.intp) - run_start
 
 
-def _occurrence(unit_codes: npt.NDArray[np.intp], content: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
-    """Each row's rank among the rows of its unit with the same content (0, 1, 2, …), in row order.
-
-    Exact: the rows sorted by (unit, content hash, row index) (:func:`~dpalg.data._sorting.sort_order`,
-    one value sort), ranked within runs of equal (unit, content hash).
-    """
-    order, units, keys = sort_rows(unit_codes, content)
-    assert units is not None
-    new = np.ones(order.size, dtype=np.bool_)
-    new[1:] = (units[1:] != units[:-1]) | (keys[1:] != keys[:-1])
-    occ = np.empty(unit_codes.size, dtype=np.int64)
-    occ[order] = run_ranks(new)
-    return occ
-
-
 def exact_occurrences(codes: Sequence[npt.NDArray[np.intp]], n_rows: int) -> npt.NDArray[np.int64]:
     """Each row's rank (0, 1, 2, …) among the rows equal to it in every code array; exact, no hash.
 
@@ -340,6 +390,14 @@ def keyed_labels(hashes: npt.NDArray[np.uint64], occurrences: npt.NDArray[np.int
     return out
 
 
+def _unit_heads(unit_hash: npt.NDArray[np.uint64], key: np.uint64) -> npt.NDArray[np.uint64]:
+    """The part of ``_mix(unit_hash, b, key)`` that does not read ``b``: ``_mix(a, b, key) == _fmix(head ^ b)``."""
+    h = np.bitwise_xor(unit_hash, key, dtype=np.uint64)
+    h = _fmix_owned(h)
+    h *= _GOLD
+    return h
+
+
 def select_rows(
     unit_codes: npt.NDArray[np.intp],
     n_units: int,
@@ -381,19 +439,184 @@ def select_rows(
     if rows.size == 0:
         return out
     units, content, hashes = (unit_codes, content_hash, unit_hash) if every else (unit_codes[rows], content_hash[rows], unit_hash[rows])
-    occ = _occurrence(units, content)
-    priority = _mix(_mix(hashes, content, words[0]), occ.view(np.uint64), words[1])  # occ >= 0: the same bits
-    # rows by (unit, priority); within a unit priorities are distinct unless checked below
-    order, sorted_units, sorted_priority = sort_rows(units, priority)
-    assert sorted_units is not None
-    starts = np.ones(order.size, dtype=np.bool_)
-    starts[1:] = sorted_units[1:] != sorted_units[:-1]
-    rank = run_ranks(starts)
-    tie = (~starts[1:]) & (sorted_priority[1:] == sorted_priority[:-1])
-    if np.any(tie):  # two rows of one unit with equal 64-bit priority: break ties by content, then occurrence
-        order, rank = _group_rank([occ, content, priority, units], 1)
-    out[rows[order[rank < max_rows]]] = True
+    kept = _select_by_priority(units, _unit_heads(hashes, words[0]), content, max_rows, words)
+    out[rows[kept]] = True
     return out
+
+
+def select_unit_rows(
+    unit_codes: npt.NDArray[np.intp],
+    n_units: int,
+    unit_table: npt.NDArray[np.uint64],
+    content_hash: npt.NDArray[np.uint64],
+    max_rows: int,
+    secret: bytes,
+) -> npt.NDArray[np.bool_]:
+    """:func:`select_rows` with one id hash per unit: ``unit_table[c]`` is the hash of unit ``c``'s id (:func:`unit_hashes`).
+
+    The same mask as ``select_rows(unit_codes, n_units, unit_table[unit_codes], content_hash, ...)``:
+    the part of the priority that reads the id alone is computed once per unit, not per row,
+    and a unit with at most ``max_rows`` rows keeps them all without a hash being read.
+
+    Examples:
+        >>> codes = np.array([0, 0, 0, 1, -1])
+        >>> table = unit_hashes(np.array(["a", "a", "a", "b", "c"], dtype=object), codes, 2, bytes(32))
+        >>> c = keyed_hashes(np.array([1.0, 2.0, 3.0, 4.0, 5.0]), bytes(32))
+        >>> bool(np.all(select_unit_rows(codes, 2, table, c, 2, bytes(32)) == select_rows(codes, 2, table[codes], c, 2, bytes(32))))
+        True
+    """
+    _check_codes("select_unit_rows", unit_codes, n_units, content_hash)
+    if unit_table.shape != (n_units,):
+        raise InvalidArgument("select_unit_rows", "unit_table", f"shape={unit_table.shape}", f"must be ({n_units},)")
+    words = _words(secret)
+    out = np.zeros(unit_codes.size, dtype=np.bool_)
+    valid = unit_codes >= 0
+    sizes = np.bincount(unit_codes[valid], minlength=n_units)
+    big = sizes > max_rows  # a unit with at most max_rows rows keeps every row: no priority needed
+    if not np.all(big):
+        row_big = big[unit_codes] & valid  # code -1 reads the last unit: masked by valid
+        out[valid & ~row_big] = True
+        valid = row_big
+    rows = np.flatnonzero(valid)
+    if rows.size == 0:
+        return out
+    units = unit_codes if rows.size == unit_codes.size else unit_codes[rows]
+    content = content_hash if rows.size == unit_codes.size else content_hash[rows]
+    out[rows[select_many_rows(units, unit_table, content, max_rows, words)]] = True
+    return out
+
+
+def select_many_rows(
+    units: npt.NDArray[np.intp],
+    unit_table: npt.NDArray[np.uint64],
+    content: npt.NDArray[np.uint64],
+    max_rows: int,
+    words: npt.NDArray[np.uint64],
+) -> npt.NDArray[np.intp]:
+    """The indices of the rows :func:`select_unit_rows` keeps, for rows whose units are known to be valid codes.
+
+    Unchecked (the caller's arrays come from :func:`~dpalg.data.unit_index`): every code in
+    ``[0, len(unit_table))``; ``words`` is the secret's key words. Rows of a unit with at most
+    ``max_rows`` rows are kept like any other (the caller may drop such units first).
+    """
+    heads = _unit_heads(unit_table, words[0])[units]
+    return _select_by_priority(units, heads, content, max_rows, words)
+
+
+def _select_by_priority(
+    units: npt.NDArray[np.intp],
+    heads: npt.NDArray[np.uint64],
+    content: npt.NDArray[np.uint64],
+    max_rows: int,
+    words: npt.NDArray[np.uint64],
+) -> npt.NDArray[np.intp]:
+    """The indices of the rows kept: each unit's ``max_rows`` rows of lowest priority (every unit code >= 0).
+
+    The priority of a row is ``_mix(_mix(unit_hash, content, w0), occurrence, w1)``, its occurrence the
+    row's rank, in row order, among the rows of its unit with its content hash; ``heads`` is
+    :func:`_unit_heads` of the row's unit hash (``heads`` is consumed). One sort finds the occurrences
+    and, for most rows, the order: for a fixed unit ``p1 = _mix(unit_hash, content, w0)`` and
+    ``q = _mix(p1, 0, w1)`` are bijections of the content hash (``_fmix`` is a bijection, an xor and a
+    multiply by an odd constant too), so sorting by (unit, q, row index) puts each unit's identical rows
+    next to each other in row order -- their occurrence is their rank in that run, exactly the rank of
+    a sort by (unit, content hash, row index) -- and a row whose occurrence is 0 has priority q.
+    Only the units holding a repeated row are sorted again, by their rows' priorities. Equal priorities
+    within a unit (a 64-bit tie) are broken by content, then occurrence, as in a lexsort of
+    (unit, priority, content, occurrence, row index).
+    """
+    p1 = heads
+    p1 ^= content
+    p1 = _fmix_owned(p1)  # _mix(unit_hash, content, w0)
+    q = np.bitwise_xor(p1, words[1], dtype=np.uint64)
+    q = _fmix_owned(q)
+    q *= _GOLD
+    q = _fmix_owned(q)  # _mix(p1, 0, w1): the priority of a row whose occurrence is 0
+    order, sorted_units, sorted_q = sort_rows(units, q)
+    del q
+    assert sorted_units is not None
+    n = order.size
+    starts = np.empty(n, dtype=np.bool_)
+    starts[:1] = True
+    np.not_equal(sorted_units[1:], sorted_units[:-1], out=starts[1:])
+    repeat = np.zeros(n, dtype=np.bool_)  # a row identical (in unit and content hash) to the one before it
+    np.equal(sorted_q[1:], sorted_q[:-1], out=repeat[1:])
+    repeat[1:] &= ~starts[1:]
+    if not np.any(repeat):  # every occurrence is 0: q is the priority, distinct within a unit
+        return order[_run_heads(*_runs(starts), max_rows)]
+    again = np.flatnonzero(repeat)  # the repeated rows: runs of consecutive positions after their first copy
+    del repeat
+    block = np.ones(again.size, dtype=np.bool_)
+    np.not_equal(again[1:], again[:-1] + 1, out=block[1:])
+    occ_again = np.where(block, again, 0)
+    np.maximum.accumulate(occ_again, out=occ_again)
+    np.subtract(again + 1, occ_again, out=occ_again)  # the rank within the run of identical rows
+    g = np.bitwise_xor(p1[order[again]], words[1], dtype=np.uint64)
+    g = _fmix_owned(g)
+    g *= _GOLD
+    g ^= occ_again.view(np.uint64)
+    priority = sorted_q  # rows in the first sort's order; a repeated row's priority replaces its q
+    priority[again] = _fmix_owned(g)  # _mix(p1, occ, w1)
+    del g
+    # re-sort the units holding a repeated row; all rows when those units hold most of them
+    unit_starts, lengths = _runs(starts)
+    touched = np.zeros(unit_starts.size, dtype=np.bool_)
+    touched[np.searchsorted(unit_starts, again, side="right") - 1] = True
+    if 2 * int(lengths[touched].sum()) < n:
+        kept_first = order[_run_heads(unit_starts[~touched], lengths[~touched], max_rows)]
+        pos = np.flatnonzero(np.repeat(touched, lengths))
+        order2, units2, priority2 = sort_rows(sorted_units[pos], priority[pos])
+    else:
+        kept_first, pos = np.zeros(0, dtype=np.intp), np.arange(n, dtype=np.intp)
+        order2, units2, priority2 = sort_rows(sorted_units, priority)
+    assert units2 is not None
+    starts2 = np.empty(order2.size, dtype=np.bool_)
+    starts2[:1] = True
+    np.not_equal(units2[1:], units2[:-1], out=starts2[1:])
+    if np.any((priority2[1:] == priority2[:-1]) & ~starts2[1:]):
+        occ = np.zeros(n, dtype=np.int64)
+        occ[again] = occ_again
+        return _tie_break(units, content, order, occ, priority, max_rows)
+    kept_again = order[pos[order2[_run_heads(*_runs(starts2), max_rows)]]]
+    return np.concatenate((kept_first, kept_again))
+
+
+def _run_heads(first: npt.NDArray[np.intp], lengths: npt.NDArray[np.intp], k: int) -> npt.NDArray[np.intp]:
+    """The positions of the first ``k`` rows of each run (runs begin at ``first``, of ``lengths`` rows).
+
+    Examples:
+        >>> _run_heads(np.array([0, 3, 4]), np.array([3, 1, 2]), 2).tolist()
+        [0, 1, 3, 4, 5]
+    """
+    take = np.minimum(lengths, k)
+    offsets = np.cumsum(take)
+    offsets -= take
+    pos = np.repeat(first - offsets, take)
+    pos += np.arange(pos.shape[0], dtype=np.intp)
+    return pos
+
+
+def _runs(starts: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """Where the runs begin (``starts`` marks them; ``starts[0]`` set) and their lengths."""
+    first = np.flatnonzero(starts)
+    return first, np.diff(first, append=starts.shape[0])
+
+
+def _tie_break(
+    units: npt.NDArray[np.intp],
+    content: npt.NDArray[np.uint64],
+    order: npt.NDArray[np.intp],
+    sorted_occ: npt.NDArray[np.intp],
+    sorted_priority: npt.NDArray[np.uint64],
+    max_rows: int,
+) -> npt.NDArray[np.intp]:
+    """Two rows of one unit share a 64-bit priority: rank by (unit, priority, content, occurrence, row index)."""
+    occ = np.empty(units.size, dtype=np.int64)
+    occ[order] = sorted_occ
+    priority = np.empty(units.size, dtype=np.uint64)
+    priority[order] = sorted_priority
+    order2, rank = _group_rank([occ, content, priority, units], 1)
+    kept: npt.NDArray[np.intp] = order2[rank < max_rows]
+    return kept
 
 
 def select_keys(

@@ -28,6 +28,7 @@ __all__ = ["MIN_KEY_BITS", "ordered_bits", "run_ranks", "sort_order", "sort_rows
 MIN_KEY_BITS: Final = 8
 
 _U64 = np.uint64
+_BLOCK: Final = 1 << 15  # words per block of the packing steps (256 KiB: they stay in the cache)
 _SIGN: Final = _U64(1 << 63)
 
 
@@ -103,27 +104,33 @@ def sort_rows(
     span = int(secondary.max() - low)
     # (secondary - low) keeps the order; its top key_bits significant bits go above the row index
     drop = max(span.bit_length() - key_bits, 0)
-    packed = np.subtract(secondary, low)
-    if drop:
-        np.right_shift(packed, _U64(drop), out=packed)
-    np.left_shift(packed, _U64(row_bits), out=packed)
-    packed |= np.arange(n, dtype=np.uint64)
-    if primary is not None and code_bits:
-        codes = primary.astype(np.uint64)
-        np.left_shift(codes, _U64(row_bits + key_bits), out=codes)
-        packed |= codes
-        del codes
+    packed = np.empty(n, dtype=np.uint64)
+    # built block by block (each block's steps stay in the cache; no full-length temporaries)
+    for lo in range(0, n, _BLOCK):
+        hi = min(lo + _BLOCK, n)
+        block = packed[lo:hi]
+        np.subtract(secondary[lo:hi], low, out=block)
+        if drop:
+            np.right_shift(block, _U64(drop), out=block)
+        np.left_shift(block, _U64(row_bits), out=block)
+        block |= np.arange(lo, hi, dtype=np.uint64)
+        if primary is not None and code_bits:
+            codes = primary[lo:hi].astype(np.uint64)
+            np.left_shift(codes, _U64(row_bits + key_bits), out=codes)
+            block |= codes
     packed.sort()
-    masked = packed & _U64((1 << row_bits) - 1)
-    order: npt.NDArray[np.intp] = masked.view(np.intp) if np.dtype(np.intp).itemsize == 8 else masked.astype(np.intp)
-    del masked
-    head = np.right_shift(packed, _U64(row_bits), out=packed)  # (primary, top): rows within one head are in row order
+    order = np.empty(n, dtype=np.intp)
     sorted_primary: npt.NDArray[np.intp] | None = None
-    if primary is not None and not code_bits:
-        sorted_primary = np.zeros(n, dtype=np.intp)
-    elif primary is not None:
-        shifted = head >> _U64(key_bits)
-        sorted_primary = shifted.view(np.intp) if np.dtype(np.intp).itemsize == 8 else shifted.astype(np.intp)
+    if primary is not None:
+        sorted_primary = np.zeros(n, dtype=np.intp) if not code_bits else np.empty(n, dtype=np.intp)
+    row_mask, head_bits = _U64((1 << row_bits) - 1), _U64(row_bits)
+    for lo in range(0, n, _BLOCK):
+        block = packed[lo : lo + _BLOCK]
+        np.bitwise_and(block, row_mask, out=order[lo : lo + _BLOCK], casting="unsafe")
+        np.right_shift(block, head_bits, out=block)  # (primary, top): rows within one head are in row order
+        if sorted_primary is not None and code_bits:
+            np.right_shift(block, _U64(key_bits), out=sorted_primary[lo : lo + _BLOCK], casting="unsafe")
+    head = packed
     if drop == 0:  # the whole key was packed: the sort is exact, and the key is read back
         if key_bits < 64:
             head &= _U64((1 << key_bits) - 1)

@@ -39,9 +39,9 @@ from dpalg.data._dataset import Dataset
 from dpalg.data._fixed_point import exact_clipped_sum, inside_bounds, round_to_lattice
 from dpalg.data._lattice_sums import exact_int_total, per_unit_lattice_sums
 from dpalg.data._keys import Key, key_codes, key_index
-from dpalg.data._row_choice import keyed_hashes, select_keys, select_rows, unit_hashes
+from dpalg.data._row_choice import keyed_hashes, secret_words, select_keys, select_many_rows, select_rows, unit_hashes
 from dpalg.data._unit_spec import KeptRowSumSpec, UnitKeySpec, UnitTotals, UnitTotalSpec
-from dpalg.data._user_units import unit_index
+from dpalg.data._user_units import unit_key_index
 
 __all__ = [
     "KeptRowSumSpec", "ROW_LATTICE_LIMIT", "UnitKeySpec", "UnitTotalSpec", "UnitTotals", "dataset_kept_row_sum", "dataset_unit_key_counts",
@@ -93,10 +93,30 @@ def kept_unit_rows(
     caps (the key cap first, then the row cap on the rows that survived it:
     a function of the user's rows again).
     """
-    n_units, codes = unit_index(ids, owner="user-level query")
+    unit_keys, codes = unit_key_index(ids, owner="user-level query")
+    n_units = len(unit_keys)
     keep = present & (codes >= 0)
     if max_rows is None and key_cap is None:
         return n_units, codes, keep
+    if key_cap is None:
+        # the row cap alone: a user with at most max_rows rows keeps them all (select_unit_rows keeps
+        # the same rows), so when such users hold many rows only the other users' rows are hashed
+        assert max_rows is not None
+        if n_units == 0:
+            return n_units, codes, keep.copy()
+        n_keep = int(np.count_nonzero(keep))
+        big = np.bincount(codes[keep] if n_keep < codes.size else codes, minlength=n_units) > max_rows
+        chosen = keep & big[codes] if 8 * int(np.count_nonzero(big)) < 7 * n_units else keep  # code -1 reads the last user: masked by keep
+        out = keep & ~chosen
+        table = unit_hashes(ids, codes, n_units, secret, unit_keys)  # one hash per user, not per row
+        if int(np.count_nonzero(chosen)) == codes.size:  # every row: no gather
+            hashes = np.zeros(codes.size, dtype=np.uint64) if content is None else keyed_hashes(content, secret)
+            out[select_many_rows(codes, table, hashes, max_rows, secret_words(secret))] = True
+            return n_units, codes, out
+        rows = np.flatnonzero(chosen)
+        hashes = np.zeros(rows.size, dtype=np.uint64) if content is None else keyed_hashes(content[rows], secret)
+        out[rows[select_many_rows(codes[rows], table, hashes, max_rows, secret_words(secret))]] = True
+        return n_units, codes, out
     rows = np.flatnonzero(keep)
     sub_codes = codes[rows]
     if np.asarray(ids).dtype.kind in "biuf":  # numbers are hashed row by row, vectorised

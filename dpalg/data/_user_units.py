@@ -50,7 +50,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpalg._errors import InvalidArgument
-from dpalg.data._keys import key_index, normalise_key
+from dpalg.data._keys import Key, key_index, normalise_key
 from dpalg.data._lattice_sums import TERM_LIMIT, per_unit_lattice_sums
 from dpalg.data._numeric import as_column, to_float
 
@@ -65,6 +65,7 @@ __all__ = [
     "per_unit_value_sets",
     "unit_count",
     "unit_index",
+    "unit_key_index",
     "unit_term_bound",
 ]
 
@@ -120,8 +121,19 @@ def unit_index(ids: npt.ArrayLike, *, owner: str = "unit_index") -> tuple[int, n
         >>> n, codes.tolist()
         (3, [1, 2, 1, -1, 0])
     """
-    keys, codes = key_index(_as_1d(ids, owner, "ids"), owner=owner)
+    keys, codes = unit_key_index(ids, owner=owner)
     return len(keys), codes
+
+
+def unit_key_index(ids: npt.ArrayLike, *, owner: str = "unit_index") -> tuple[tuple[Key, ...], npt.NDArray[np.intp]]:
+    """:func:`unit_index` with the units' ids: ``(keys, codes)``, ``keys[c]`` the normalised id of unit ``c``.
+
+    Examples:
+        >>> keys, codes = unit_key_index(["b", "a", "b", None])
+        >>> keys, codes.tolist()
+        (('a', 'b'), [1, 0, 1, -1])
+    """
+    return key_index(_as_1d(ids, owner, "ids"), owner=owner)
 
 
 def _check_lengths(n_ids: int, n_values: int, owner: str) -> None:
