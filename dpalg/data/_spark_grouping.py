@@ -3,7 +3,8 @@
 :class:`SparkCoding` answers the questions of :mod:`dpalg.data._grouping` for a
 Spark frame, bit for bit as :class:`~dpalg.data._grouping.NumpyCoding` does on the
 same values, whatever the row order or the partitioning. Only small records reach
-the driver: one per group (or per distinct present key), never a column.
+the driver: one per group (or per distinct present key), never a column, in jobs
+under the driver's result cap (:func:`~dpalg.data._spark_collect.unordered_parts`).
 
 * **One key column** (public or private keys): the rows are grouped by the key
   itself, normalised as the key policy reads it (floats as double, NaN as null,
@@ -175,23 +176,25 @@ class SparkCoding:
     The groups are the values of ``groups`` (expressions over ``frame``, for rows
     passing ``where``); ``code_of`` turns the values of one grouped record into the
     group's code (``-1``: in no group); ``condition(code)`` selects a group's rows.
+    ``most`` bounds the grouped records (public: the labels, the listed values or the
+    range of integer keys), so a small grouped result is collected without a planning job.
     """
 
     __slots__ = (
-        "_by", "_code_of", "_condition", "_frame", "_groups", "_kinds", "_labels", "_other", "_owner", "_persisted",
+        "_by", "_code_of", "_condition", "_frame", "_groups", "_kinds", "_labels", "_most", "_other", "_owner", "_persisted",
         "_reads", "_source", "_source_of", "_where", "_index_keys", "_renamed",
     )  # fmt: skip
 
     def __init__(
         self, source: SparkFrameSource, source_of: SourceOf, by: tuple[str, ...], reads: tuple[str, ...], labels: tuple[GroupKey, ...],
         index_keys: tuple[GroupKey, ...], other: bool, owner: str, *, frame: Any, groups: list[Column], where: Column | None,
-        code_of: Callable[[tuple[Any, ...]], int], condition: Callable[[int], Column], renamed: bool, persisted: Any = None,
+        code_of: Callable[[tuple[Any, ...]], int], condition: Callable[[int], Column], renamed: bool, most: int, persisted: Any = None,
     ) -> None:  # fmt: skip
         self._source, self._source_of, self._by, self._reads, self._labels = source, source_of, by, reads, labels
         self._index_keys, self._other, self._owner = index_keys, other, owner
         self._kinds = {name: spark_kind(source.spark_dtype(name)) for name in reads}
         self._frame, self._groups, self._where, self._code_of, self._condition = frame, groups, where, code_of, condition
-        self._renamed, self._persisted = renamed, persisted
+        self._renamed, self._persisted, self._most = renamed, persisted, most
 
     # -- building --------------------------------------------------------------------------
 
@@ -223,7 +226,7 @@ class SparkCoding:
         if len(by) > 1:
             return cls(
                 source, source_of, by, reads, all_labels, index_keys, other, owner,
-                frame=frame, groups=[], where=None, code_of=lambda v: -1, condition=lambda c: F.lit(False), renamed=False,
+                frame=frame, groups=[], where=None, code_of=lambda v: -1, condition=lambda c: F.lit(False), renamed=False, most=0,
             )._coded(None, None)  # fmt: skip
         k, kind, spark_type = keyed[0], kinds[0], source.spark_dtype(by[0])
         wanted = {_tagged(key): i for i, key in enumerate(index_keys)}
@@ -246,6 +249,9 @@ class SparkCoding:
             return _isin(k, exact.get(c, []))
 
         inside: Column | None = None
+        # the grouped records: one per label (private keys: one Spark value is one key), per listed value, or per
+        # integer of the range; with "other", one more for every unlisted key and one for a missing key
+        records = len(index_keys) if keys is None else len(listed)
         if kind == "int" and listed:
             # integer keys: a range test is far cheaper than a hash-set lookup per row (Spark's InSet boxes each
             # value); the integers in [lo, hi] that are not listed come back as records of their own and the
@@ -253,6 +259,7 @@ class SparkCoding:
             lo, hi = min(int(v) for v in listed), max(int(v) for v in listed)  # type: ignore[call-overload]  # ints
             if hi - lo < _RANGE_RECORDS * len(listed) + 1024:
                 inside = (k >= F.lit(lo)) & (k <= F.lit(hi))
+                records = hi - lo + 1
         if inside is None and keys is not None:  # (built only when used: each listed value is one call to the JVM)
             inside = _isin(k, listed)
         if keys is None:  # every present key is a label
@@ -264,7 +271,7 @@ class SparkCoding:
             groups, where = [k], inside
         return cls(
             source, source_of, by, reads, all_labels, index_keys, other, owner,
-            frame=frame, groups=groups, where=where, code_of=code, condition=condition, renamed=False,
+            frame=frame, groups=groups, where=where, code_of=code, condition=condition, renamed=False, most=records + 2,
         )  # fmt: skip
 
     def _coded(self, unit: str | None, bound: tuple[int, bytes] | None) -> SparkCoding:
@@ -298,7 +305,7 @@ class SparkCoding:
         return SparkCoding(
             self._source, self._source_of, self._by, self._reads, self._labels, self._index_keys, self._other, self._owner,
             frame=coded, groups=[code], where=code >= 0, code_of=lambda v: -1 if v[0] is None else int(v[0]),
-            condition=lambda c: code == c, renamed=True, persisted=coded,
+            condition=lambda c: code == c, renamed=True, most=max(len(self._labels), len(self._index_keys)) + 1, persisted=coded,
         )  # fmt: skip
 
     # -- the questions -----------------------------------------------------------------------
@@ -315,15 +322,23 @@ class SparkCoding:
         return self._coded(unit, (max_groups, secret))
 
     def records(self, *aggregates: Column) -> dict[int, list[tuple[Any, ...]]]:
-        """The grouped aggregates, one record per executor group, gathered by code (rows in no group left out)."""
+        """The grouped aggregates, one record per executor group, gathered by code (rows in no group left out).
+
+        As many records as groups: collected in jobs under the result cap
+        (:func:`~dpalg.data._spark_collect.unordered_parts`), in any order (a
+        group's records are added up by the callers, or, several for one group,
+        send :meth:`distinct_units` to the coded frame).
+        """
         frame = self._frame if self._where is None else self._frame.where(self._where)
         width = len(self._groups)
         grouped = frame.groupBy(*(g.alias(f"g{j}") for j, g in enumerate(self._groups))).agg(*(a.alias(f"a{j}") for j, a in enumerate(aggregates)))
-        table = _arrow(grouped)
-        if table is not None:
-            rows: list[tuple[Any, ...]] = list(zip(*(table.column(j).to_pylist() for j in range(table.num_columns))))
-        else:
-            rows = [tuple(r) for r in grouped.collect()]
+        rows: list[tuple[Any, ...]] = []
+        for part in unordered_parts(grouped, variable_key=False, most=self._most):  # the schema says which keys are strings
+            table = _arrow(part)
+            if table is not None:
+                rows.extend(zip(*(table.column(j).to_pylist() for j in range(table.num_columns))))
+            else:
+                rows.extend(tuple(r) for r in part.collect())
         out: dict[int, list[tuple[Any, ...]]] = {}
         for row in rows:
             c = self._code_of(tuple(row[:width]))

@@ -24,7 +24,9 @@ executors, with the numpy backend's own code:
    public keys, or one of its values as the column holds it (private keys), with
    the count of kept rows; a ``groupBy`` on the executors adds the partitions' counts.
 
-Only one row per key reaches the driver, where private keys are normalised and
+Only one row per key reaches the driver (in jobs under the driver's result cap:
+:func:`~dpalg.data._spark_collect.unordered_parts`; the keys' order does not
+matter, their counts are added), where private keys are normalised and
 merged under the key policy (:func:`~dpalg.data._source_reductions.key_histogram`,
 as the plain key histogram does). A partition is held in one executor's memory:
 ``max(parallelism, ⌈n/2**20⌉)`` partitions keep it near ``2**20`` rows (a user's
@@ -45,6 +47,7 @@ import numpy.typing as npt
 
 from dpalg.data._keys import Key
 from dpalg.data._source_reductions import key_histogram
+from dpalg.data._spark_collect import unordered_parts
 from dpalg.data._spark_types import arrow_to_numpy, quoted
 from dpalg.data._spark_unit_totals import arrow_partition, user_partitions
 from dpalg.data._spark_units import unit_key
@@ -61,7 +64,7 @@ __all__ = ["kept_key_counts"]
 def kept_key_counts(
     frame: Any, unit_kind: str, spec: UnitKeySpec, candidates: list[object] | None, n_rows: int, secret: bytes
 ) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:
-    """The answer of ``unit_key_counts`` (module docstring), one job.
+    """The answer of ``unit_key_counts`` (module docstring): the counting job, collected in jobs under the result cap.
 
     Args:
         frame: the DataFrame (persisted by the source).
@@ -86,7 +89,8 @@ def kept_key_counts(
     parts = user_partitions(frame, n_rows)
     counter = _KeptKeys(selected.schema["i"].dataType, selected.schema["c"].dataType, spec, secret)
     per_part = selected.repartition(parts, "u").mapInArrow(counter, schema)
-    pairs = _pairs(per_part.groupBy("k").agg(F.sum("n").alias("n")))
+    most = len(spec.keys) if spec.keys is not None else n_rows  # public keys: one row each at most; private: keys <= rows
+    pairs = _pairs(per_part.groupBy("k").agg(F.sum("n").alias("n")), most)
     if spec.keys is None:
         return key_histogram(pairs)
     counts = np.zeros(len(spec.keys), dtype=np.int64)
@@ -95,17 +99,23 @@ def kept_key_counts(
     return spec.keys, counts
 
 
-def _pairs(frame: Any) -> list[tuple[Any, int]]:
-    """The rows ``(key, count)`` of the small grouped frame (Arrow when it can)."""
-    to_arrow = getattr(frame, "toArrow", None)  # pyspark >= 4 with pyarrow: no Python object per row
-    if callable(to_arrow):
-        try:
-            table = to_arrow()
-        except Exception:  # noqa: BLE001 -- no pyarrow: collect rows
-            table = None
+def _pairs(frame: Any, most: int) -> list[tuple[Any, int]]:
+    """The rows ``(key, count)`` of the grouped frame, in any order, in jobs under the result cap
+    (:func:`~dpalg.data._spark_collect.unordered_parts`; ``most`` bounds the rows; Arrow when it can)."""
+    out: list[tuple[Any, int]] = []
+    for part in unordered_parts(frame, variable_key=False, most=most):  # the schema says whether the key is a string
+        to_arrow = getattr(part, "toArrow", None)  # pyspark >= 4 with pyarrow: no Python object per row
+        table = None
+        if callable(to_arrow):
+            try:
+                table = to_arrow()
+            except Exception:  # noqa: BLE001 -- no pyarrow: collect rows
+                table = None
         if table is not None:
-            return list(zip(table.column(0).to_pylist(), (int(c) for c in table.column(1).to_pylist())))
-    return [(row[0], int(row[1])) for row in frame.collect()]
+            out.extend(zip(table.column(0).to_pylist(), (int(c) for c in table.column(1).to_pylist())))
+        else:
+            out.extend((row[0], int(row[1])) for row in part.collect())
+    return out
 
 
 @final

@@ -216,3 +216,61 @@ def test_private_group_keys_and_per_unit_numbers_are_collected_in_slices(spark: 
         parts.clear()
         assert seeded_release(plan, cost, frame)[0] == want
         assert parts and max(parts) > 1, parts
+
+
+def _watch_results(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every result a DataFrame returns to the driver (``collect``, ``toArrow``), as its bound in bytes by
+    :mod:`~dpalg.data._spark_collect`'s estimate (a row's framing and slots, each string's bytes)."""
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    sizes: list[int] = []
+
+    def bound(rows: list[tuple[Any, ...]], width: int) -> int:
+        text = sum(len(v.encode() if isinstance(v, str) else v) for r in rows for v in r if isinstance(v, (str, bytes, bytearray)))
+        return len(rows) * (sc.ROW_BYTES + 8 * width) + text
+
+    collect, to_arrow = DataFrame.collect, DataFrame.toArrow
+
+    def collected(self: Any) -> Any:
+        rows = collect(self)
+        sizes.append(bound([tuple(r) for r in rows], len(self.columns)))
+        return rows
+
+    def arrowed(self: Any) -> Any:
+        table = to_arrow(self)
+        sizes.append(bound(list(zip(*(table.column(j).to_pylist() for j in range(table.num_columns)))), table.num_columns))
+        return table
+
+    monkeypatch.setattr(DataFrame, "collect", collected)
+    monkeypatch.setattr(DataFrame, "toArrow", arrowed)
+    return sizes
+
+
+def test_grouped_results_of_many_groups_are_collected_in_jobs_under_the_cap(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user-level histogram over private keys (one count per key) and a GroupBy's grouped records (one per group),
+    about 900 of each under a 32 KiB cap: no result returned to the driver exceeds half the cap, several jobs are
+    used, and the seeded releases equal numpy's. Collected in one job (as before), each exceeds it."""
+    from dpalg import ApproxDP, GroupBy, MaxKeysPerUser, PartitionSelection, PureToApprox
+    from dpalg.mechanisms import Laplace, StableHistogram
+    from backend_support import seeded_release
+
+    gen = np.random.default_rng(4)
+    n = 6000
+    columns: dict[str, list[Any]] = {"k": [f"key{int(v)}" for v in gen.integers(0, 900, n)], "uid": [int(v) for v in gen.integers(0, 2500, n)]}
+    plans: list[tuple[Callable[[], Any], Any]] = [
+        (lambda: StableHistogram(Query.histogram("k", user="uid") | MaxKeysPerUser(2), epsilon=10, delta="0.1"), ApproxDP(10, "0.1")),
+        (lambda: GroupBy("k", keys=PartitionSelection(epsilon=10, delta="0.1"), aggregates={"n": PureToApprox(Laplace(Query.count(), epsilon=1))}), None),
+    ]
+    frame = spark.createDataFrame(list(zip(*columns.values())), "k string, uid long").repartition(4)
+    cap = 2**15
+    monkeypatch.setattr(sc, "result_cap", lambda frame: cap)
+    for make, budget in plans:
+        plan = make()
+        cost = budget if budget is not None else plan.cost()
+        want = seeded_release(make(), cost, columns)[0]
+        with monkeypatch.context() as patch:
+            sizes = _watch_results(patch)
+            got = seeded_release(plan, cost, frame)[0]
+        assert got == want
+        assert want.count("key") > 100  # many keys released: the grouped results are large
+        assert len(sizes) > 3 and max(sizes) <= cap // sc.SHARE, (repr(plan)[:40], max(sizes), len(sizes))
