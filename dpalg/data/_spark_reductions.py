@@ -207,7 +207,8 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         return _pairs(keys.groupBy("k").count(), variable=kind in ("str", "bytes"), most=most)
 
     def _grid_counts(self, column: str, grid: GridCells) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        return _cell_counts(self._cells(column, grid, self._source.frame).groupBy("j").count())
+        # cells 0..2**bits and the null group of the missing values: a public bound on the grouped rows
+        return _cell_counts(self._cells(column, grid, self._source.frame).groupBy("j").count(), most=grid.size + 2)
 
     def _grid_view(self, column: str, grid: GridCells) -> GridView:
         if grid.bits <= BLOCK_BITS + 2:  # a small grid: one pass counts it whole
@@ -231,7 +232,7 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
                 keep = keep & (raw >= F.lit(start))
             if stop is not None:  # (Spark's comparisons take -0.0 as 0.0, as numpy's; the cell of both is 0's)
                 keep = keep & (raw < F.lit(stop))
-            return _cell_counts(self._cells(column, grid, self._source.frame.where(keep)).groupBy("j").count())
+            return _cell_counts(self._cells(column, grid, self._source.frame.where(keep)).groupBy("j").count(), most=c1 - c0 + 2)
 
         return BlockedGrid(shift, k, count, first, last, fetch, lambda: self._grid_counts(column, grid))
 
@@ -454,9 +455,20 @@ def _arrow_columns(frame: Any, width: int) -> list[npt.NDArray[np.int64]]:
     return [np.array([int(row[i]) for row in rows], dtype=np.int64) for i in range(width)]
 
 
-def _cell_counts(frame: Any) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """A grouped frame ``(cell, count)`` as ascending cells and their counts (sorted in numpy, not as Python rows)."""
-    cells, counts = _arrow_columns(frame, 2)
+def _cell_counts(frame: Any, *, most: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """A grouped frame ``(cell, count)`` as ascending cells and their counts (sorted in numpy, not as Python rows).
+
+    One row per occupied cell, up to ``2**bits + 1`` of them: collected in jobs under the driver's
+    result cap (:func:`dpalg.data._spark_collect.unordered_parts`), in any order, then sorted by
+    cell (each cell is one row, so the order is the cells' alone). ``most`` is the public bound on the
+    rows (the grid's cells and the null group): a grid whose rows fit a quarter of the cap skips the
+    planning job.
+    """
+    got = [_arrow_columns(part, 2) for part in unordered_parts(frame, variable_key=False, most=most)]
+    if not got:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    cells = np.concatenate([g[0] for g in got])
+    counts = np.concatenate([g[1] for g in got])
     order = np.argsort(cells, kind="stable")
     return cells[order], counts[order]
 
