@@ -26,8 +26,11 @@ with Spark SQL expressions, and every answer is **bit-identical** to
   (:class:`~dpalg.data._source_reductions.SumPlan`); a wider range goes to numpy. Bounds off the fast path go to the numpy
   backend (the column is collected), as they go to its exact path.
 * **Grid counts.** The numpy grid index, op for op, grouped by cell; the occupied
-  cells come back through Arrow (a million ``Row`` objects would cost seconds) and
-  are sorted in numpy. **The grid in parts** (``grid_view``, the exponential
+  cells come back through Arrow (a million ``Row`` objects would cost seconds), in
+  jobs under the driver's result cap (up to ``2**bits + 1`` rows, one per occupied
+  cell: :func:`~dpalg.data._spark_collect.unordered_parts`, with ``2**bits + 2`` as
+  the public bound on the rows, so a grid whose rows fit a quarter of the cap skips
+  the planning job), and are sorted by cell in numpy. **The grid in parts** (``grid_view``, the exponential
   quantile's read; :mod:`dpalg.data._grid_view`): a grid of more than ``2**12``
   cells is counted per block of ``2**(bits − 10)`` cells first (one group-by of
   about 2**10 groups: each block's count and first and last occupied cell), then
