@@ -90,7 +90,7 @@ from dpalg.data._source_reductions import (
 from dpalg.data import _spark_unit_keys as unit_keys
 from dpalg.data import _spark_unit_totals as unit_totals
 from dpalg.data import _spark_units as units
-from dpalg.data._unit_totals import KeptRowSumSpec, UnitKeySpec, UnitTotals, UnitTotalSpec
+from dpalg.data._unit_totals import KeptRowCellSpec, KeptRowSumSpec, UnitKeySpec, UnitTotals, UnitTotalSpec
 from dpalg.data._spark_collect import ordered_parts, unordered_parts
 from dpalg.data._spark_types import quoted, spark_kind
 
@@ -401,6 +401,15 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         assert key_kind is not None
         total, kept = unit_totals.kept_row_sum(self._source.frame, key_kind, plan[1], spec, self.n_rows, secret)
         return LatticeSum(total, kept, spec.k)
+
+    def kept_row_cells(self, spec: KeptRowCellSpec, secret: bytes) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        plan = self._unit_plan(spec.unit, spec.column)
+        if plan is None or plan[1] is None:
+            return self._numpy().kept_row_cells(spec, secret)
+        key_kind = units.unit_key_kind(self._source.spark_dtype(spec.unit))
+        assert key_kind is not None
+        grouped = unit_totals.kept_row_cells(self._source.frame, key_kind, plan[1], spec, self.n_rows, secret)
+        return _cell_counts(grouped, most=min((1 << spec.bits) + 1, self.n_rows))  # points <= rows, and <= the grid's
 
     def unit_key_counts(self, spec: UnitKeySpec, secret: bytes) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:
         self._data.column_dtype(spec.unit)  # an unknown column raises the dataset's error (ids first, as numpy reads)
