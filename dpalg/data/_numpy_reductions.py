@@ -52,7 +52,7 @@ from dpalg.data._grid_view import CountedGrid
 from dpalg.data._reductions import LatticeSum, OrderWindow, Reductions, SumSpec
 
 if TYPE_CHECKING:
-    from dpalg.data._unit_spec import KeptRowSumSpec, UnitKeySpec, UnitTotals, UnitTotalSpec
+    from dpalg.data._unit_spec import KeptRowCellSpec, KeptRowSumSpec, UnitKeySpec, UnitTotals, UnitTotalSpec
 from dpalg.data._user_units import (
     check_unit_clip, check_unit_lattice, clip_rows, per_unit_max, per_unit_row_counts, per_unit_sums, unit_count,
 )  # fmt: skip
@@ -430,6 +430,11 @@ class NumpyReductions:
         from dpalg.data._unit_totals import dataset_kept_row_sum
 
         return LatticeSum(*dataset_kept_row_sum(self._data, spec, secret), spec.k)
+
+    def kept_row_cells(self, spec: KeptRowCellSpec, secret: bytes) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        from dpalg.data._unit_totals import dataset_kept_row_cells
+
+        return dataset_kept_row_cells(self._data, spec, secret)
 
     def _unit_totals(self, spec: UnitTotalSpec, secret: bytes) -> npt.NDArray[np.int64]:
         """The users' clamped totals in id order (the user-level mechanisms' reads, in their order)."""

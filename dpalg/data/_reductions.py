@@ -78,7 +78,7 @@ from dpalg.data._keys import Key
 
 if TYPE_CHECKING:
     from dpalg.data._grid_view import GridView
-    from dpalg.data._unit_spec import KeptRowSumSpec, UnitKeySpec, UnitTotals, UnitTotalSpec
+    from dpalg.data._unit_spec import KeptRowCellSpec, KeptRowSumSpec, UnitKeySpec, UnitTotals, UnitTotalSpec
 
 __all__ = ["LatticeSum", "OrderWindow", "Reductions", "SumSpec"]
 
@@ -265,6 +265,14 @@ class Reductions(Protocol):
         :func:`~dpalg.data._unit_totals.numpy_kept_row_sum` defines the answer
         (``total`` in units of ``2**spec.k``, ``count`` the kept rows). ``secret``
         keys the row choice.
+        """
+        ...
+
+    def kept_row_cells(self, spec: KeptRowCellSpec, secret: bytes) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The grid points (ascending) of the rows the users keep under ``spec.max_rows``, and how many fall on each.
+
+        :func:`~dpalg.data._unit_totals.numpy_kept_row_cells` defines the answer
+        (a user-level quantile's grid under a row cap). ``secret`` keys the row choice.
         """
         ...
 

@@ -41,7 +41,7 @@ from dpalg.data._grid_view import CountedGrid, GridView
 from dpalg.data._keys import Key, key_order, normalise_key
 from dpalg.data._numpy_reductions import MAX_COUNTED_GRID_BITS, NumpyReductions, inside_bounds
 from dpalg.data._reductions import LatticeSum, OrderWindow, SumSpec
-from dpalg.data._unit_totals import KeptRowSumSpec, UnitKeySpec, UnitTotals, UnitTotalSpec
+from dpalg.data._unit_totals import KeptRowCellSpec, KeptRowSumSpec, UnitKeySpec, UnitTotals, UnitTotalSpec
 
 __all__ = [
     "BucketSpan", "GridCells", "SourceReductions", "SumPlan", "WindowBuckets", "bucket_span", "chosen_window", "first_reaching",
@@ -173,6 +173,10 @@ class SourceReductions(Generic[S]):
     def kept_row_sum(self, spec: KeptRowSumSpec, secret: bytes) -> LatticeSum:
         """The numpy backend's answer on the collected columns (a backend that computes it overrides this)."""
         return self._numpy().kept_row_sum(spec, secret)
+
+    def kept_row_cells(self, spec: KeptRowCellSpec, secret: bytes) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The numpy backend's answer on the collected columns (a backend that computes it overrides this)."""
+        return self._numpy().kept_row_cells(spec, secret)
 
     def unit_key_counts(self, spec: UnitKeySpec, secret: bytes) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:
         """The numpy backend's answer on the collected columns (a backend that computes it overrides this)."""

@@ -26,8 +26,11 @@ with Spark SQL expressions, and every answer is **bit-identical** to
   (:class:`~dpalg.data._source_reductions.SumPlan`); a wider range goes to numpy. Bounds off the fast path go to the numpy
   backend (the column is collected), as they go to its exact path.
 * **Grid counts.** The numpy grid index, op for op, grouped by cell; the occupied
-  cells come back through Arrow (a million ``Row`` objects would cost seconds) and
-  are sorted in numpy. **The grid in parts** (``grid_view``, the exponential
+  cells come back through Arrow (a million ``Row`` objects would cost seconds), in
+  jobs under the driver's result cap (up to ``2**bits + 1`` rows, one per occupied
+  cell: :func:`~dpalg.data._spark_collect.unordered_parts`, with ``2**bits + 2`` as
+  the public bound on the rows, so a grid whose rows fit a quarter of the cap skips
+  the planning job), and are sorted by cell in numpy. **The grid in parts** (``grid_view``, the exponential
   quantile's read; :mod:`dpalg.data._grid_view`): a grid of more than ``2**12``
   cells is counted per block of ``2**(bits − 10)`` cells first (one group-by of
   about 2**10 groups: each block's count and first and last occupied cell), then
@@ -87,7 +90,7 @@ from dpalg.data._source_reductions import (
 from dpalg.data import _spark_unit_keys as unit_keys
 from dpalg.data import _spark_unit_totals as unit_totals
 from dpalg.data import _spark_units as units
-from dpalg.data._unit_totals import KeptRowSumSpec, UnitKeySpec, UnitTotals, UnitTotalSpec
+from dpalg.data._unit_totals import KeptRowCellSpec, KeptRowSumSpec, UnitKeySpec, UnitTotals, UnitTotalSpec
 from dpalg.data._spark_collect import ordered_parts, unordered_parts
 from dpalg.data._spark_types import quoted, spark_kind
 
@@ -207,7 +210,8 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         return _pairs(keys.groupBy("k").count(), variable=kind in ("str", "bytes"), most=most)
 
     def _grid_counts(self, column: str, grid: GridCells) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        return _cell_counts(self._cells(column, grid, self._source.frame).groupBy("j").count())
+        # cells 0..2**bits and the null group of the missing values: a public bound on the grouped rows
+        return _cell_counts(self._cells(column, grid, self._source.frame).groupBy("j").count(), most=grid.size + 2)
 
     def _grid_view(self, column: str, grid: GridCells) -> GridView:
         if grid.bits <= BLOCK_BITS + 2:  # a small grid: one pass counts it whole
@@ -231,7 +235,7 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
                 keep = keep & (raw >= F.lit(start))
             if stop is not None:  # (Spark's comparisons take -0.0 as 0.0, as numpy's; the cell of both is 0's)
                 keep = keep & (raw < F.lit(stop))
-            return _cell_counts(self._cells(column, grid, self._source.frame.where(keep)).groupBy("j").count())
+            return _cell_counts(self._cells(column, grid, self._source.frame.where(keep)).groupBy("j").count(), most=c1 - c0 + 2)
 
         return BlockedGrid(shift, k, count, first, last, fetch, lambda: self._grid_counts(column, grid))
 
@@ -398,6 +402,15 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         total, kept = unit_totals.kept_row_sum(self._source.frame, key_kind, plan[1], spec, self.n_rows, secret)
         return LatticeSum(total, kept, spec.k)
 
+    def kept_row_cells(self, spec: KeptRowCellSpec, secret: bytes) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        plan = self._unit_plan(spec.unit, spec.column)
+        if plan is None or plan[1] is None:
+            return self._numpy().kept_row_cells(spec, secret)
+        key_kind = units.unit_key_kind(self._source.spark_dtype(spec.unit))
+        assert key_kind is not None
+        grouped = unit_totals.kept_row_cells(self._source.frame, key_kind, plan[1], spec, self.n_rows, secret)
+        return _cell_counts(grouped, most=min((1 << spec.bits) + 1, self.n_rows))  # points <= rows, and <= the grid's
+
     def unit_key_counts(self, spec: UnitKeySpec, secret: bytes) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:
         self._data.column_dtype(spec.unit)  # an unknown column raises the dataset's error (ids first, as numpy reads)
         unit_kind = units.unit_key_kind(self._source.spark_dtype(spec.unit))
@@ -454,9 +467,20 @@ def _arrow_columns(frame: Any, width: int) -> list[npt.NDArray[np.int64]]:
     return [np.array([int(row[i]) for row in rows], dtype=np.int64) for i in range(width)]
 
 
-def _cell_counts(frame: Any) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """A grouped frame ``(cell, count)`` as ascending cells and their counts (sorted in numpy, not as Python rows)."""
-    cells, counts = _arrow_columns(frame, 2)
+def _cell_counts(frame: Any, *, most: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """A grouped frame ``(cell, count)`` as ascending cells and their counts (sorted in numpy, not as Python rows).
+
+    One row per occupied cell, up to ``2**bits + 1`` of them: collected in jobs under the driver's
+    result cap (:func:`dpalg.data._spark_collect.unordered_parts`), in any order, then sorted by
+    cell (each cell is one row, so the order is the cells' alone). ``most`` is the public bound on the
+    rows (the grid's cells and the null group): a grid whose rows fit a quarter of the cap skips the
+    planning job.
+    """
+    got = [_arrow_columns(part, 2) for part in unordered_parts(frame, variable_key=False, most=most)]
+    if not got:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    cells = np.concatenate([g[0] for g in got])
+    counts = np.concatenate([g[1] for g in got])
     order = np.argsort(cells, kind="stable")
     return cells[order], counts[order]
 

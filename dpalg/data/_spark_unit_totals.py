@@ -60,7 +60,7 @@ import numpy.typing as npt
 from dpalg.data._spark_types import arrow_to_numpy, quoted
 from dpalg.data._spark_units import exact_total, unit_key
 from dpalg.data._unit_totals import (
-    ROW_LATTICE_LIMIT, KeptRowSumSpec, UnitTotals, UnitTotalSpec, numpy_kept_row_sum, numpy_unit_totals, row_lattice_terms,
+    ROW_LATTICE_LIMIT, KeptRowCellSpec, KeptRowSumSpec, UnitTotals, UnitTotalSpec, numpy_kept_row_cells, numpy_kept_row_sum, numpy_unit_totals, row_lattice_terms,
 )  # fmt: skip
 
 if TYPE_CHECKING:
@@ -156,6 +156,27 @@ def kept_row_sum(frame: Any, key_kind: str, x: Column, spec: KeptRowSumSpec, n_r
     schema = StructType([StructField("s", StringType(), False), StructField("n", LongType(), False)])
     rows = selected.repartition(user_partitions(frame, n_rows), "u").mapInArrow(chooser, schema).collect()  # one per partition
     return sum(int(r["s"]) for r in rows), sum(int(r["n"]) for r in rows)
+
+
+def kept_row_cells(frame: Any, key_kind: str, x: Column, spec: KeptRowCellSpec, n_rows: int, secret: bytes) -> Any:
+    """The grid points of the rows the users keep and their counts (:func:`~dpalg.data._unit_totals.numpy_kept_row_cells`),
+    as a grouped frame ``(j, n)``: one row per occupied point.
+
+    The rows are ``repartition``-ed by the unit key (whole users per partition, as
+    for :func:`kept_row_sum`) and each partition runs the numpy backend's own
+    :func:`~dpalg.data._unit_totals.numpy_kept_row_cells`: a user's kept rows are a
+    function of the secret and that user's rows only, and a kept row's point of
+    that row only, so the per-point sums of the partitions' counts (a ``groupBy``
+    on the executors) are the numpy counts on the whole frame. No value leaves
+    the executors; the caller collects the grouped points under the result cap.
+    """
+    selected = _user_rows(frame, key_kind, spec.unit, x, spec.column)
+    chooser = _KeptRowCells(selected.schema["i"].dataType, selected.schema["c"].dataType, spec, secret)
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    schema = StructType([StructField("j", LongType(), False), StructField("n", LongType(), False)])
+    cells = selected.repartition(user_partitions(frame, n_rows), "u").mapInArrow(chooser, schema)
+    return cells.groupBy("j").agg(F.sum("n").alias("n"))
 
 
 def total_sum(per_unit: Any, spec: UnitTotalSpec, n_rows: int) -> UnitTotals:
@@ -275,3 +296,24 @@ class _KeptRowSums:
         ids, numeric, content = _partition_columns(column, self.unit_type, self.content_type)
         total, kept = numpy_kept_row_sum(ids, numeric, content, self.spec, self.secret)
         yield pa.RecordBatch.from_arrays([pa.array([str(total)], type=pa.string()), pa.array([kept], type=pa.int64())], names=["s", "n"])
+
+
+@final
+class _KeptRowCells:
+    """Executors (``mapInArrow``): one partition's users, their kept rows, and how many fall on each grid point."""
+
+    def __init__(self, unit_type: Any, content_type: Any, spec: KeptRowCellSpec, secret: bytes) -> None:
+        self.unit_type, self.content_type, self.spec, self.secret = unit_type, content_type, spec, secret
+
+    def __repr__(self) -> str:  # never shows the secret
+        return f"_KeptRowCells({self.spec!r})"
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        column = arrow_partition(batches)
+        if column is None:
+            return
+        ids, numeric, content = _partition_columns(column, self.unit_type, self.content_type)
+        cells, counts = numpy_kept_row_cells(ids, numeric, content, self.spec, self.secret)
+        yield pa.RecordBatch.from_arrays([pa.array(cells, type=pa.int64()), pa.array(counts, type=pa.int64())], names=["j", "n"])

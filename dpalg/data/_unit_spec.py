@@ -17,7 +17,7 @@ from dpalg.data._fixed_point import inside_bounds
 from dpalg.data._keys import Key
 from dpalg.data._lattice_sums import TERM_LIMIT
 
-__all__ = ["KeptRowSumSpec", "UnitKeySpec", "UnitTotalSpec", "UnitTotals"]
+__all__ = ["KeptRowCellSpec", "KeptRowSumSpec", "UnitKeySpec", "UnitTotalSpec", "UnitTotals"]
 
 
 def _kind(value: str) -> Literal["count", "sum"]:
@@ -145,6 +145,41 @@ class KeptRowSumSpec:
     def __attrs_post_init__(self) -> None:
         if self.lower > self.upper:
             raise InvalidArgument("KeptRowSumSpec", "lower", self.lower, f"must be <= upper={self.upper}")
+
+
+def _grid_bits(value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 62:
+        raise InvalidArgument("KeptRowCellSpec", "bits", value, "must be an int in [1, 62]")
+    return value
+
+
+@attrs.frozen
+class KeptRowCellSpec:
+    """A user-level quantile's grid under a row cap alone (``| Clip(l, u) | MaxRowsPerUser(r)``, no ``ClipPerUser``).
+
+    The answer (:meth:`~dpalg.data.Reductions.kept_row_cells`) is how many of the
+    rows the users keep fall on each point of the grid of ``2**bits + 1`` points
+    over ``[lower, upper]``: each user keeps ``max_rows`` of their rows whose id
+    and value are present (the keyed choice of :func:`~dpalg.data.select_rows`),
+    each kept value is clipped to ``[lower, upper]`` (the nearest floats, then the
+    floats inside) and mapped to its grid index
+    (:func:`~dpalg.data._unit_totals.numpy_kept_row_cells`).
+
+    Examples:
+        >>> KeptRowCellSpec("uid", "x", Fraction(0), Fraction(10), 8, 5)
+        KeptRowCellSpec(unit='uid', column='x', lower=Fraction(0, 1), upper=Fraction(10, 1), bits=8, max_rows=5)
+    """
+
+    unit: str
+    column: str
+    lower: Fraction = attrs.field(converter=_fraction)
+    upper: Fraction = attrs.field(converter=_fraction)
+    bits: int = attrs.field(converter=_grid_bits)
+    max_rows: int = attrs.field(converter=_row_cap)
+
+    def __attrs_post_init__(self) -> None:
+        if self.lower >= self.upper:
+            raise InvalidArgument("KeptRowCellSpec", "lower", self.lower, f"must be < upper={self.upper}")
 
 
 def _keys(value: Sequence[Key] | None) -> tuple[Key, ...] | None:

@@ -40,12 +40,12 @@ from dpalg.data._fixed_point import exact_clipped_sum, inside_bounds, round_to_l
 from dpalg.data._lattice_sums import exact_int_total, per_unit_lattice_sums
 from dpalg.data._keys import Key, key_codes, key_index
 from dpalg.data._row_choice import keyed_hashes, secret_words, select_keys, select_many_rows, select_rows, unit_hashes
-from dpalg.data._unit_spec import KeptRowSumSpec, UnitKeySpec, UnitTotals, UnitTotalSpec
+from dpalg.data._unit_spec import KeptRowCellSpec, KeptRowSumSpec, UnitKeySpec, UnitTotals, UnitTotalSpec
 from dpalg.data._user_units import unit_key_index
 
 __all__ = [
-    "KeptRowSumSpec", "ROW_LATTICE_LIMIT", "UnitKeySpec", "UnitTotalSpec", "UnitTotals", "dataset_kept_row_sum", "dataset_unit_key_counts",
-    "dataset_unit_totals", "kept_key_rows", "kept_unit_rows", "numpy_kept_row_sum", "numpy_unit_key_counts", "numpy_unit_totals",
+    "KeptRowCellSpec", "KeptRowSumSpec", "ROW_LATTICE_LIMIT", "UnitKeySpec", "UnitTotalSpec", "UnitTotals", "dataset_kept_row_cells", "dataset_kept_row_sum", "dataset_unit_key_counts",
+    "dataset_unit_totals", "kept_key_rows", "kept_unit_rows", "numpy_kept_row_cells", "numpy_kept_row_sum", "numpy_unit_key_counts", "numpy_unit_totals",
     "row_lattice_terms", "sum_of_totals",
 ]  # fmt: skip
 
@@ -229,6 +229,52 @@ def dataset_kept_row_sum(data: Dataset, spec: KeptRowSumSpec, secret: bytes) -> 
     """:func:`numpy_kept_row_sum` on a dataset's columns (read in this order: ids, values, values as they are)."""
     ids = data.column(spec.unit)
     return numpy_kept_row_sum(ids, data.numeric(spec.column), data.column(spec.column), spec, secret)
+
+
+def grid_index(values: npt.NDArray[np.float64], lower: Fraction, upper: Fraction, bits: int) -> npt.NDArray[np.int64]:
+    """Each value's point on the grid of ``2**bits + 1`` points over ``[lower, upper]``: the exponential quantile's
+    ``clip(rint((x·0.5 − lower·0.5)·(2·2**bits / (upper − lower))), 0, 2**bits)``, op for op (halves keep
+    ``x − lower`` finite near the float maximum)."""
+    size = 1 << bits
+    with np.errstate(all="ignore"):
+        pos = (values * 0.5 - float(lower) * 0.5) * float(Fraction(2 * size) / (upper - lower))
+    return np.clip(np.rint(pos), 0, size).astype(np.int64)
+
+
+def numpy_kept_row_cells(
+    ids: npt.NDArray[np.generic],
+    numeric: npt.NDArray[np.float64],
+    content: npt.NDArray[np.generic],
+    spec: KeptRowCellSpec,
+    secret: bytes,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The occupied grid points (ascending) of the rows the users keep under ``spec.max_rows``, and their counts.
+
+    The rows kept are :func:`numpy_kept_row_sum`'s (:func:`kept_unit_rows`: a
+    function of the secret and each user's rows alone), each kept value clipped
+    the same way and mapped to its point by :func:`grid_index`, a function of
+    the row alone. So the counts on the whole frame are the sums of the counts on
+    any split of the rows into groups of whole users (the Spark backend's
+    partitions).
+
+    Examples:
+        >>> spec = KeptRowCellSpec("u", "x", Fraction(0), Fraction(4), 2, 2)
+        >>> x = np.array([2.0, 9.0, 1.0, np.nan])
+        >>> numpy_kept_row_cells(np.array(["a", "b", "a", "a"], dtype=object), x, x, spec, bytes(32))  # 2, 4 (clipped), 1
+        (array([1, 2, 4]), array([1, 1, 1]))
+    """
+    present = ~np.isnan(numeric)
+    _, _, keep = kept_unit_rows(ids, present, content, secret, max_rows=spec.max_rows)
+    lo_in, hi_in = inside_bounds(spec.lower, spec.upper)
+    vals = np.clip(np.clip(numeric[keep], float(spec.lower), float(spec.upper)), lo_in, hi_in)
+    cells, counts = np.unique(grid_index(vals, spec.lower, spec.upper, spec.bits), return_counts=True)
+    return cells.astype(np.int64), counts.astype(np.int64)
+
+
+def dataset_kept_row_cells(data: Dataset, spec: KeptRowCellSpec, secret: bytes) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """:func:`numpy_kept_row_cells` on a dataset's columns (read in this order: ids, values, values as they are)."""
+    ids = data.column(spec.unit)
+    return numpy_kept_row_cells(ids, data.numeric(spec.column), data.column(spec.column), spec, secret)
 
 
 def sum_of_totals(totals: npt.NDArray[np.int64], spec: UnitTotalSpec) -> UnitTotals:

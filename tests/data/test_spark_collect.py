@@ -274,3 +274,31 @@ def test_grouped_results_of_many_groups_are_collected_in_jobs_under_the_cap(spar
         assert got == want
         assert want.count("key") > 100  # many keys released: the grouped results are large
         assert len(sizes) > 3 and max(sizes) <= cap // sc.SHARE, (repr(plan)[:40], max(sizes), len(sizes))
+
+
+def test_grid_counts_of_many_cells_are_collected_in_jobs_under_the_cap(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row-level exponential quantile reads the grid's occupied cells (one count per cell): about 1800 of
+    2**14 by permute-and-flip (the whole grid counted) and about 1600 of 2**12 by the exponential mechanism
+    (a small grid, counted whole) under a 32 KiB cap: no result returned to the driver exceeds half the cap,
+    several jobs are used, and the seeded releases equal numpy's. Collected in one job (as before), each exceeds it."""
+    from dpalg import PureDP
+    from dpalg.mechanisms import ExponentialQuantile
+    from backend_support import seeded_release
+
+    gen = np.random.default_rng(5)
+    columns: dict[str, list[Any]] = {"x": [float(v) for v in gen.uniform(0, 100, 2000)]}
+    columns["x"][::97] = [None] * len(columns["x"][::97])  # missing values: the null group, dropped
+    plans: list[Callable[[], Any]] = [
+        lambda: ExponentialQuantile(Query.median("x") | Clip(0, 100), epsilon=1, grid_bits=14, selection="permute_and_flip"),
+        lambda: ExponentialQuantile(Query.quantile("x", "1/3") | Clip(0, 100), epsilon=1, grid_bits=12),
+    ]
+    frame = spark.createDataFrame([(v,) for v in columns["x"]], "x double").repartition(4)
+    cap = 2**15
+    monkeypatch.setattr(sc, "result_cap", lambda frame: cap)
+    for make in plans:
+        want = seeded_release(make(), PureDP(1), columns)[0]
+        with monkeypatch.context() as patch:
+            sizes = _watch_results(patch)
+            got = seeded_release(make(), PureDP(1), frame)[0]
+        assert got == want
+        assert len(sizes) > 3 and max(sizes) <= cap // sc.SHARE, (repr(make())[:40], max(sizes), len(sizes))

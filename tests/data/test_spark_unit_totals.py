@@ -261,3 +261,41 @@ def test_the_kept_row_sum_is_unit_local(spark: Any) -> None:
     alone = NumpyReductions(as_dataset({"id": [99] * 9, "x": new_xs})).kept_row_sum(spec, secret)
     assert (after.total, after.count) == (before.total + alone.total, before.count + alone.count)
     assert before == NumpyReductions(as_dataset({"id": ids, "x": xs})).kept_row_sum(spec, secret)
+
+
+def test_a_quantile_under_a_row_cap_reads_no_column_and_is_the_same_in_every_layout(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ExponentialQuantile`` of a user-level median or quantile under ``Clip | MaxRowsPerUser`` (no ``ClipPerUser``)
+    reads the kept rows' grid counts per user partition (``kept_row_cells``): the dict's seeded release in each
+    layout, with the collecting reads refused; and the seam's counts equal numpy's on adversarial ids and values."""
+    from dpalg.data._unit_totals import KeptRowCellSpec
+    from dpalg.mechanisms import ExponentialQuantile
+
+    users = synthetic_users(900)
+    columns = {"uid": users["uid"], "x": users["v"]}
+    plans: list[Callable[[], Any]] = [
+        lambda: ExponentialQuantile(Query.median("x", user="uid") | Clip(0, 100) | MaxRowsPerUser(3), epsilon=1, grid_bits=10),
+        lambda: ExponentialQuantile(Query.quantile("x", "3/4", user="uid") | Clip(-5, 60) | MaxRowsPerUser(2), epsilon=2, grid_bits=6, selection="permute_and_flip"),
+    ]
+    want = [seeded_release(make(), PureDP(2), columns) for make in plans]
+
+    def refuse(self: object, name: str, **kwargs: object) -> object:
+        raise AssertionError(f"column {name} collected")
+
+    frame = spark.createDataFrame(list(zip(columns["uid"], columns["x"])), "uid string, x double")
+    secret = bytes(range(32))
+    specs = [KeptRowCellSpec("id", "x", Fraction(0), Fraction(10), 4, 2), KeptRowCellSpec("id", "x", Fraction(-1, 3), Fraction(7, 2), 40, 1)]
+    adversarial = [
+        (NumpyReductions(as_dataset({"id": IDS, "x": UNIT_FLOATS})), spark.createDataFrame(list(zip(IDS, UNIT_FLOATS)), "id long, x double").repartition(3)),
+    ]
+    with monkeypatch.context() as patch:
+        for read in ("values", "materialise", "numeric"):
+            patch.setattr(SparkSource, read, refuse)
+        for make, (value, certificate) in zip(plans, want):
+            for layout in USER_LAYOUTS:
+                got = seeded_release(make(), PureDP(2), user_layout(frame, layout))
+                assert (got[0], comparable(got[1])) == (value, comparable(certificate)), (layout, make())
+        for numpy_side, spark_frame in adversarial:
+            for spec in specs:
+                cells, counts = as_reductions(as_dataset(spark_frame)).kept_row_cells(spec, secret)
+                want_cells, want_counts = numpy_side.kept_row_cells(spec, secret)
+                assert cells.tolist() == want_cells.tolist() and counts.tolist() == want_counts.tolist(), spec

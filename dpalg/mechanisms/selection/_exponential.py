@@ -38,6 +38,7 @@ from dpalg.data import Dataset, Neighbouring, Relation, as_reductions
 from dpalg.data._grid_view import GridSpan, GridView
 from dpalg.data._numpy_reductions import MAX_COUNTED_GRID_BITS
 from dpalg.data._schema import column_kind
+from dpalg.data._unit_spec import KeptRowCellSpec
 from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.mechanisms._common.accuracy import exp_mech_gap, up_text
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim, SchemaChoice
@@ -733,6 +734,13 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
                 return float(lower + (upper - lower) * Fraction(j, size))
             occupied, counts = reductions.grid_counts(self.query.column, lower, upper, self.grid_bits)
             starts, lengths, scores = quantile_runs_from_counts(occupied, counts, size, self.q)
+        elif self._kept_row_grid():
+            # a row cap alone: the grid counts of the rows the users keep, through the seam (on Spark, per user partition)
+            q = self.query
+            assert q.user is not None and q.column is not None and q.max_rows is not None
+            spec = KeptRowCellSpec(q.user, q.column, lower, upper, self.grid_bits, q.max_rows)
+            occupied, counts = as_reductions(data).kept_row_cells(spec, prf_secret(rng))  # _quantile_values' one draw
+            starts, lengths, scores = quantile_runs_from_counts(occupied, counts, size, self.q)
         else:
             x = _quantile_values(self.query, data, rng)
             # halves keep x - lower finite for clips near the float maximum; the grid index is a
@@ -742,6 +750,12 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
             idx = np.clip(np.rint(pos), 0, size).astype(np.int64)
             starts, lengths, scores = quantile_runs(idx, size, self.q)
         return self._sample_runs(starts, lengths, scores, rng, lambda j: float(lower + (upper - lower) * Fraction(j, size)))
+
+    def _kept_row_grid(self) -> bool:
+        """A user-level quantile capped by rows alone (no ``ClipPerUser``, no key cap): its grid is the kept rows' grid
+        counts (:class:`~dpalg.data._unit_spec.KeptRowCellSpec`, the values :func:`_quantile_values` ranks)."""
+        q = self.query
+        return q.user is not None and q.max_rows is not None and q.max_keys is None and not q.per_user_totals and q.column is not None
 
     def _sample_runs(
         self,
