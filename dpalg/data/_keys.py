@@ -216,17 +216,23 @@ def key_order(key: Key) -> tuple[int, Key]:
     return (_tag(key), key)
 
 
-def key_index(values: npt.ArrayLike, *, owner: str = "key_index") -> tuple[tuple[Key, ...], npt.NDArray[np.intp]]:
+def key_index(
+    values: npt.ArrayLike, *, owner: str = "key_index", ordered: bool = True
+) -> tuple[tuple[Key, ...], npt.NDArray[np.intp]]:
     """The distinct present keys of a column and, for every row, its key's index.
 
     Args:
         values: a 1-D column (any accepted key dtype, see :func:`key_dtype_problem`).
         owner: the caller's name for error messages.
+        ordered: ``False`` when the caller reads the codes only as a grouping (which rows hold
+            one key) and never their order: the keys may then come in any order (an object
+            column of str or of bytes skips sorting its distinct keys), the grouping and the
+            key of each row being the same.
 
     Returns:
-        ``(keys, codes)``: the distinct keys in :func:`key_order`, and
-        ``codes[i]`` the index of row i's key in ``keys``, or ``-1`` when the
-        row's key is missing. Numeric, str and bytes dtypes take one
+        ``(keys, codes)``: the distinct keys in :func:`key_order` (``ordered=False``: in an
+        unspecified order), and ``codes[i]`` the index of row i's key in ``keys``, or ``-1``
+        when the row's key is missing. Numeric, str and bytes dtypes take one
         ``np.unique``; an ``object`` column one pass of :func:`normalise_key`.
 
     Raises:
@@ -260,7 +266,7 @@ def key_index(values: npt.ArrayLike, *, owner: str = "key_index") -> tuple[tuple
     items = arr.tolist()
     kinds = set(map(type, items))
     if kinds == {str} or kinds == {bytes}:  # one kind, its own key: factorise at C speed, then sort the distinct keys
-        return _factorise_one_kind(arr, items)
+        return _factorise_one_kind(arr, items, ordered=ordered)
     seen: dict[tuple[int, Key], int] = {}
     raw = np.fromiter(
         (-1 if (k := normalise_key(v)) is None else seen.setdefault((_tag(k), k), len(seen)) for v in items),
@@ -314,17 +320,23 @@ def _unique_inverse(values: npt.NDArray[np.generic]) -> tuple[npt.NDArray[np.gen
     return values[order[new]], inverse
 
 
-def _factorise_one_kind(arr: npt.NDArray[np.generic], items: list[Key]) -> tuple[tuple[Key, ...], npt.NDArray[np.intp]]:
+def _factorise_one_kind(
+    arr: npt.NDArray[np.generic], items: list[Key], *, ordered: bool = True
+) -> tuple[tuple[Key, ...], npt.NDArray[np.intp]]:
     """Distinct keys (sorted) and codes of a column whose values are all str (or all bytes).
 
     With pandas already imported (the data came from a DataFrame), its hash-based
     ``factorize`` is used; otherwise a dict. Both give the same result: the keys
-    in sorted order and each row's index among them.
+    in sorted order and each row's index among them. ``ordered=False`` (with pandas):
+    the keys in the order they first occur, the codes ``factorize``'s -- the same
+    grouping of the rows, without sorting the keys and renumbering the rows.
     """
     pd = sys.modules.get("pandas")
     if pd is not None:
         first_codes, first_keys = pd.factorize(arr, sort=False)
         found: list[Key] = first_keys.tolist()
+        if not ordered:
+            return tuple(found), np.asarray(first_codes, dtype=np.intp)
         perm = np.fromiter(sorted(range(len(found)), key=found.__getitem__), dtype=np.intp, count=len(found))
         remap = np.empty(len(found), dtype=np.intp)
         remap[perm] = np.arange(len(found), dtype=np.intp)  # distinct keys: their sorted order is unique
