@@ -326,24 +326,61 @@ def _factorise_one_kind(
     """Distinct keys (sorted) and codes of a column whose values are all str (or all bytes).
 
     With pandas already imported (the data came from a DataFrame), its hash-based
-    ``factorize`` is used; otherwise a dict. Both give the same result: the keys
+    ``factorize`` is used (or pyarrow's dictionary encoding, :func:`_arrow_factorise`,
+    which gives the same codes); otherwise a dict. All give the same result: the keys
     in sorted order and each row's index among them. ``ordered=False`` (with pandas):
     the keys in the order they first occur, the codes ``factorize``'s -- the same
     grouping of the rows, without sorting the keys and renumbering the rows.
     """
     pd = sys.modules.get("pandas")
     if pd is not None:
-        first_codes, first_keys = pd.factorize(arr, sort=False)
-        found: list[Key] = first_keys.tolist()
+        arrow = _arrow_factorise(arr, text=isinstance(items[0], str))
+        perm: npt.NDArray[np.intp] | None = None
+        if arrow is not None:
+            found, first_codes, perm = arrow
+        else:
+            first_codes, first_keys = pd.factorize(arr, sort=False)
+            found = first_keys.tolist()
         if not ordered:
             return tuple(found), np.asarray(first_codes, dtype=np.intp)
-        perm = np.fromiter(sorted(range(len(found)), key=found.__getitem__), dtype=np.intp, count=len(found))
+        if perm is None:
+            perm = np.fromiter(sorted(range(len(found)), key=found.__getitem__), dtype=np.intp, count=len(found))
         remap = np.empty(len(found), dtype=np.intp)
         remap[perm] = np.arange(len(found), dtype=np.intp)  # distinct keys: their sorted order is unique
         return tuple(map(found.__getitem__, perm.tolist())), remap[np.asarray(first_codes, dtype=np.intp)]
     distinct = sorted(dict.fromkeys(items))  # one kind: str or bytes, totally ordered
     rank = {k: i for i, k in enumerate(distinct)}
     return tuple(distinct), np.fromiter(map(rank.__getitem__, items), dtype=np.intp, count=len(items))
+
+
+def _arrow_factorise(
+    arr: npt.NDArray[np.generic], *, text: bool
+) -> tuple[list[Key], npt.NDArray[np.intp], npt.NDArray[np.intp]] | None:
+    """``pd.factorize(arr, sort=False)`` of a non-empty object column of str (or of bytes) by pyarrow, when it is imported.
+
+    ``(found, codes, perm)``: the distinct values in order of first occurrence and each row's index
+    among them, as ``factorize`` gives them, from a C dictionary encoding of UTF-8 (bytes: the
+    bytes) instead of a hash table of Python objects, and ``perm`` the indices of ``found`` in
+    sorted order. Two strs are equal iff their UTF-8 encodings are, and UTF-8's byte order is the
+    code point order Python compares strs by, so the grouping and the order are Python's.
+    ``None`` when pyarrow is not imported or cannot hold the column (a str with a lone surrogate
+    has no UTF-8 encoding): the caller then uses ``factorize``.
+    """
+    pa = sys.modules.get("pyarrow")
+    if pa is None:
+        return None
+    try:
+        encoded = pa.array(arr, type=pa.large_string() if text else pa.large_binary()).dictionary_encode()
+        if not isinstance(encoded, pa.DictionaryArray) or encoded.null_count or len(encoded) != arr.shape[0]:
+            return None
+        codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.intp)
+        found: list[Key] = encoded.dictionary.to_pylist()
+        import pyarrow.compute as pc  # type: ignore[import-untyped]  # pyarrow is imported already
+
+        perm = np.asarray(pc.array_sort_indices(encoded.dictionary).to_numpy(zero_copy_only=False), dtype=np.intp)
+    except Exception:  # noqa: BLE001 -- arrow cannot hold this column (not UTF-8): factorize it instead
+        return None
+    return found, codes, perm
 
 
 def key_codes(values: npt.ArrayLike, keys: Sequence[Key], *, owner: str = "key_codes") -> npt.NDArray[np.intp]:

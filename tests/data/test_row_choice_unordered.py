@@ -15,13 +15,13 @@ from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
-import pandas  # noqa: F401 -- with pandas imported, an object column of str takes the factorize path
+import pandas as pd  # with pandas imported, an object column of str takes the factorize (or arrow) path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpalg.data import keyed_hashes
-from dpalg.data._keys import key_index
+from dpalg.data._keys import _arrow_factorise, key_index
 from dpalg.data._row_choice import select_many_rows, secret_words
 from dpalg.data._unit_totals import kept_unit_rows
 from dpalg.data._user_units import unit_key_index
@@ -117,3 +117,28 @@ def test_the_comparison_rejects_a_broken_choice(broken: Chooser) -> None:
         for k in (1, 2, 3):
             differs += broken(ids, values, k).tolist() != _ordered(ids, values, k).tolist()
     assert differs > 0
+
+
+_one_kind = st.lists(st.sampled_from(_STR_POOL) | st.text(max_size=4), min_size=1, max_size=40) | st.lists(
+    st.sampled_from([b"", b"a", b"\xff", b"\x00", b"ab", b"b" * 40]) | st.binary(max_size=3), min_size=1, max_size=40
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=_one_kind)
+def test_str_and_bytes_ids_factorise_as_python_orders_them(raw: list[str] | list[bytes]) -> None:
+    """key_index of an object column of one kind: Python's sorted distinct values and ranks (arrow, factorize or dict)."""
+    ids = np.array(raw + [None], dtype=object)[:-1]  # type: ignore[operator]
+    distinct = sorted(set(raw))  # type: ignore[type-var]
+    keys, codes = key_index(ids)
+    assert list(keys) == distinct and codes.tolist() == [distinct.index(v) for v in raw]  # type: ignore[arg-type]
+    keys, codes = key_index(ids, ordered=False)
+    assert sorted(keys) == distinct and [keys[c] for c in codes.tolist()] == raw  # type: ignore[type-var]
+    arrow = _arrow_factorise(ids, text=isinstance(raw[0], str))
+    first_codes, first_keys = pd.factorize(ids, sort=False)
+    if arrow is None:  # only a str without a UTF-8 encoding (a lone surrogate) is refused
+        assert any(isinstance(v, str) and any(0xD800 <= ord(ch) <= 0xDFFF for ch in v) for v in raw)
+    else:
+        found, arrow_codes, perm = arrow
+        assert found == first_keys.tolist() and arrow_codes.tolist() == first_codes.tolist()
+        assert [found[i] for i in perm.tolist()] == distinct
