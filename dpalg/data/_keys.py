@@ -273,12 +273,12 @@ def key_index(
         dtype=np.intp,
         count=n,
     )
-    ordered = sorted(seen)  # (tag, key): the tag decides across kinds, so no comparison raises
+    ranked = sorted(seen)  # (tag, key): the tag decides across kinds, so no comparison raises
     remap = np.empty(len(seen) + 1, dtype=np.intp)
     remap[-1] = -1
-    for rank, tagged in enumerate(ordered):
+    for rank, tagged in enumerate(ranked):
         remap[seen[tagged]] = rank
-    return tuple(k for _, k in ordered), remap[raw]
+    return tuple(k for _, k in ranked), remap[raw]
 
 
 def _unique_inverse(values: npt.NDArray[np.generic]) -> tuple[npt.NDArray[np.generic], npt.NDArray[np.intp]]:

@@ -12,6 +12,7 @@ cap alone and after a key cap; it rejects a choice whose per-user hash is taken 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -128,12 +129,12 @@ _one_kind = st.lists(st.sampled_from(_STR_POOL) | st.text(max_size=4), min_size=
 @given(raw=_one_kind)
 def test_str_and_bytes_ids_factorise_as_python_orders_them(raw: list[str] | list[bytes]) -> None:
     """key_index of an object column of one kind: Python's sorted distinct values and ranks (arrow, factorize or dict)."""
-    ids = np.array(raw + [None], dtype=object)[:-1]  # type: ignore[operator]
-    distinct = sorted(set(raw))  # type: ignore[type-var]
+    ids = np.array([*raw, None], dtype=object)[:-1]
+    distinct: list[object] = list(sorted(set(cast("list[str]", raw))))  # one kind: str or bytes, totally ordered
     keys, codes = key_index(ids)
-    assert list(keys) == distinct and codes.tolist() == [distinct.index(v) for v in raw]  # type: ignore[arg-type]
+    assert list(keys) == distinct and codes.tolist() == [distinct.index(v) for v in raw]
     keys, codes = key_index(ids, ordered=False)
-    assert sorted(keys) == distinct and [keys[c] for c in codes.tolist()] == raw  # type: ignore[type-var]
+    assert sorted(keys) == distinct and [keys[c] for c in codes.tolist()] == raw
     arrow = _arrow_factorise(ids, text=isinstance(raw[0], str))
     first_codes, first_keys = pd.factorize(ids, sort=False)
     if arrow is None:  # only a str without a UTF-8 encoding (a lone surrogate) is refused
