@@ -334,7 +334,7 @@ def _factorise_one_kind(
     """
     pd = sys.modules.get("pandas")
     if pd is not None:
-        arrow = _arrow_factorise(arr, text=isinstance(items[0], str))
+        arrow = _arrow_factorise(arr, text=isinstance(items[0], str), ordered=ordered)
         perm: npt.NDArray[np.intp] | None = None
         if arrow is not None:
             found, first_codes, perm = arrow
@@ -354,14 +354,14 @@ def _factorise_one_kind(
 
 
 def _arrow_factorise(
-    arr: npt.NDArray[np.generic], *, text: bool
-) -> tuple[list[Key], npt.NDArray[np.intp], npt.NDArray[np.intp]] | None:
+    arr: npt.NDArray[np.generic], *, text: bool, ordered: bool = True
+) -> tuple[list[Key], npt.NDArray[np.intp], npt.NDArray[np.intp] | None] | None:
     """``pd.factorize(arr, sort=False)`` of a non-empty object column of str (or of bytes) by pyarrow, when it is imported.
 
     ``(found, codes, perm)``: the distinct values in order of first occurrence and each row's index
     among them, as ``factorize`` gives them, from a C dictionary encoding of UTF-8 (bytes: the
     bytes) instead of a hash table of Python objects, and ``perm`` the indices of ``found`` in
-    sorted order. Two strs are equal iff their UTF-8 encodings are, and UTF-8's byte order is the
+    sorted order (``None`` unless ``ordered``). Two strs are equal iff their UTF-8 encodings are, and UTF-8's byte order is the
     code point order Python compares strs by, so the grouping and the order are Python's.
     ``None`` when pyarrow is not imported or cannot hold the column (a str with a lone surrogate
     has no UTF-8 encoding): the caller then uses ``factorize``.
@@ -375,9 +375,11 @@ def _arrow_factorise(
             return None
         codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.intp)
         found: list[Key] = encoded.dictionary.to_pylist()
-        import pyarrow.compute as pc  # type: ignore[import-untyped]  # pyarrow is imported already
+        perm = None
+        if ordered:
+            import pyarrow.compute as pc  # type: ignore[import-untyped]  # pyarrow is imported already
 
-        perm = np.asarray(pc.array_sort_indices(encoded.dictionary).to_numpy(zero_copy_only=False), dtype=np.intp)
+            perm = np.asarray(pc.array_sort_indices(encoded.dictionary).to_numpy(zero_copy_only=False), dtype=np.intp)
     except Exception:  # noqa: BLE001 -- arrow cannot hold this column (not UTF-8): factorize it instead
         return None
     return found, codes, perm

@@ -142,4 +142,4 @@ def test_str_and_bytes_ids_factorise_as_python_orders_them(raw: list[str] | list
     else:
         found, arrow_codes, perm = arrow
         assert found == first_keys.tolist() and arrow_codes.tolist() == first_codes.tolist()
-        assert [found[i] for i in perm.tolist()] == distinct
+        assert perm is not None and [found[i] for i in perm.tolist()] == distinct
