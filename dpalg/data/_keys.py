@@ -216,17 +216,23 @@ def key_order(key: Key) -> tuple[int, Key]:
     return (_tag(key), key)
 
 
-def key_index(values: npt.ArrayLike, *, owner: str = "key_index") -> tuple[tuple[Key, ...], npt.NDArray[np.intp]]:
+def key_index(
+    values: npt.ArrayLike, *, owner: str = "key_index", ordered: bool = True
+) -> tuple[tuple[Key, ...], npt.NDArray[np.intp]]:
     """The distinct present keys of a column and, for every row, its key's index.
 
     Args:
         values: a 1-D column (any accepted key dtype, see :func:`key_dtype_problem`).
         owner: the caller's name for error messages.
+        ordered: ``False`` when the caller reads the codes only as a grouping (which rows hold
+            one key) and never their order: the keys may then come in any order (an object
+            column of str or of bytes skips sorting its distinct keys), the grouping and the
+            key of each row being the same.
 
     Returns:
-        ``(keys, codes)``: the distinct keys in :func:`key_order`, and
-        ``codes[i]`` the index of row i's key in ``keys``, or ``-1`` when the
-        row's key is missing. Numeric, str and bytes dtypes take one
+        ``(keys, codes)``: the distinct keys in :func:`key_order` (``ordered=False``: in an
+        unspecified order), and ``codes[i]`` the index of row i's key in ``keys``, or ``-1``
+        when the row's key is missing. Numeric, str and bytes dtypes take one
         ``np.unique``; an ``object`` column one pass of :func:`normalise_key`.
 
     Raises:
@@ -260,19 +266,19 @@ def key_index(values: npt.ArrayLike, *, owner: str = "key_index") -> tuple[tuple
     items = arr.tolist()
     kinds = set(map(type, items))
     if kinds == {str} or kinds == {bytes}:  # one kind, its own key: factorise at C speed, then sort the distinct keys
-        return _factorise_one_kind(arr, items)
+        return _factorise_one_kind(arr, items, ordered=ordered)
     seen: dict[tuple[int, Key], int] = {}
     raw = np.fromiter(
         (-1 if (k := normalise_key(v)) is None else seen.setdefault((_tag(k), k), len(seen)) for v in items),
         dtype=np.intp,
         count=n,
     )
-    ordered = sorted(seen)  # (tag, key): the tag decides across kinds, so no comparison raises
+    ranked = sorted(seen)  # (tag, key): the tag decides across kinds, so no comparison raises
     remap = np.empty(len(seen) + 1, dtype=np.intp)
     remap[-1] = -1
-    for rank, tagged in enumerate(ordered):
+    for rank, tagged in enumerate(ranked):
         remap[seen[tagged]] = rank
-    return tuple(k for _, k in ordered), remap[raw]
+    return tuple(k for _, k in ranked), remap[raw]
 
 
 def _unique_inverse(values: npt.NDArray[np.generic]) -> tuple[npt.NDArray[np.generic], npt.NDArray[np.intp]]:
@@ -314,24 +320,69 @@ def _unique_inverse(values: npt.NDArray[np.generic]) -> tuple[npt.NDArray[np.gen
     return values[order[new]], inverse
 
 
-def _factorise_one_kind(arr: npt.NDArray[np.generic], items: list[Key]) -> tuple[tuple[Key, ...], npt.NDArray[np.intp]]:
+def _factorise_one_kind(
+    arr: npt.NDArray[np.generic], items: list[Key], *, ordered: bool = True
+) -> tuple[tuple[Key, ...], npt.NDArray[np.intp]]:
     """Distinct keys (sorted) and codes of a column whose values are all str (or all bytes).
 
     With pandas already imported (the data came from a DataFrame), its hash-based
-    ``factorize`` is used; otherwise a dict. Both give the same result: the keys
-    in sorted order and each row's index among them.
+    ``factorize`` is used (or pyarrow's dictionary encoding, :func:`_arrow_factorise`,
+    which gives the same codes); otherwise a dict. All give the same result: the keys
+    in sorted order and each row's index among them. ``ordered=False`` (with pandas):
+    the keys in the order they first occur, the codes ``factorize``'s -- the same
+    grouping of the rows, without sorting the keys and renumbering the rows.
     """
     pd = sys.modules.get("pandas")
     if pd is not None:
-        first_codes, first_keys = pd.factorize(arr, sort=False)
-        found: list[Key] = first_keys.tolist()
-        perm = np.fromiter(sorted(range(len(found)), key=found.__getitem__), dtype=np.intp, count=len(found))
+        arrow = _arrow_factorise(arr, text=isinstance(items[0], str), ordered=ordered)
+        perm: npt.NDArray[np.intp] | None = None
+        if arrow is not None:
+            found, first_codes, perm = arrow
+        else:
+            first_codes, first_keys = pd.factorize(arr, sort=False)
+            found = first_keys.tolist()
+        if not ordered:
+            return tuple(found), np.asarray(first_codes, dtype=np.intp)
+        if perm is None:
+            perm = np.fromiter(sorted(range(len(found)), key=found.__getitem__), dtype=np.intp, count=len(found))
         remap = np.empty(len(found), dtype=np.intp)
         remap[perm] = np.arange(len(found), dtype=np.intp)  # distinct keys: their sorted order is unique
         return tuple(map(found.__getitem__, perm.tolist())), remap[np.asarray(first_codes, dtype=np.intp)]
     distinct = sorted(dict.fromkeys(items))  # one kind: str or bytes, totally ordered
     rank = {k: i for i, k in enumerate(distinct)}
     return tuple(distinct), np.fromiter(map(rank.__getitem__, items), dtype=np.intp, count=len(items))
+
+
+def _arrow_factorise(
+    arr: npt.NDArray[np.generic], *, text: bool, ordered: bool = True
+) -> tuple[list[Key], npt.NDArray[np.intp], npt.NDArray[np.intp] | None] | None:
+    """``pd.factorize(arr, sort=False)`` of a non-empty object column of str (or of bytes) by pyarrow, when it is imported.
+
+    ``(found, codes, perm)``: the distinct values in order of first occurrence and each row's index
+    among them, as ``factorize`` gives them, from a C dictionary encoding of UTF-8 (bytes: the
+    bytes) instead of a hash table of Python objects, and ``perm`` the indices of ``found`` in
+    sorted order (``None`` unless ``ordered``). Two strs are equal iff their UTF-8 encodings are, and UTF-8's byte order is the
+    code point order Python compares strs by, so the grouping and the order are Python's.
+    ``None`` when pyarrow is not imported or cannot hold the column (a str with a lone surrogate
+    has no UTF-8 encoding): the caller then uses ``factorize``.
+    """
+    pa = sys.modules.get("pyarrow")
+    if pa is None:
+        return None
+    try:
+        encoded = pa.array(arr, type=pa.large_string() if text else pa.large_binary()).dictionary_encode()
+        if not isinstance(encoded, pa.DictionaryArray) or encoded.null_count or len(encoded) != arr.shape[0]:
+            return None
+        codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.intp)
+        found: list[Key] = encoded.dictionary.to_pylist()
+        perm = None
+        if ordered:
+            import pyarrow.compute as pc  # type: ignore[import-untyped]  # pyarrow is imported already
+
+            perm = np.asarray(pc.array_sort_indices(encoded.dictionary).to_numpy(zero_copy_only=False), dtype=np.intp)
+    except Exception:  # noqa: BLE001 -- arrow cannot hold this column (not UTF-8): factorize it instead
+        return None
+    return found, codes, perm
 
 
 def key_codes(values: npt.ArrayLike, keys: Sequence[Key], *, owner: str = "key_codes") -> npt.NDArray[np.intp]:

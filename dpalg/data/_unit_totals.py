@@ -78,6 +78,7 @@ def kept_unit_rows(
     *,
     max_rows: int | None,
     key_cap: tuple[npt.NDArray[np.intp], int, int] | None = None,
+    ordered: bool = True,
 ) -> tuple[int, npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
     """The rows a user-level statistic reads, after the caps: ``(n_units, unit_codes, keep)``.
 
@@ -88,12 +89,24 @@ def kept_unit_rows(
         secret: the key of the row choice (:func:`dpalg.noise.prf_secret`).
         max_rows: the row cap, or ``None``.
         key_cap: ``(key_codes, max_keys, rows_per_key)`` of a histogram's key cap, or ``None``.
+        ordered: ``False`` for a caller that reads ``keep`` (and ``n_units``) only: the units'
+            codes are then a grouping of the rows in an unspecified order (for str ids, the
+            distinct ids are not sorted), and ``keep`` is the same mask.
 
     A row is kept only when its id and value are present and it survives the
     caps (the key cap first, then the row cap on the rows that survived it:
     a function of the user's rows again).
+
+    ``keep`` does not depend on the order of the codes: a code is read only to say
+    which rows belong to one user -- each user's row count, the per-user table of id
+    hashes (``table[c]`` is the hash of unit ``c``'s id, whatever ``c`` is), and the
+    sorts by (code, priority, row index) of :func:`~dpalg.data._sorting.sort_rows` and
+    by (code, priority, key hash, key) in ``select_keys``, whose kept rows are each
+    unit's first rows in its own run -- never to rank two users or break a tie
+    within one. So ``ordered=False`` keeps the same rows (checked against the ordered
+    codes in ``tests/data/test_row_choice_unordered.py``).
     """
-    unit_keys, codes = unit_key_index(ids, owner="user-level query")
+    unit_keys, codes = unit_key_index(ids, owner="user-level query", ordered=ordered)
     n_units = len(unit_keys)
     keep = present & (codes >= 0)
     if max_rows is None and key_cap is None:
@@ -219,7 +232,7 @@ def numpy_kept_row_sum(
         (9, 3)
     """
     present = ~np.isnan(numeric)
-    _, _, keep = kept_unit_rows(ids, present, content, secret, max_rows=spec.max_rows)
+    _, _, keep = kept_unit_rows(ids, present, content, secret, max_rows=spec.max_rows, ordered=False)  # the codes are not read
     lo_in, hi_in = inside_bounds(spec.lower, spec.upper)
     vals = np.clip(np.clip(numeric[keep], float(spec.lower), float(spec.upper)), lo_in, hi_in)
     return exact_clipped_sum(vals, spec.lower, spec.upper, spec.k), int(vals.size)
@@ -306,7 +319,7 @@ def kept_key_rows(
         keys, codes = key_index(content, owner=owner)
     cap = spec.key_cap()
     key_cap = None if cap is None else (codes, cap[0], cap[1])
-    _, _, keep = kept_unit_rows(ids, codes >= 0, content, secret, max_rows=spec.max_rows, key_cap=key_cap)
+    _, _, keep = kept_unit_rows(ids, codes >= 0, content, secret, max_rows=spec.max_rows, key_cap=key_cap, ordered=False)
     return keys, codes, keep
 
 

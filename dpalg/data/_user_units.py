@@ -125,15 +125,20 @@ def unit_index(ids: npt.ArrayLike, *, owner: str = "unit_index") -> tuple[int, n
     return len(keys), codes
 
 
-def unit_key_index(ids: npt.ArrayLike, *, owner: str = "unit_index") -> tuple[tuple[Key, ...], npt.NDArray[np.intp]]:
+def unit_key_index(
+    ids: npt.ArrayLike, *, owner: str = "unit_index", ordered: bool = True
+) -> tuple[tuple[Key, ...], npt.NDArray[np.intp]]:
     """:func:`unit_index` with the units' ids: ``(keys, codes)``, ``keys[c]`` the normalised id of unit ``c``.
+
+    ``ordered=False``: the units in an unspecified order (:func:`~dpalg.data._keys.key_index`), for a
+    caller that reads the codes only as a grouping of the rows into users.
 
     Examples:
         >>> keys, codes = unit_key_index(["b", "a", "b", None])
         >>> keys, codes.tolist()
         (('a', 'b'), [1, 0, 1, -1])
     """
-    return key_index(_as_1d(ids, owner, "ids"), owner=owner)
+    return key_index(_as_1d(ids, owner, "ids"), owner=owner, ordered=ordered)
 
 
 def _check_lengths(n_ids: int, n_values: int, owner: str) -> None:

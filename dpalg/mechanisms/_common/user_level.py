@@ -145,13 +145,15 @@ def _present(query: Query, data: Dataset) -> npt.NDArray[np.bool_]:
     return present
 
 
-def kept_rows(query: Query, data: Dataset, secret: bytes) -> tuple[int, npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
+def kept_rows(query: Query, data: Dataset, secret: bytes, *, ordered: bool = True) -> tuple[int, npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
     """The rows a user-level statistic reads, after the caps (:func:`dpalg.data._unit_totals.kept_unit_rows`).
 
     Args:
         query: a user-level query (``user`` set).
         data: the dataset.
         secret: the key of the row choice (:func:`dpalg.noise.prf_secret`).
+        ordered: ``False`` when the caller reads ``keep`` only: the users' codes are then
+            in an unspecified order, ``keep`` the same (:func:`~dpalg.data._unit_totals.kept_unit_rows`).
 
     Returns:
         ``(n_units, unit_codes, keep)``: the number of users, every row's user
@@ -162,7 +164,7 @@ def kept_rows(query: Query, data: Dataset, secret: bytes) -> tuple[int, npt.NDAr
     ids = data.column(query.user)
     present = _present(query, data)
     if query.max_rows is None and query.max_keys is None:
-        return kept_unit_rows(ids, present, None, secret, max_rows=None)
+        return kept_unit_rows(ids, present, None, secret, max_rows=None, ordered=ordered)
     content = None if query.column is None else data.column(query.column)
     key_cap = None
     if query.max_keys is not None and query.rows_per_key is not None:
@@ -172,7 +174,7 @@ def kept_rows(query: Query, data: Dataset, secret: bytes) -> tuple[int, npt.NDAr
         else:
             key_codes = data.key_index(query.column)[1]
         key_cap = (key_codes, query.max_keys, query.rows_per_key)
-    return kept_unit_rows(ids, present, content, secret, max_rows=query.max_rows, key_cap=key_cap)
+    return kept_unit_rows(ids, present, content, secret, max_rows=query.max_rows, key_cap=key_cap, ordered=ordered)
 
 
 def unit_key_spec(query: Query) -> UnitKeySpec:

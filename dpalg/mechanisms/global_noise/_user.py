@@ -127,7 +127,7 @@ def user_noise_terms(
         r = Fraction(values_per_user(query))
         if spec is not None:  # each user's kept rows, at most r: their sum is the number of kept rows
             return [term("count", as_reductions(data).unit_total_sum(spec, secret).total, r, r * r, one, 0)]
-        _, _, keep = kept_rows(query, data, secret)
+        _, _, keep = kept_rows(query, data, secret, ordered=False)
         return [term("count", int(np.count_nonzero(keep)), r, r * r, one, 0)]
     share = one if query.kind == "sum" else Fraction(1, 2)
     k = granularity if granularity is not None else auto_k(max(_real_sensitivity(query), Fraction(1, 2**60)) / (budget * share))

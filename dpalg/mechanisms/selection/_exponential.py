@@ -98,7 +98,7 @@ def _quantile_values(query: Query, data: Dataset, rng: AbstractRandomness) -> np
         k = floor_log2(upper - lower) - 40  # public: totals are exact multiples of 2**k
         totals = sorted_user_totals(query, data, k, secret)  # the multiset is ranked: ascending, from the seam
         return np.ldexp(totals.astype(np.float64), k)  # a per-user map; the grid snap follows
-    _, _, keep = kept_rows(query, data, secret)
+    _, _, keep = kept_rows(query, data, secret, ordered=False)
     return row_values(query, data, keep)
 
 
