@@ -365,6 +365,11 @@ def _arrow_factorise(
     code point order Python compares strs by, so the grouping and the order are Python's.
     ``None`` when pyarrow is not imported or cannot hold the column (a str with a lone surrogate
     has no UTF-8 encoding): the caller then uses ``factorize``.
+
+    Run time: a column holding a lone surrogate pays the failed conversion and then ``factorize``,
+    so whether such a value exists shows in the time a release takes (about the old path's cost
+    again). This is the same class of data-dependent time as the row choice's re-sort of the users
+    with repeated rows; docs/architecture.md lists these.
     """
     pa = sys.modules.get("pyarrow")
     if pa is None:
