@@ -327,7 +327,14 @@ def test_sum_measures_refuses_mixed_types_as_before() -> None:
 
 
 def _check_derivation(plan: AnyPlan) -> None:
-    assert_same_derivation(derive(plan), naive_derive(plan))
+    try:
+        fast = derive(plan)
+    except InvalidArgument as exc:  # a composed delta reaching 1 is vacuous and refused: the naive accountant refuses it too
+        with pytest.raises(InvalidArgument) as naive:
+            naive_derive(plan)
+        assert (naive.value.owner, naive.value.field) == (exc.owner, exc.field) == ("ApproxDP", "delta")
+        return
+    assert_same_derivation(fast, naive_derive(plan))
     assert plan.cost() == naive_derive(plan).cost
     assert supports(plan)
 
