@@ -87,7 +87,7 @@ from dpalg.data._numeric import to_float
 from dpalg.data._reductions import Reductions
 from dpalg.data._groups import GroupKey
 from dpalg.data._keys import Key
-from dpalg.data._spark_collect import ordered_parts
+from dpalg.data._spark_collect import arrow_table, ordered_parts
 from dpalg.data._spark_grouping import SparkCoding, SparkParts, spark_coding, spark_parts
 from dpalg.data._spark_reductions import SparkReductions
 from dpalg.data._spark_expr import spark_expr
@@ -312,14 +312,9 @@ class SparkSource:
 
 def _pylist(frame: Any) -> list[Any]:
     """The one column of ``frame`` collected as Python values (through Arrow when it can: no Row object per value)."""
-    to_arrow = getattr(frame, "toArrow", None)
-    if callable(to_arrow):
-        try:
-            table = to_arrow()
-        except Exception:  # noqa: BLE001 -- no pyarrow, or a type Arrow does not carry: collect rows instead
-            table = None
-        if table is not None:
-            return list(table.column(0).to_pylist())
+    table = arrow_table(frame)
+    if table is not None:
+        return list(table.column(0).to_pylist())
     return [row[0] for row in frame.collect()]
 
 

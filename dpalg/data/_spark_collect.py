@@ -48,7 +48,7 @@ from typing import Any, Final
 
 from dpalg.data._spark_types import F
 
-__all__ = ["ROW_BYTES", "SHARE", "ordered_parts", "parse_bytes", "result_cap", "unordered_parts", "value_bytes"]
+__all__ = ["ROW_BYTES", "SHARE", "arrow_table", "ordered_parts", "parse_bytes", "result_cap", "unordered_parts", "value_bytes"]
 
 #: the bound on one row's share of a collected result, apart from a variable-width value's bytes
 ROW_BYTES: Final = 24
@@ -216,3 +216,15 @@ def _slices(frame: Any, width: Any, fixed: int, target: int, *, extra: int = 0) 
     if start is not None:
         ranges.append((start, end))
     return ranges
+
+
+def arrow_table(frame: Any) -> Any:
+    """The frame collected as a pyarrow Table (``toArrow``: pyspark >= 4; no Python object per row), or ``None``
+    where it cannot be (an older pyspark, no pyarrow, a type Arrow does not carry): the caller then collects rows."""
+    to_arrow = getattr(frame, "toArrow", None)
+    if not callable(to_arrow):
+        return None
+    try:
+        return to_arrow()
+    except Exception:  # noqa: BLE001 -- no pyarrow, or a type Arrow does not carry: the caller collects rows
+        return None

@@ -70,8 +70,8 @@ from dpalg.data._numpy_reductions import as_reductions
 from dpalg.data._reductions import LatticeSum, SumSpec
 from dpalg.data._row_choice import _mix, _words, keyed_hashes
 from dpalg.data._source_reductions import SumPlan, key_candidates
-from dpalg.data._spark_collect import unordered_parts
-from dpalg.data._spark_reductions import _INT_TYPES, SparkFrameSource, _arrow, _clip
+from dpalg.data._spark_collect import arrow_table, unordered_parts
+from dpalg.data._spark_reductions import _INT_TYPES, SparkFrameSource, _clip
 from dpalg.data._spark_types import arrow_to_numpy, quoted, spark_kind
 from dpalg.data._spark_units import unit_key, unit_key_kind
 from dpalg.data._user_units import unit_index
@@ -334,7 +334,7 @@ class SparkCoding:
         grouped = frame.groupBy(*(g.alias(f"g{j}") for j, g in enumerate(self._groups))).agg(*(a.alias(f"a{j}") for j, a in enumerate(aggregates)))
         rows: list[tuple[Any, ...]] = []
         for part in unordered_parts(grouped, variable_key=False, most=self._most):  # the schema says which keys are strings
-            table = _arrow(part)
+            table = arrow_table(part)
             if table is not None:
                 rows.extend(zip(*(table.column(j).to_pylist() for j in range(table.num_columns))))
             else:
@@ -555,7 +555,7 @@ def _distinct_rows(present: Any, width: int, *, variable: bool, most: int | None
     """The distinct rows of ``present`` (``width`` key columns), in jobs under the result cap
     (:func:`~dpalg.data._spark_collect.unordered_parts`): as many as the rows at worst, one record per distinct key."""
     for part in unordered_parts(present.distinct(), variable_key=variable, most=most):
-        table = _arrow(part)
+        table = arrow_table(part)
         if table is not None:
             yield from zip(*(table.column(j).to_pylist() for j in range(width)))
         else:

@@ -91,7 +91,7 @@ from dpalg.data import _spark_unit_keys as unit_keys
 from dpalg.data import _spark_unit_totals as unit_totals
 from dpalg.data import _spark_units as units
 from dpalg.data._unit_totals import KeptRowCellSpec, KeptRowSumSpec, UnitKeySpec, UnitTotals, UnitTotalSpec
-from dpalg.data._spark_collect import ordered_parts, unordered_parts
+from dpalg.data._spark_collect import arrow_table, ordered_parts, unordered_parts
 from dpalg.data._spark_types import quoted, spark_kind
 
 if TYPE_CHECKING:
@@ -446,20 +446,9 @@ _INT_TYPES: Final[dict[str, np.dtype[np.integer[Any]]]] = {
 }  # fmt: skip
 
 
-def _arrow(frame: Any) -> Any:
-    """The frame collected as a pyarrow Table (``toArrow``: pyspark >= 4), or ``None`` where it cannot be."""
-    to_arrow = getattr(frame, "toArrow", None)
-    if not callable(to_arrow):
-        return None
-    try:
-        return to_arrow()
-    except Exception:  # noqa: BLE001 -- no pyarrow, or a type Arrow does not carry: the caller collects rows
-        return None
-
-
 def _arrow_columns(frame: Any, width: int) -> list[npt.NDArray[np.int64]]:
     """The ``width`` integer columns of a small grouped frame as int64 arrays, the row whose key (column 0) is null dropped."""
-    table = _arrow(frame)
+    table = arrow_table(frame)
     if table is not None:
         table = table.filter(table.column(0).is_valid())
         return [np.asarray(table.column(i).to_numpy(), dtype=np.int64) for i in range(width)]
@@ -487,7 +476,7 @@ def _cell_counts(frame: Any, *, most: int) -> tuple[npt.NDArray[np.int64], npt.N
 
 def _doubles(frame: Any) -> npt.NDArray[np.float64]:
     """The one double column of ``frame``, in its order, as float64 (one job)."""
-    table = _arrow(frame)
+    table = arrow_table(frame)
     if table is not None:
         return np.asarray(table.column(0).to_numpy(), dtype=np.float64).copy()
     return np.array([r[0] for r in frame.collect()], dtype=np.float64)
@@ -503,7 +492,7 @@ def _pairs(frame: Any, *, variable: bool = False, most: int | None = None) -> li
     """
     out: list[tuple[Any, int]] = []
     for part in unordered_parts(frame, variable_key=variable, most=most):
-        table = _arrow(part)
+        table = arrow_table(part)
         if table is not None:
             out.extend(zip(table.column(0).to_pylist(), (int(c) for c in table.column(1).to_pylist())))
         else:

@@ -47,7 +47,7 @@ import numpy.typing as npt
 
 from dpalg.data._keys import Key
 from dpalg.data._source_reductions import key_histogram
-from dpalg.data._spark_collect import unordered_parts
+from dpalg.data._spark_collect import arrow_table, unordered_parts
 from dpalg.data._spark_types import arrow_to_numpy, quoted
 from dpalg.data._spark_unit_totals import arrow_partition, user_partitions
 from dpalg.data._spark_units import unit_key
@@ -104,13 +104,7 @@ def _pairs(frame: Any, most: int) -> list[tuple[Any, int]]:
     (:func:`~dpalg.data._spark_collect.unordered_parts`; ``most`` bounds the rows; Arrow when it can)."""
     out: list[tuple[Any, int]] = []
     for part in unordered_parts(frame, variable_key=False, most=most):  # the schema says whether the key is a string
-        to_arrow = getattr(part, "toArrow", None)  # pyspark >= 4 with pyarrow: no Python object per row
-        table = None
-        if callable(to_arrow):
-            try:
-                table = to_arrow()
-            except Exception:  # noqa: BLE001 -- no pyarrow: collect rows
-                table = None
+        table = arrow_table(part)
         if table is not None:
             out.extend(zip(table.column(0).to_pylist(), (int(c) for c in table.column(1).to_pylist())))
         else:

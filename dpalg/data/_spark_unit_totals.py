@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any, Final, final
 import numpy as np
 import numpy.typing as npt
 
+from dpalg.data._spark_collect import arrow_table
 from dpalg.data._spark_types import arrow_to_numpy, quoted
 from dpalg.data._spark_units import exact_total, unit_key
 from dpalg.data._unit_totals import (
@@ -205,12 +206,9 @@ def totals_collected(per_unit: Any, n_rows: int) -> npt.NDArray[np.int64]:
 
 
 def _longs(frame: Any) -> npt.NDArray[np.int64]:
-    to_arrow = getattr(frame, "toArrow", None)  # pyspark >= 4 with pyarrow: no Python object per row
-    if callable(to_arrow):
-        try:
-            return np.asarray(to_arrow().column(0).to_numpy(), dtype=np.int64)
-        except Exception:  # noqa: BLE001 -- no pyarrow: collect rows
-            pass
+    table = arrow_table(frame)
+    if table is not None:
+        return np.asarray(table.column(0).to_numpy(), dtype=np.int64)
     return np.array([row[0] for row in frame.collect()], dtype=np.int64)
 
 

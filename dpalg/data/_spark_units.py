@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from dpalg.data._spark_collect import unordered_parts
+from dpalg.data._spark_collect import arrow_table, unordered_parts
 from dpalg.data._spark_types import quoted, spark_kind
 from dpalg.data._user_units import lattice_totals_to_float, unit_term_bound
 
@@ -120,13 +120,7 @@ def _collect(frame: Any, dtype: type[np.generic], most: int) -> npt.NDArray[Any]
     (:func:`~dpalg.data._spark_collect.unordered_parts`; ``most`` bounds the units: the row count)."""
     chunks: list[npt.NDArray[Any]] = []
     for part in unordered_parts(frame, variable_key=False, most=most):
-        to_arrow = getattr(part, "toArrow", None)  # pyspark >= 4 with pyarrow: no Python object per row
-        table = None
-        if callable(to_arrow):
-            try:
-                table = to_arrow()
-            except Exception:  # noqa: BLE001 -- no pyarrow: collect rows
-                table = None
+        table = arrow_table(part)
         chunks.append(np.asarray(table.column(0).to_numpy(), dtype=dtype) if table is not None else np.array([row[0] for row in part.collect()], dtype=dtype))
     return np.concatenate(chunks) if chunks else np.zeros(0, dtype=dtype)
 

@@ -231,11 +231,20 @@ def numpy_kept_row_sum(
         >>> numpy_kept_row_sum(np.array(["a", "b", "a", "a"], dtype=object), x, x, spec, bytes(32))  # 2 + 5 + 2 (1.5 to even)
         (9, 3)
     """
-    present = ~np.isnan(numeric)
-    _, _, keep = kept_unit_rows(ids, present, content, secret, max_rows=spec.max_rows, ordered=False)  # the codes are not read
-    lo_in, hi_in = inside_bounds(spec.lower, spec.upper)
-    vals = np.clip(np.clip(numeric[keep], float(spec.lower), float(spec.upper)), lo_in, hi_in)
+    vals = _kept_values(ids, numeric, content, spec.lower, spec.upper, spec.max_rows, secret)
     return exact_clipped_sum(vals, spec.lower, spec.upper, spec.k), int(vals.size)
+
+
+def _kept_values(
+    ids: npt.NDArray[np.generic], numeric: npt.NDArray[np.float64], content: npt.NDArray[np.generic],
+    lower: Fraction, upper: Fraction, max_rows: int, secret: bytes,
+) -> npt.NDArray[np.float64]:  # fmt: skip
+    """The values of the rows the users keep under ``max_rows`` (id and value present), clipped to the nearest floats
+    of ``[lower, upper]`` and then to the floats inside (what :func:`dpalg.queries.clip_inside` does)."""
+    present = ~np.isnan(numeric)
+    _, _, keep = kept_unit_rows(ids, present, content, secret, max_rows=max_rows, ordered=False)  # the codes are not read
+    lo_in, hi_in = inside_bounds(lower, upper)
+    return np.clip(np.clip(numeric[keep], float(lower), float(upper)), lo_in, hi_in)
 
 
 def dataset_kept_row_sum(data: Dataset, spec: KeptRowSumSpec, secret: bytes) -> tuple[int, int]:
@@ -276,10 +285,7 @@ def numpy_kept_row_cells(
         >>> numpy_kept_row_cells(np.array(["a", "b", "a", "a"], dtype=object), x, x, spec, bytes(32))  # 2, 4 (clipped), 1
         (array([1, 2, 4]), array([1, 1, 1]))
     """
-    present = ~np.isnan(numeric)
-    _, _, keep = kept_unit_rows(ids, present, content, secret, max_rows=spec.max_rows)
-    lo_in, hi_in = inside_bounds(spec.lower, spec.upper)
-    vals = np.clip(np.clip(numeric[keep], float(spec.lower), float(spec.upper)), lo_in, hi_in)
+    vals = _kept_values(ids, numeric, content, spec.lower, spec.upper, spec.max_rows, secret)
     cells, counts = np.unique(grid_index(vals, spec.lower, spec.upper, spec.bits), return_counts=True)
     return cells.astype(np.int64), counts.astype(np.int64)
 

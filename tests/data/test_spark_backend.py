@@ -324,14 +324,14 @@ def test_a_seeded_exponential_quantile_is_the_same_on_spark_and_a_dict(spark: An
     columns = {"x": x}
     frame = spark.createDataFrame([(v,) for v in x], "x double").repartition(3)
     collected: list[int] = []
-    original = spark_reductions._arrow
+    original = spark_reductions.arrow_table
 
     def counted(table: Any) -> Any:
         got = original(table)
         collected.append(-1 if got is None else int(got.num_rows))
         return got
 
-    monkeypatch.setattr(spark_reductions, "_arrow", counted)
+    monkeypatch.setattr(spark_reductions, "arrow_table", counted)
     monkeypatch.setattr(spark_reductions.SparkReductions, "_grid_counts", None)  # the whole grid: never
     settings: list[tuple[int | str, int]] = [(1, 20), ("0.05", 20), (1, 13)]
     for epsilon, bits in settings:

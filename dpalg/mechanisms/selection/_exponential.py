@@ -39,6 +39,7 @@ from dpalg.data._grid_view import GridSpan, GridView
 from dpalg.data._numpy_reductions import MAX_COUNTED_GRID_BITS
 from dpalg.data._schema import column_kind
 from dpalg.data._unit_spec import KeptRowCellSpec
+from dpalg.data._unit_totals import grid_index
 from dpalg.graph._accuracy import Accuracy, alpha_param
 from dpalg.mechanisms._common.accuracy import exp_mech_gap, up_text
 from dpalg.graph._node import AbstractPrimitive, PrivacyClaim, SchemaChoice
@@ -743,12 +744,8 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
             starts, lengths, scores = quantile_runs_from_counts(occupied, counts, size, self.q)
         else:
             x = _quantile_values(self.query, data, rng)
-            # halves keep x - lower finite for clips near the float maximum; the grid index is a
-            # per-row function of the value either way, so the sensitivity argument is unchanged
-            with np.errstate(all="ignore"):
-                pos = (x * 0.5 - float(lower) * 0.5) * float(Fraction(2 * size) / (upper - lower))
-            idx = np.clip(np.rint(pos), 0, size).astype(np.int64)
-            starts, lengths, scores = quantile_runs(idx, size, self.q)
+            # the grid index is a per-row function of the value, so the sensitivity argument is unchanged
+            starts, lengths, scores = quantile_runs(grid_index(x, lower, upper, self.grid_bits), size, self.q)
         return self._sample_runs(starts, lengths, scores, rng, lambda j: float(lower + (upper - lower) * Fraction(j, size)))
 
     def _kept_row_grid(self) -> bool:
