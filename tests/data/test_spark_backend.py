@@ -317,6 +317,7 @@ def test_the_grid_read_in_blocks_is_the_whole_grid_in_parts(spark: Any, data: st
 @pytest.mark.parametrize("q", ["1/2", "1/10", "9/10"])
 def test_a_seeded_exponential_quantile_is_the_same_on_spark_and_a_dict(spark: Any, q: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The release reads two block passes on Spark (never the whole grid; only a few blocks' cells reach the driver)."""
+    from dpalg.data import _spark_collect as spark_collect
     from dpalg.data import _spark_reductions as spark_reductions
     from dpalg.mechanisms import ExponentialQuantile
 
@@ -324,7 +325,7 @@ def test_a_seeded_exponential_quantile_is_the_same_on_spark_and_a_dict(spark: An
     columns = {"x": x}
     frame = spark.createDataFrame([(v,) for v in x], "x double").repartition(3)
     collected: list[int] = []
-    original = spark_reductions.arrow_table
+    original = spark_collect.arrow_table
 
     def counted(table: Any) -> Any:
         got = original(table)
