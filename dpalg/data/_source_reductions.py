@@ -108,7 +108,7 @@ class SourceReductions(Generic[S]):
         return out
 
     def key_counts(self, column: str, keys: Sequence[Key]) -> npt.NDArray[np.int64]:
-        kind = self._kind(column)
+        kind = self._key_kind(column)
         if kind not in self._KEY_KINDS:
             return self._numpy().key_counts(column, keys)
         wanted = listed_keys(keys)
@@ -118,7 +118,7 @@ class SourceReductions(Generic[S]):
         return listed_counts(self._key_groups(column, kind, candidates), wanted, len(keys))
 
     def key_histogram(self, column: str) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:
-        kind = self._kind(column)
+        kind = self._key_kind(column)
         if kind not in self._KEY_KINDS:
             return self._numpy().key_histogram(column)
         return key_histogram(self._key_groups(column, kind, None))
@@ -159,7 +159,7 @@ class SourceReductions(Generic[S]):
         return n, np.clip(np.sort(small)[:m], lo_in, hi_in), np.clip(np.sort(large)[-m:], lo_in, hi_in)
 
     def unit_count(self, unit: str) -> int:
-        kind = self._kind(unit)
+        kind = self._key_kind(unit)
         return self._unit_count(unit, kind) if kind in self._KEY_KINDS else self._numpy().unit_count(unit)
 
     def unit_total_sum(self, spec: UnitTotalSpec, secret: bytes) -> UnitTotals:
@@ -190,6 +190,11 @@ class SourceReductions(Generic[S]):
         Raises the dataset's error for an unknown column.
         """
         raise NotImplementedError
+
+    def _key_kind(self, column: str) -> str:
+        """How the backend reads the column as keys or ids (:attr:`_KEY_KINDS`: grouped by the backend); :meth:`_kind` unless
+        the backend groups a type it does not read as numbers (Spark's decimals). Raises the dataset's error for an unknown column."""
+        return self._kind(column)
 
     def _computes(self, column: str) -> bool:
         """Whether the backend reads ``column`` as numbers (else numpy answers); raises the numpy backend's schema errors first."""

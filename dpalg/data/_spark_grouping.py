@@ -73,7 +73,7 @@ from dpalg.data._source_reductions import SumPlan, key_candidates
 from dpalg.data._spark_collect import arrow_table, unordered_parts
 from dpalg.data._spark_reductions import _INT_TYPES, SparkFrameSource, _clip
 from dpalg.data._spark_types import arrow_to_numpy, quoted, spark_kind
-from dpalg.data._spark_units import unit_key, unit_key_kind
+from dpalg.data._spark_units import decimal_candidates, unit_key, unit_key_kind
 from dpalg.data._user_units import unit_index
 
 if TYPE_CHECKING:
@@ -105,11 +105,18 @@ def _normalised(column: str, kind: str) -> Column:
 
 
 def _exact_candidates(kind: str, spark_type: Any, keys: Sequence[Key]) -> list[object]:
-    """The Spark values that are exactly these keys under the key policy (a rounded float is left out)."""
+    """The Spark values that are exactly these keys under the key policy (a rounded float is left out).
+
+    A decimal column's values are :func:`~dpalg.data._spark_units.decimal_candidates` (one
+    ``Decimal`` of the column's scale per key it can hold); a null column has none.
+    """
     int_dtype = _INT_TYPES.get(type(spark_type).__name__)
     out: list[object] = []
     for key in keys:
-        for value in key_candidates(kind, int_dtype, [key], as_bytes=bytearray):
+        found_values: list[object] = (
+            list(decimal_candidates(spark_type, [key])) if kind == "decimal" else key_candidates(kind, int_dtype, [key], as_bytes=bytearray)
+        )
+        for value in found_values:
             found = normalise_key(bytes(value) if isinstance(value, bytearray) else value)
             if found is not None and _tagged(found) == _tagged(key):
                 out.append(value)
@@ -205,7 +212,7 @@ class SparkCoding:
     ) -> SparkCoding:  # fmt: skip
         """The coding of the input frame: grouped by the key itself (one column) or coded per row (several)."""
         frame = source.frame
-        kinds = [spark_kind(source.spark_dtype(name)) for name in by]
+        kinds = [unit_key_kind(source.spark_dtype(name)) or "int" for name in by]  # spark_coding checked: none is None
         keyed = [_normalised(name, kind) for name, kind in zip(by, kinds)]
         if keys is None:  # private keys: the distinct present keys, one record each, sorted in key order
             present = frame.select(*(k.alias(f"k{j}") for j, k in enumerate(keyed)))
@@ -475,7 +482,8 @@ def spark_coding(
         return None
     if unit is not None and unit_key_kind(source.spark_dtype(unit)) is None:
         return None
-    if any(spark_kind(source.spark_dtype(name)) not in _KEY_KINDS for name in reads):
+    keyed = {*by, *((unit,) if unit is not None else ())}  # grouped as keys (decimal and null included): checked above
+    if any(spark_kind(source.spark_dtype(name)) not in _KEY_KINDS for name in reads if name not in keyed):
         return None
     names = tuple(dict.fromkeys((*by, *((unit,) if unit is not None else ()), *reads)))
     return SparkCoding.build(source, source_of, by, keys, other=other, labels=labels, reads=names, owner=owner)

@@ -130,7 +130,9 @@ class SparkFrameSource(ColumnSource, Protocol):
         ...
 
 _NATIVE_NUMERIC: Final = ("float", "int", "bool", "null")
-_NATIVE_KEYS: Final = ("float", "int", "bool", "str", "bytes")
+#: the key and id kinds grouped on the executors (:func:`~dpalg.data._spark_units.unit_key_kind`: a decimal value is one
+#: key, a null column holds none)
+_NATIVE_KEYS: Final = ("float", "int", "bool", "null", "str", "bytes", "decimal")
 
 
 def _clip(x: Column, lo: float, hi: float) -> Column:
@@ -152,6 +154,10 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
     def _kind(self, column: str) -> str:
         self._data.column_dtype(column)  # an unknown column raises the dataset's error
         return spark_kind(self._source.spark_dtype(column))
+
+    def _key_kind(self, column: str) -> str:
+        self._data.column_dtype(column)  # an unknown column raises the dataset's error
+        return units.unit_key_kind(self._source.spark_dtype(column)) or "other"
 
     def _native(self, column: str) -> bool:
         """Whether ``column`` is read as numbers on the executors (raises what the numpy backend raises first)."""
@@ -199,6 +205,8 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         return {i: (int(got[f"s{i}"] or 0), int(got[f"n{i}"])) for i in planned}
 
     def _key_candidates(self, column: str, kind: str, keys: list[Key]) -> list[object]:
+        if kind == "decimal":  # the Decimal of the column's scale that is each key (Spark compares decimals exactly)
+            return list(units.decimal_candidates(self._source.spark_dtype(column), keys))
         int_dtype = _INT_TYPES.get(type(self._source.spark_dtype(column)).__name__)
         return key_candidates(kind, int_dtype, keys, as_bytes=bytearray, zero_twins=True)  # isin tells -0.0 from 0.0
 
@@ -414,7 +422,7 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
     def unit_key_counts(self, spec: UnitKeySpec, secret: bytes) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:
         self._data.column_dtype(spec.unit)  # an unknown column raises the dataset's error (ids first, as numpy reads)
         unit_kind = units.unit_key_kind(self._source.spark_dtype(spec.unit))
-        kind = self._kind(spec.column)
+        kind = self._key_kind(spec.column)
         if unit_kind is None or kind not in self._KEY_KINDS:
             return self._numpy().unit_key_counts(spec, secret)
         candidates = None

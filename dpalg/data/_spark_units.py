@@ -52,11 +52,15 @@ Nothing here imports pyspark at import time (the functions proxy of
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from decimal import Decimal
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
+from dpalg.data._keys import Key
 from dpalg.data._spark_collect import arrow_table, unordered_parts
 from dpalg.data._spark_types import quoted, spark_kind
 from dpalg.data._user_units import lattice_totals_to_float, unit_term_bound
@@ -67,28 +71,71 @@ if TYPE_CHECKING:
 else:
     from dpalg.data._spark_types import F  # the lazy proxy: pyspark is imported on first use
 
-__all__ = ["exact_total", "present_values", "unit_key", "unit_key_kind", "unit_max", "unit_row_counts", "unit_sums"]
+__all__ = ["decimal_candidates", "exact_total", "present_values", "unit_key", "unit_key_kind", "unit_max", "unit_row_counts", "unit_sums"]
 
 _LONG_SUM_LIMIT: Final = 1 << 63
 _SPLIT_BITS: Final = 31
 _SPLIT_ROWS: Final = 1 << 32  # h and l sums of fewer rows stay below 2**63
 _TOTAL_LIMIT: Final = 1 << 62
 _FMAX: Final = float(np.finfo(np.float64).max)
-_KEY_KINDS: Final = ("float", "int", "bool", "str", "bytes")
+_KEY_KINDS: Final = ("float", "int", "bool", "null", "str", "bytes")
 
 
 def unit_key_kind(dtype: Any) -> str | None:
-    """The kind of an id column grouped on the executors, or ``None`` when the numpy backend answers.
+    """The kind of a key or id column grouped on the executors, or ``None`` when the numpy backend answers.
 
-    ``None`` for types read value by value (``DecimalType``, ``NullType``, refused
-    types) and for strings with a non-binary collation (module docstring).
+    ``float``, ``int``, ``bool``, ``str`` and ``bytes`` as :func:`~dpalg.data._spark_types.spark_kind`
+    reads them; ``decimal`` for a ``DecimalType`` and ``null`` for a ``NullType`` (module
+    docstring: a decimal value is one key, every value of a null column is missing). ``None`` for
+    strings with a non-binary collation and for every other type (dates, nested types: the
+    schema check refuses them as keys and ids before anything runs).
+
+    Examples:
+        >>> class DecimalType: ...
+        >>> unit_key_kind(DecimalType()), unit_key_kind(object())
+        ('decimal', None)
     """
+    name = type(dtype).__name__
+    if name == "DecimalType":
+        return "decimal"
     kind = spark_kind(dtype)
     if kind not in _KEY_KINDS:
         return None
     if kind == "str" and getattr(dtype, "collation", "UTF8_BINARY") not in ("UTF8_BINARY", None):
         return None
     return kind
+
+
+def decimal_candidates(dtype: Any, keys: Iterable[Key]) -> list[Decimal]:
+    """The values of a ``DecimalType(p, s)`` column that are exactly these keys under the key policy.
+
+    A number key ``q`` (int, float or ``Fraction``; never a bool) is a value of the
+    column when ``q·10**s`` is an integer ``n`` with ``|n| < 10**p``: the ``Decimal`` of
+    coefficient ``n`` and exponent ``-s`` (built from its digits: no context rounds it),
+    which :func:`~dpalg.data.normalise_key` reads as ``q`` (``Decimal('1.00')`` is the
+    key ``1``, ``Decimal('0.50')`` the key ``0.5``). A key no value of the column equals
+    (a finer fraction, a larger number, ``±inf``, a str) has none.
+
+    Examples:
+        >>> from fractions import Fraction
+        >>> class DecimalType:
+        ...     precision, scale = 4, 2
+        >>> decimal_candidates(DecimalType(), [1, 0.5, Fraction(1, 10), -3, 0.125, 100, True, "1"])
+        [Decimal('1.00'), Decimal('0.50'), Decimal('0.10'), Decimal('-3.00')]
+    """
+    precision, scale = int(dtype.precision), int(dtype.scale)
+    out: list[Decimal] = []
+    for key in keys:
+        if type(key) not in (int, float, Fraction):
+            continue
+        if isinstance(key, float) and not math.isfinite(key):
+            continue
+        scaled = Fraction(key) * Fraction(10) ** scale
+        if scaled.denominator != 1 or abs(scaled.numerator) >= 10**precision:
+            continue
+        n = scaled.numerator
+        out.append(Decimal((int(n < 0), tuple(int(d) for d in str(abs(n))), -scale)))
+    return out
 
 
 def unit_key(column: str, kind: str) -> Column:
