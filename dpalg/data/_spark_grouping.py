@@ -48,10 +48,25 @@ under the driver's result cap (:func:`~dpalg.data._spark_collect.unordered_parts
   listed key (at user level, each user in the part of its smallest listed key: a
   window partitioned by the user), each a dataset of its own Spark source.
 
-Columns the executors do not read exactly as keys or values (``DecimalType``,
-``NullType``, strings with a non-binary collation, refused types) send the whole
-GROUP BY to the numpy answers (:func:`spark_coding` returns ``None``): the
-columns are then collected to the driver.
+**Decimal and null keys and ids.** A ``DecimalType(p, s)`` key or id column is
+grouped as it is: Spark compares decimals exactly, and one column has one scale, so
+two rows hold equal decimals exactly when their values are equal, which is when
+:func:`~dpalg.data.normalise_key` gives them one key (it maps a value to its exact
+canonical number, ``Decimal('1.00')`` to ``1``, ``Decimal('0.50')`` to ``0.5``,
+``Decimal('0.10')`` to ``Fraction(1, 10)``: injective on values; a ``decimal(38, s)``
+value is far inside its ``DECIMAL_DIGITS_LIMIT``; Spark has no negative zero, NaN or
+infinity in a decimal). The canonical key is applied in the driver, once per
+grouped record; a public key selects the one ``Decimal`` of the column's scale equal
+to it (:func:`~dpalg.data._spark_units.decimal_candidates`; ``isin`` compares exactly),
+and the per-row codes and the per-user priority read a batch's decimals as the
+``Decimal`` objects the numpy backend reads from the collected column
+(:func:`~dpalg.data._spark_types.arrow_to_numpy`). A ``NullType`` column holds only
+missing values: no group, no user, no listed key matches.
+
+Key or id columns the executors do not group (strings with a non-binary
+collation), and value columns they do not read as numbers (``DecimalType``,
+``NullType``; read beside the keys), send the whole GROUP BY to the numpy answers
+(:func:`spark_coding` returns ``None``): the columns are then collected to the driver.
 """
 
 from __future__ import annotations

@@ -66,8 +66,11 @@ with Spark SQL expressions, and every answer is **bit-identical** to
 * **User-level histograms** (``unit_key_counts``): the numpy key and row
   choice per user partition (:mod:`dpalg.data._spark_unit_keys`); one count per key
   reaches the driver.
-* **Other types** (``DecimalType``, ``NullType`` and refused types): the column
-  is collected to numpy once and :class:`~dpalg.data.NumpyReductions` answers.
+* **Other types** (``DecimalType``, ``NullType`` and refused types) as values: the
+  column is collected to numpy once and :class:`~dpalg.data.NumpyReductions`
+  answers. As keys and ids, ``DecimalType`` and ``NullType`` are grouped on the
+  executors (:func:`~dpalg.data._spark_units.unit_key_kind`; the exactness argument
+  is in :mod:`dpalg.data._spark_grouping`).
 """
 
 from __future__ import annotations
@@ -425,6 +428,8 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         kind = self._key_kind(spec.column)
         if unit_kind is None or kind not in self._KEY_KINDS:
             return self._numpy().unit_key_counts(spec, secret)
+        if "null" in (unit_kind, kind):  # a null-typed id or key: no row has both (numpy's answer on no rows; nothing read)
+            return spec.keys or (), np.zeros(len(spec.keys or ()), dtype=np.int64)
         candidates = None
         if spec.keys is not None:
             candidates = self._key_candidates(spec.column, kind, [k for _, k in listed_keys(spec.keys)])

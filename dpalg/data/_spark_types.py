@@ -64,8 +64,10 @@ def spark_kind(dtype: Any) -> str:
     """How the backend reads a Spark type: ``float``, ``int``, ``bool``, ``null``, ``str``, ``bytes`` or ``other``.
 
     ``other`` types (``DecimalType``, dates, nested types, strings with a
-    non-binary collation) are not computed on the executors: their column is collected to numpy and the numpy backend answers,
-    so the data policy applies value by value.
+    non-binary collation) are not read as numbers on the executors: a value column of such a type is collected to
+    numpy and the numpy backend answers, so the data policy applies value by value. As keys and ids, a
+    ``DecimalType`` (and a ``NullType``) column is grouped on the executors all the same
+    (:func:`~dpalg.data._spark_units.unit_key_kind`); dates and the other types are refused as keys by the schema check.
     """
     name = type(dtype).__name__
     if name in _FLOATS:

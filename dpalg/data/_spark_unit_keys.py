@@ -32,9 +32,12 @@ as the plain key histogram does). A partition is held in one executor's memory:
 ``max(parallelism, ⌈n/2**20⌉)`` partitions keep it near ``2**20`` rows (a user's
 rows are never split).
 
-Id or key types the executors do not group (``DecimalType``, ``NullType``,
-collated strings, dates) are answered by the numpy backend on the collected
-columns (the caller's fallback).
+A ``DecimalType`` id or key is grouped and repartitioned as it is and read into each
+partition as the ``Decimal`` objects the numpy backend reads (the key policy's key,
+applied per value by the numpy code); a private key's record is normalised in the
+driver. A ``NullType`` id or key leaves no row. Collated strings are answered by the
+numpy backend on the collected columns (the caller's fallback); dates are refused
+as keys and ids by the schema check.
 """
 
 from __future__ import annotations

@@ -42,8 +42,9 @@ each, the per-user frame persisted in between), so no single job's result
 approaches ``spark.driver.maxResultSize`` (64 MiB in the tests of the size
 limit; its default is 1 GiB). The driver holds one ``int64`` per user at most.
 
-Id types the executors do not group (``DecimalType``, ``NullType``,
-collated strings) and value columns they do not read as numbers are answered by
+Id types the executors do not group (collated strings;
+:func:`~dpalg.data._spark_units.unit_key_kind`: ``DecimalType`` and ``NullType`` ids
+are grouped) and value columns they do not read as numbers are answered by
 the numpy backend on the collected columns (``None`` here), as the other
 per-unit questions are.
 """

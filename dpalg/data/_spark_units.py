@@ -14,10 +14,12 @@ or the partitioning (``tests/data/test_spark_units.py``).
   never meet in a Spark column). A row whose id is null (or NaN) belongs to no
   unit: its group is dropped. Strings group by their bytes; a string column with a
   non-binary collation (Spark 4, e.g. ``UTF8_LCASE``, which would merge ``"a"``
-  and ``"A"``) is answered by the numpy backend, as are ``DecimalType`` and
-  ``NullType`` ids: a ``DecimalType`` id is collected as an exact ``Decimal`` and
-  read by the key policy, never cast to double (``2**53`` and ``2**53 + 1`` are
-  two units; no group-by here casts an integer or decimal id).
+  and ``"A"``) is answered by the numpy backend. A ``DecimalType`` id groups as it
+  is, never cast to double (``2**53`` and ``2**53 + 1`` are two units; no group-by
+  here casts an integer or decimal id): Spark compares decimals exactly and one
+  column has one scale, so equal decimals are equal values, which the key policy
+  reads as one id (:mod:`dpalg.data._spark_grouping`). A ``NullType`` id is missing
+  on every row: no unit.
 * **Values.** Null and NaN are missing: the value is null before anything else
   (``greatest``/``least`` skip nulls and order NaN above every number, so a missing
   value must never reach a clip), and every aggregate skips nulls, so a unit whose

@@ -11,7 +11,8 @@ run *the numpy backend's own code* on Arrow batches (``mapInArrow``,
    ``reads`` columns; the unit column for user level;
 2. **labels.** User level: ``PRF(key, id) mod m`` per row
    (:func:`~dpalg.mechanisms.sample_aggregate._blocks.unit_labels`; a missing id
-   is in no block). Row level: the occurrence of each row among the rows
+   is in no block; a ``DecimalType`` id is read as the ``Decimal`` the numpy backend
+   reads, so its label is the key policy's, and a ``NullType`` id puts every row in no block). Row level: the occurrence of each row among the rows
    identical to it is a window ``row_number() - 1`` partitioned by the content
    (floats with NaN as null and ``-0.0`` as ``0.0``: the key policy's equality);
    identical rows are interchangeable, so whatever rank Spark gives each, the
@@ -28,8 +29,8 @@ run *the numpy backend's own code* on Arrow batches (``mapInArrow``,
    the m block outputs reach the driver; the aggregator and all noise stay there.
 
 Nothing depends on the row order or the partitioning, so ``repartition`` changes
-nothing. A column whose Spark type the executors do not read (``DecimalType``,
-dates, nested types), or a pyspark without ``applyInArrow`` (before 4.0), sends
+nothing. A column whose Spark type the executors do not read (``DecimalType``
+content or values, dates, nested types), or a pyspark without ``applyInArrow`` (before 4.0), sends
 the release to the numpy backend on the collected columns (``None`` here), which
 gives the same answer. Arrow, not pandas, carries the batches: pandas would turn
 a nullable integer column into floats (ids above 2**53 would merge). The user function is
@@ -55,6 +56,7 @@ from dpalg.data._evaluation import WITHHELD
 from dpalg.data._row_choice import keyed_labels
 from dpalg.data._spark import SparkSource, quoted, spark_kind
 from dpalg.data._spark_types import arrow_to_numpy
+from dpalg.data._spark_units import unit_key_kind
 from dpalg.mechanisms.sample_aggregate._blocks import (
     BlockFunction,
     ColumnFunction,
@@ -182,7 +184,7 @@ def spark_block_values(
         return None
     if column is None and any(k not in _KEY_KINDS for k in kinds):
         return None
-    if unit is not None and spark_kind(source.spark_dtype(unit)) not in _KEY_KINDS:
+    if unit is not None and unit_key_kind(source.spark_dtype(unit)) is None:  # a decimal id's labels: its Decimal, as numpy reads it
         return None
     if not callable(getattr(source.frame.groupBy(), "applyInArrow", None)):  # pyspark < 4.0
         return None
