@@ -128,7 +128,7 @@ def decimal_candidates(dtype: Any, keys: Iterable[Key]) -> list[Decimal]:
     precision, scale = int(dtype.precision), int(dtype.scale)
     out: list[Decimal] = []
     for key in keys:
-        if type(key) not in (int, float, Fraction):
+        if isinstance(key, bool) or not isinstance(key, (int, float, Fraction)):
             continue
         if isinstance(key, float) and not math.isfinite(key):
             continue
