@@ -163,10 +163,7 @@ def _refuse_collection(monkeypatch: pytest.MonkeyPatch) -> None:
 
 #: the plans whose executor side reads whole users per partition (``mapInArrow`` after a ``repartition`` by the id,
 #: or a window by the user): run in every layout; every plan runs in ``repartition(7)``
-PER_USER = (
-    "GroupBy two decimal columns", "GroupBy private, user bound", "histogram private", "Parallel by decimal(38,0)",
-    "sum MaxRowsPerUser", "sum MaxRowsPerUser ClipPerUser",
-)  # fmt: skip
+PER_USER = ("GroupBy private, user bound", "histogram private", "sum MaxRowsPerUser ClipPerUser")
 
 
 @pytest.mark.parametrize("layout", USER_LAYOUTS)
