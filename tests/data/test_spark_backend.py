@@ -483,3 +483,20 @@ def test_a_spark_connect_frame_is_reduced_on_the_server(connect: Any, monkeypatc
     columns = {"id": list(range(len(clean))), "x": clean}
     assert comparable_release(_mean(), PureDP(1), plain) == comparable_release(_mean(), PureDP(1), columns)
     assert not plain.is_cached
+
+
+def _generated(spark: Any) -> bool:
+    """Whether a small filter-and-project plan runs in whole-stage generated code (``*(n)`` before its operators)."""
+    frame = spark.range(10).selectExpr("id * 2 AS y").filter("y > 3")
+    return "*(" in str(frame._jdf.queryExecution().executedPlan().toString())
+
+
+def test_the_suite_session_evaluates_without_code_generation(spark: Any) -> None:
+    assert not _generated(spark)
+    assert spark.conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
+
+
+@pytest.mark.usefixtures("spark_codegen")
+def test_spark_codegen_turns_spark_s_default_code_generation_back_on(spark: Any) -> None:
+    assert _generated(spark)
+    assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
