@@ -139,6 +139,24 @@ def sum_measures(costs: list[Measure]) -> Measure:
     return _componentwise("sum_measures", costs, exact_sum)
 
 
+def _composed(here: str, costs: list[Measure]) -> Measure:
+    """:func:`sum_measures` of a :class:`Compose` node's children; a sum of deltas reaching 1 names the node that reached it.
+
+    Basic composition (Dwork and Roth 2014, Theorem 3.16) adds the deltas, and an
+    (ε, δ) guarantee with δ >= 1 says nothing, so :class:`ApproxDP` refuses it; the
+    refusal is raised here with the node's path, so the user sees which composition
+    broke the budget rather than a bare measure.
+    """
+    try:
+        return sum_measures(costs)
+    except InvalidArgument as exc:
+        if exc.owner != "ApproxDP" or exc.field != "delta":
+            raise
+        raise InvalidArgument(
+            here, "delta", exc.value, f"(the sum of its {len(costs)} children's deltas) must be below 1: the composed guarantee would be vacuous"
+        ) from None
+
+
 def _max_all(costs: list[Measure]) -> Measure:
     """Component-wise maximum of a non-empty list of losses of one type (as folding :func:`max_measures`)."""
     return _componentwise("max_measures", costs, max)
@@ -340,7 +358,7 @@ def _walk(node: object, path: str, dry: bool) -> Derivation | None:
             items = _children(known.children, here, names, dry)
             if dry:
                 return None
-            total = sum_measures([it.cost for it in items])
+            total = _composed(here, [it.cost for it in items])
             pending = PendingChildren(here, names, known.children, items)
             return Derivation(here, known, _SUM_RULE, (("children", str(len(items))),), total, pending, combine="sum")
         case Parallel():
