@@ -136,18 +136,21 @@ def sort_rows(
             head &= _U64((1 << key_bits) - 1)
         head += low
         return order, sorted_primary, head
-    same_head = head[1:] == head[:-1]
+    pairs = np.flatnonzero(head[1:] == head[:-1])  # rows pairs and pairs + 1 share a head
     del packed, head
     keys = secondary[order]
-    mixed = same_head & (keys[1:] != keys[:-1])
+    mixed = keys[pairs] != keys[pairs + 1]
     if not np.any(mixed):
         return order, sorted_primary, keys
-    # runs of one head holding more than one secondary key: sort them exactly (stable: row order breaks ties)
-    starts = np.flatnonzero(~same_head)
-    starts += 1
-    starts = np.concatenate(([0], starts, [n]))
-    runs = np.unique(np.searchsorted(starts, np.flatnonzero(mixed) + 1, side="right") - 1)
-    begin, lengths = starts[runs], starts[runs + 1] - starts[runs]
+    # runs of one head holding more than one secondary key: sort them exactly (stable: row order breaks ties).
+    # A run is a block of consecutive pair positions; only the pairs are read, never a pass over every row.
+    new_block = np.ones(pairs.shape[0], dtype=np.bool_)
+    np.not_equal(pairs[1:], pairs[:-1] + 1, out=new_block[1:])
+    block_of_pair = np.cumsum(new_block) - 1
+    last_of_block = np.append(new_block[1:], True)
+    runs = np.unique(block_of_pair[mixed])
+    begin = pairs[new_block][runs]
+    lengths = pairs[last_of_block][runs] + 2 - begin
     label = np.repeat(np.arange(runs.shape[0], dtype=np.intp), lengths)
     pos = np.arange(label.shape[0], dtype=np.intp) + np.repeat(begin - (np.cumsum(lengths) - lengths), lengths)
     fix = np.lexsort((keys[pos], label))
