@@ -560,7 +560,7 @@ def _select_by_priority(
     q = _fmix_owned(q)  # _mix(p1, 0, w1): the priority of a row whose occurrence is 0
     # again: the rows identical (in unit and content hash) to the one before them, in runs of
     # consecutive positions after their first copy
-    order, sorted_units, sorted_q, again = sort_repeats(units, q)
+    order, sorted_units, sorted_q, again = sort_repeats(units, q, full_range=True)
     del q
     n = order.size
     starts = np.empty(n, dtype=np.bool_)
@@ -585,10 +585,10 @@ def _select_by_priority(
     if 2 * int(lengths[touched].sum()) < n:
         kept_first = order[_run_heads(unit_starts[~touched], lengths[~touched], max_rows)]
         pos = np.flatnonzero(np.repeat(touched, lengths))
-        order2, units2, _, ties = sort_repeats(sorted_units[pos], priority[pos])
+        order2, units2, _, ties = sort_repeats(sorted_units[pos], priority[pos], full_range=True)
     else:
         kept_first, pos = np.zeros(0, dtype=np.intp), np.arange(n, dtype=np.intp)
-        order2, units2, _, ties = sort_repeats(sorted_units, priority)
+        order2, units2, _, ties = sort_repeats(sorted_units, priority, full_range=True)
     if ties.size:  # two rows of one unit with one priority
         occ = np.zeros(n, dtype=np.int64)
         occ[again] = occ_again

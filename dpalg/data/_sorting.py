@@ -94,21 +94,23 @@ def sort_rows(
 
 
 def sort_repeats(
-    primary: npt.NDArray[np.intp], secondary: npt.NDArray[np.uint64]
+    primary: npt.NDArray[np.intp], secondary: npt.NDArray[np.uint64], *, full_range: bool = False
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.uint64], npt.NDArray[np.intp]]:
     """:func:`sort_rows` and the repeated rows: ``(order, primary[order], secondary[order], repeats)``.
 
     ``repeats`` are the positions ``p >= 1`` (increasing) of the sorted rows equal to the row
     before them in both keys. They are found among the rows sharing a packed word with the row
     before them (the sort's own check of the truncated keys), without a pass comparing every
-    row with the next.
+    row with the next. ``full_range``: the keys are taken to span all of ``uint64`` (a keyed hash),
+    so no pass finds their minimum and maximum; the result is the same, only the number of runs
+    whose packed top bits tie may differ.
 
     Examples:
         >>> order, p, s, rep = sort_repeats(np.array([1, 0, 1, 1]), np.array([9, 4, 2, 9], dtype=np.uint64))
         >>> order.tolist(), p.tolist(), s.tolist(), rep.tolist()
         ([1, 2, 0, 3], [0, 1, 1, 1], [4, 2, 9, 9], [3])
     """
-    order, sorted_primary, keys, repeats = _sort(primary, secondary, want_repeats=True)
+    order, sorted_primary, keys, repeats = _sort(primary, secondary, want_repeats=True, full_range=full_range)
     assert sorted_primary is not None and repeats is not None
     return order, sorted_primary, keys, repeats
 
@@ -124,7 +126,7 @@ def _equal_next(sorted_primary: npt.NDArray[np.intp] | None, keys: npt.NDArray[n
 
 
 def _sort(
-    primary: npt.NDArray[np.intp] | None, secondary: npt.NDArray[np.uint64], *, want_repeats: bool
+    primary: npt.NDArray[np.intp] | None, secondary: npt.NDArray[np.uint64], *, want_repeats: bool, full_range: bool = False
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp] | None, npt.NDArray[np.uint64], npt.NDArray[np.intp] | None]:
     """:func:`sort_rows`, and with ``want_repeats`` the repeats of :func:`sort_repeats` (else ``None``)."""
     n = secondary.shape[0]
@@ -140,8 +142,8 @@ def _sort(
         exact = np.lexsort((secondary,) if primary is None else (secondary, primary)).astype(np.intp)
         sorted_primary, keys = None if primary is None else primary[exact], secondary[exact]
         return exact, sorted_primary, keys, _equal_next(sorted_primary, keys) if want_repeats else None
-    low = secondary.min()
-    span = int(secondary.max() - low)
+    low = _U64(0) if full_range else secondary.min()
+    span = (1 << 64) - 1 if full_range else int(secondary.max() - low)
     # (secondary - low) keeps the order; its top key_bits significant bits go above the row index
     drop = max(span.bit_length() - key_bits, 0)
     packed = np.empty(n, dtype=np.uint64)
@@ -149,9 +151,12 @@ def _sort(
     for lo in range(0, n, _BLOCK):
         hi = min(lo + _BLOCK, n)
         block = packed[lo:hi]
-        np.subtract(secondary[lo:hi], low, out=block)
-        if drop:
-            np.right_shift(block, _U64(drop), out=block)
+        if full_range:  # low is 0: the key itself is shifted
+            np.right_shift(secondary[lo:hi], _U64(drop), out=block)
+        else:
+            np.subtract(secondary[lo:hi], low, out=block)
+            if drop:
+                np.right_shift(block, _U64(drop), out=block)
         np.left_shift(block, _U64(row_bits), out=block)
         block |= np.arange(lo, hi, dtype=np.uint64)
         if primary is not None and code_bits:

@@ -78,12 +78,13 @@ def test_sort_repeats_are_the_equal_neighbours(mode: int, codes: str) -> None:
         else:
             prim = g.integers(0, 2**58, size=n).astype(np.intp)
         want = np.lexsort((sec, prim))
-        order, sorted_prim, sorted_sec, repeats = sort_repeats(prim, sec)
-        assert order.tolist() == want.tolist()
-        assert sorted_prim.tolist() == prim[want].tolist() and sorted_sec.tolist() == sec[want].tolist()
         ps, ss = prim[want], sec[want]
         expect = [p for p in range(1, n) if ps[p] == ps[p - 1] and ss[p] == ss[p - 1]]
-        assert repeats.tolist() == expect
+        for full_range in (False, True):  # full_range: the keys' own span is not read (the same result)
+            order, sorted_prim, sorted_sec, repeats = sort_repeats(prim, sec, full_range=full_range)
+            assert order.tolist() == want.tolist()
+            assert sorted_prim.tolist() == ps.tolist() and sorted_sec.tolist() == ss.tolist()
+            assert repeats.tolist() == expect
 
 
 def test_run_ranks_and_ordered_bits() -> None:
