@@ -587,7 +587,7 @@ def _select_by_priority(
         pos = np.flatnonzero(np.repeat(touched, lengths))
         order2, units2, _, ties = sort_repeats(sorted_units[pos], priority[pos], full_range=True)
     else:
-        kept_first, pos = np.zeros(0, dtype=np.intp), np.arange(n, dtype=np.intp)
+        kept_first, pos = np.zeros(0, dtype=np.intp), None  # every row: positions are themselves
         order2, units2, _, ties = sort_repeats(sorted_units, priority, full_range=True)
     if ties.size:  # two rows of one unit with one priority
         occ = np.zeros(n, dtype=np.int64)
@@ -596,7 +596,8 @@ def _select_by_priority(
     starts2 = np.empty(order2.size, dtype=np.bool_)
     starts2[:1] = True
     np.not_equal(units2[1:], units2[:-1], out=starts2[1:])
-    kept_again = order[pos[order2[_run_heads(*_runs(starts2), max_rows)]]]
+    kept2 = order2[_run_heads(*_runs(starts2), max_rows)]
+    kept_again = order[kept2 if pos is None else pos[kept2]]
     return np.concatenate((kept_first, kept_again))
 
 

@@ -140,8 +140,8 @@ def _sort(
     key_bits = 64 - row_bits - code_bits
     if key_bits < MIN_KEY_BITS or (primary is not None and int(primary.min()) < 0):
         exact = np.lexsort((secondary,) if primary is None else (secondary, primary)).astype(np.intp)
-        sorted_primary, keys = None if primary is None else primary[exact], secondary[exact]
-        return exact, sorted_primary, keys, _equal_next(sorted_primary, keys) if want_repeats else None
+        exact_primary, exact_keys = None if primary is None else primary[exact], secondary[exact]
+        return exact, exact_primary, exact_keys, _equal_next(exact_primary, exact_keys) if want_repeats else None
     low = _U64(0) if full_range else secondary.min()
     span = (1 << 64) - 1 if full_range else int(secondary.max() - low)
     # (secondary - low) keeps the order; its top key_bits significant bits go above the row index
