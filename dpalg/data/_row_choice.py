@@ -547,9 +547,14 @@ def _select_by_priority(
     multiply by an odd constant too), so sorting by (unit, q, row index) puts each unit's identical rows
     next to each other in row order -- their occurrence is their rank in that run, exactly the rank of
     a sort by (unit, content hash, row index) -- and a row whose occurrence is 0 has priority q.
-    Only the units holding a repeated row are sorted again, by their rows' priorities. Equal priorities
-    within a unit (a 64-bit tie) are broken by content, then occurrence, as in a lexsort of
-    (unit, priority, content, occurrence, row index).
+    A repeated row's priority ``_fmix(h ^ occurrence)`` is computed from its q, whose
+    ``h = _fmix^-1(q)`` is the part of ``_mix(p1, ., w1)`` before the occurrence is mixed in.
+    Only the units holding a repeated row are sorted again, by their rows' priorities, and of them
+    only the rows that can be kept: the first ``max_rows + c`` rows of a unit with ``c`` repeated rows
+    (they hold its first ``max_rows`` distinct rows, already in priority order; a later distinct row
+    has ``max_rows`` distinct rows of strictly lower priority) and its repeated rows beyond them.
+    Equal priorities within a unit among those rows (a 64-bit tie) are broken by content, then
+    occurrence, as in a lexsort of (unit, priority, content, occurrence, row index).
     """
     q = heads
     q ^= content
@@ -578,17 +583,22 @@ def _select_by_priority(
     priority = sorted_q  # rows in the first sort's order; a repeated row's priority replaces its q
     priority[again] = _fmix_owned(g)  # _mix(p1, occ, w1)
     del g
-    # re-sort the units holding a repeated row; all rows when those units hold most of them
+    # re-sort the units holding a repeated row ("touched"), only their rows that can be kept: a unit's
+    # distinct rows are in priority order, so its j-th distinct row lies at most j + c rows into the
+    # unit (c: the unit's repeated rows) -- the first max_rows + c rows hold every distinct row that
+    # can be kept (a later one has max_rows distinct rows strictly below it), the repeated rows beyond
+    # them are added
     unit_starts, lengths = _runs(starts)
-    touched = np.zeros(unit_starts.size, dtype=np.bool_)
-    touched[np.searchsorted(unit_starts, again, side="right") - 1] = True
-    if 2 * int(lengths[touched].sum()) < n:
-        kept_first = order[_run_heads(unit_starts[~touched], lengths[~touched], max_rows)]
-        pos = np.flatnonzero(np.repeat(touched, lengths))
-        order2, units2, _, ties = sort_repeats(sorted_units[pos], priority[pos], full_range=True)
-    else:
-        kept_first, pos = np.zeros(0, dtype=np.intp), None  # every row: positions are themselves
-        order2, units2, _, ties = sort_repeats(sorted_units, priority, full_range=True)
+    run_of_again = np.searchsorted(unit_starts, again, side="right") - 1
+    take = np.bincount(run_of_again, minlength=unit_starts.size)  # repeated rows per unit
+    touched = take > 0
+    kept_first = order[_run_heads(unit_starts[~touched], lengths[~touched], max_rows)]
+    take += max_rows
+    np.minimum(take, lengths, out=take)
+    beyond = again[again - unit_starts[run_of_again] >= take[run_of_again]]
+    pos = np.concatenate((_run_heads(unit_starts[touched], take[touched], n), beyond))
+    del take, run_of_again
+    order2, units2, _, ties = sort_repeats(sorted_units[pos], priority[pos], full_range=True)
     if ties.size:  # two rows of one unit with one priority
         occ = np.zeros(n, dtype=np.int64)
         occ[again] = occ_again
@@ -596,13 +606,12 @@ def _select_by_priority(
     starts2 = np.empty(order2.size, dtype=np.bool_)
     starts2[:1] = True
     np.not_equal(units2[1:], units2[:-1], out=starts2[1:])
-    kept2 = order2[_run_heads(*_runs(starts2), max_rows)]
-    kept_again = order[kept2 if pos is None else pos[kept2]]
+    kept_again = order[pos[order2[_run_heads(*_runs(starts2), max_rows)]]]
     return np.concatenate((kept_first, kept_again))
 
 
-def _run_heads(first: npt.NDArray[np.intp], lengths: npt.NDArray[np.intp], k: int) -> npt.NDArray[np.intp]:
-    """The positions of the first ``k`` rows of each run (runs begin at ``first``, of ``lengths`` rows).
+def _run_heads(first: npt.NDArray[np.intp], lengths: npt.NDArray[np.intp], k: int | npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+    """The positions of the first ``k`` rows of each run (runs begin at ``first``, of ``lengths`` rows; ``k`` one per run or for all).
 
     Examples:
         >>> _run_heads(np.array([0, 3, 4]), np.array([3, 1, 2]), 2).tolist()
