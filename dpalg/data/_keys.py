@@ -253,6 +253,9 @@ def key_index(
     codes = np.full(n, -1, dtype=np.intp)
     if n == 0:
         return (), codes
+    if arr.dtype.kind in "iub":  # every row present, an int (or bool) its own key: no mask, no per-key call
+        distinct, codes = int_key_index(arr)
+        return tuple(distinct.tolist()), codes
     if arr.dtype != object:
         present: npt.NDArray[np.bool_] = ~np.isnan(arr) if arr.dtype.kind == "f" else np.ones(n, dtype=np.bool_)
         uniq, inverse = _unique_inverse(arr[present])
@@ -279,6 +282,20 @@ def key_index(
     for rank, tagged in enumerate(ranked):
         remap[seen[tagged]] = rank
     return tuple(k for _, k in ranked), remap[raw]
+
+
+def int_key_index(values: npt.NDArray[np.generic]) -> tuple[npt.NDArray[np.generic], npt.NDArray[np.intp]]:
+    """:func:`key_index` of a 1-D int, uint or bool column (unchecked), the distinct keys as an array of its dtype.
+
+    No row of such a column is missing, so every code is in ``[0, len(distinct))``; ``distinct[c]`` is
+    ``key_index(values)[0][c]`` (sorted), without a Python object per key.
+
+    Examples:
+        >>> distinct, codes = int_key_index(np.array([7, -2, 7]))
+        >>> distinct.tolist(), codes.tolist()
+        ([-2, 7], [1, 0, 1])
+    """
+    return _unique_inverse(values)
 
 
 def _unique_inverse(values: npt.NDArray[np.generic]) -> tuple[npt.NDArray[np.generic], npt.NDArray[np.intp]]:

@@ -37,7 +37,7 @@ from dpalg._errors import InvalidArgument
 from dpalg.data._dataset import Dataset
 from dpalg.data._keys import Key, key_index, normalise_key
 from dpalg.data._numeric import as_column
-from dpalg.data._sorting import sort_rows
+from dpalg.data._sorting import sort_repeats
 
 __all__ = ["exact_occurrences", "keyed_hashes", "keyed_labels", "row_hashes", "select_keys", "select_rows", "select_many_rows", "select_unit_rows", "unit_hashes", "secret_words"]
 
@@ -82,6 +82,33 @@ def _fmix_block(h: npt.NDArray[np.uint64], tmp: npt.NDArray[np.uint64]) -> npt.N
     h *= _C2
     np.right_shift(h, _S33, out=tmp)
     h ^= tmp
+    return h
+
+
+_C1_INV: Final = _U64(pow(0xFF51AFD7ED558CCD, -1, 1 << 64))
+_C2_INV: Final = _U64(pow(0xC4CEB9FE1A85EC53, -1, 1 << 64))
+
+
+def _unfmix_owned(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """The inverse of :func:`_fmix_owned`, in place: ``_unfmix_owned(_fmix(x)) == x``.
+
+    ``x ^= x >> 33`` is its own inverse (33 >= 32: the shifted bits never reach the shifted part),
+    and a multiply by an odd constant is undone by a multiply by its inverse modulo 2**64.
+
+    Examples:
+        >>> x = np.array([0, 1, 2**64 - 1, 0x0123456789ABCDEF], dtype=np.uint64)
+        >>> bool(np.all(_unfmix_owned(_fmix(x)) == x))
+        True
+    """
+    tmp = np.empty(min(h.shape[0], _BLOCK), dtype=np.uint64)
+    for lo in range(0, h.shape[0], _BLOCK):  # block by block, in the cache (elementwise: the same result)
+        block = h[lo : lo + _BLOCK]
+        scratch = tmp[: block.shape[0]]
+        for constant in (_C2_INV, _C1_INV, None):
+            np.right_shift(block, _S33, out=scratch)
+            block ^= scratch
+            if constant is not None:
+                block *= constant
     return h
 
 
@@ -520,68 +547,71 @@ def _select_by_priority(
     multiply by an odd constant too), so sorting by (unit, q, row index) puts each unit's identical rows
     next to each other in row order -- their occurrence is their rank in that run, exactly the rank of
     a sort by (unit, content hash, row index) -- and a row whose occurrence is 0 has priority q.
-    Only the units holding a repeated row are sorted again, by their rows' priorities. Equal priorities
-    within a unit (a 64-bit tie) are broken by content, then occurrence, as in a lexsort of
-    (unit, priority, content, occurrence, row index).
+    A repeated row's priority ``_fmix(h ^ occurrence)`` is computed from its q, whose
+    ``h = _fmix^-1(q)`` is the part of ``_mix(p1, ., w1)`` before the occurrence is mixed in.
+    Only the units holding a repeated row are sorted again, by their rows' priorities, and of them
+    only the rows that can be kept: the first ``max_rows + c`` rows of a unit with ``c`` repeated rows
+    (they hold its first ``max_rows`` distinct rows, already in priority order; a later distinct row
+    has ``max_rows`` distinct rows of strictly lower priority) and its repeated rows beyond them.
+    Equal priorities within a unit among those rows (a 64-bit tie) are broken by content, then
+    occurrence, as in a lexsort of (unit, priority, content, occurrence, row index).
     """
-    p1 = heads
-    p1 ^= content
-    p1 = _fmix_owned(p1)  # _mix(unit_hash, content, w0)
-    q = np.bitwise_xor(p1, words[1], dtype=np.uint64)
+    q = heads
+    q ^= content
+    q = _fmix_owned(q)  # p1 = _mix(unit_hash, content, w0)
+    q ^= words[1]
     q = _fmix_owned(q)
     q *= _GOLD
     q = _fmix_owned(q)  # _mix(p1, 0, w1): the priority of a row whose occurrence is 0
-    order, sorted_units, sorted_q = sort_rows(units, q)
+    # again: the rows identical (in unit and content hash) to the one before them, in runs of
+    # consecutive positions after their first copy
+    order, sorted_units, sorted_q, again = sort_repeats(units, q, full_range=True)
     del q
-    assert sorted_units is not None
     n = order.size
     starts = np.empty(n, dtype=np.bool_)
     starts[:1] = True
     np.not_equal(sorted_units[1:], sorted_units[:-1], out=starts[1:])
-    repeat = np.zeros(n, dtype=np.bool_)  # a row identical (in unit and content hash) to the one before it
-    np.equal(sorted_q[1:], sorted_q[:-1], out=repeat[1:])
-    repeat[1:] &= ~starts[1:]
-    if not np.any(repeat):  # every occurrence is 0: q is the priority, distinct within a unit
+    if again.size == 0:  # every occurrence is 0: q is the priority, distinct within a unit
         return order[_run_heads(*_runs(starts), max_rows)]
-    again = np.flatnonzero(repeat)  # the repeated rows: runs of consecutive positions after their first copy
-    del repeat
     block = np.ones(again.size, dtype=np.bool_)
     np.not_equal(again[1:], again[:-1] + 1, out=block[1:])
     occ_again = np.where(block, again, 0)
     np.maximum.accumulate(occ_again, out=occ_again)
     np.subtract(again + 1, occ_again, out=occ_again)  # the rank within the run of identical rows
-    g = np.bitwise_xor(p1[order[again]], words[1], dtype=np.uint64)
-    g = _fmix_owned(g)
-    g *= _GOLD
+    g = _unfmix_owned(sorted_q[again])  # _fmix(p1 ^ w1) * GOLD, read back from q (no gather of p1)
     g ^= occ_again.view(np.uint64)
     priority = sorted_q  # rows in the first sort's order; a repeated row's priority replaces its q
     priority[again] = _fmix_owned(g)  # _mix(p1, occ, w1)
     del g
-    # re-sort the units holding a repeated row; all rows when those units hold most of them
+    # re-sort the units holding a repeated row ("touched"), only their rows that can be kept: a unit's
+    # distinct rows are in priority order, so its j-th distinct row lies at most j + c rows into the
+    # unit (c: the unit's repeated rows) -- the first max_rows + c rows hold every distinct row that
+    # can be kept (a later one has max_rows distinct rows strictly below it), the repeated rows beyond
+    # them are added
     unit_starts, lengths = _runs(starts)
-    touched = np.zeros(unit_starts.size, dtype=np.bool_)
-    touched[np.searchsorted(unit_starts, again, side="right") - 1] = True
-    if 2 * int(lengths[touched].sum()) < n:
-        kept_first = order[_run_heads(unit_starts[~touched], lengths[~touched], max_rows)]
-        pos = np.flatnonzero(np.repeat(touched, lengths))
-        order2, units2, priority2 = sort_rows(sorted_units[pos], priority[pos])
-    else:
-        kept_first, pos = np.zeros(0, dtype=np.intp), np.arange(n, dtype=np.intp)
-        order2, units2, priority2 = sort_rows(sorted_units, priority)
-    assert units2 is not None
-    starts2 = np.empty(order2.size, dtype=np.bool_)
-    starts2[:1] = True
-    np.not_equal(units2[1:], units2[:-1], out=starts2[1:])
-    if np.any((priority2[1:] == priority2[:-1]) & ~starts2[1:]):
+    run_of_again = np.searchsorted(unit_starts, again, side="right") - 1
+    take = np.bincount(run_of_again, minlength=unit_starts.size)  # repeated rows per unit
+    touched = take > 0
+    kept_first = order[_run_heads(unit_starts[~touched], lengths[~touched], max_rows)]
+    take += max_rows
+    np.minimum(take, lengths, out=take)
+    beyond = again[again - unit_starts[run_of_again] >= take[run_of_again]]
+    pos = np.concatenate((_run_heads(unit_starts[touched], take[touched], n), beyond))
+    del take, run_of_again
+    order2, units2, _, ties = sort_repeats(sorted_units[pos], priority[pos], full_range=True)
+    if ties.size:  # two rows of one unit with one priority
         occ = np.zeros(n, dtype=np.int64)
         occ[again] = occ_again
         return _tie_break(units, content, order, occ, priority, max_rows)
+    starts2 = np.empty(order2.size, dtype=np.bool_)
+    starts2[:1] = True
+    np.not_equal(units2[1:], units2[:-1], out=starts2[1:])
     kept_again = order[pos[order2[_run_heads(*_runs(starts2), max_rows)]]]
     return np.concatenate((kept_first, kept_again))
 
 
-def _run_heads(first: npt.NDArray[np.intp], lengths: npt.NDArray[np.intp], k: int) -> npt.NDArray[np.intp]:
-    """The positions of the first ``k`` rows of each run (runs begin at ``first``, of ``lengths`` rows).
+def _run_heads(first: npt.NDArray[np.intp], lengths: npt.NDArray[np.intp], k: int | npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+    """The positions of the first ``k`` rows of each run (runs begin at ``first``, of ``lengths`` rows; ``k`` one per run or for all).
 
     Examples:
         >>> _run_heads(np.array([0, 3, 4]), np.array([3, 1, 2]), 2).tolist()

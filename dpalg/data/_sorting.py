@@ -22,7 +22,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["MIN_KEY_BITS", "ordered_bits", "run_ranks", "sort_order", "sort_rows"]
+__all__ = ["MIN_KEY_BITS", "ordered_bits", "run_ranks", "sort_order", "sort_repeats", "sort_rows"]
 
 #: fewer bits than this left for the secondary key: fall back to ``np.lexsort``
 MIN_KEY_BITS: Final = 8
@@ -89,9 +89,50 @@ def sort_rows(
         >>> order.tolist(), p.tolist(), s.tolist()
         ([1, 2, 0], [0, 1, 1], [4, 2, 9])
     """
+    order, sorted_primary, keys, _ = _sort(primary, secondary, want_repeats=False)
+    return order, sorted_primary, keys
+
+
+def sort_repeats(
+    primary: npt.NDArray[np.intp], secondary: npt.NDArray[np.uint64], *, full_range: bool = False
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.uint64], npt.NDArray[np.intp]]:
+    """:func:`sort_rows` and the repeated rows: ``(order, primary[order], secondary[order], repeats)``.
+
+    ``repeats`` are the positions ``p >= 1`` (increasing) of the sorted rows equal to the row
+    before them in both keys. They are found among the rows sharing a packed word with the row
+    before them (the sort's own check of the truncated keys), without a pass comparing every
+    row with the next. ``full_range``: the keys are taken to span all of ``uint64`` (a keyed hash),
+    so no pass finds their minimum and maximum; the result is the same, only the number of runs
+    whose packed top bits tie may differ.
+
+    Examples:
+        >>> order, p, s, rep = sort_repeats(np.array([1, 0, 1, 1]), np.array([9, 4, 2, 9], dtype=np.uint64))
+        >>> order.tolist(), p.tolist(), s.tolist(), rep.tolist()
+        ([1, 2, 0, 3], [0, 1, 1, 1], [4, 2, 9, 9], [3])
+    """
+    order, sorted_primary, keys, repeats = _sort(primary, secondary, want_repeats=True, full_range=full_range)
+    assert sorted_primary is not None and repeats is not None
+    return order, sorted_primary, keys, repeats
+
+
+def _equal_next(sorted_primary: npt.NDArray[np.intp] | None, keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.intp]:
+    """The positions ``p >= 1`` whose sorted row equals the one before it (both keys compared)."""
+    same = keys[1:] == keys[:-1]
+    if sorted_primary is not None:
+        same &= sorted_primary[1:] == sorted_primary[:-1]
+    rep = np.flatnonzero(same)
+    rep += 1
+    return rep
+
+
+def _sort(
+    primary: npt.NDArray[np.intp] | None, secondary: npt.NDArray[np.uint64], *, want_repeats: bool, full_range: bool = False
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp] | None, npt.NDArray[np.uint64], npt.NDArray[np.intp] | None]:
+    """:func:`sort_rows`, and with ``want_repeats`` the repeats of :func:`sort_repeats` (else ``None``)."""
     n = secondary.shape[0]
     if n == 0:
-        return np.zeros(0, dtype=np.intp), None if primary is None else np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.uint64)
+        empty = np.zeros(0, dtype=np.intp)
+        return empty, None if primary is None else empty.copy(), np.zeros(0, dtype=np.uint64), empty.copy() if want_repeats else None
     row_bits = (n - 1).bit_length()
     code_bits = 0
     if primary is not None:
@@ -99,9 +140,10 @@ def sort_rows(
     key_bits = 64 - row_bits - code_bits
     if key_bits < MIN_KEY_BITS or (primary is not None and int(primary.min()) < 0):
         exact = np.lexsort((secondary,) if primary is None else (secondary, primary)).astype(np.intp)
-        return exact, None if primary is None else primary[exact], secondary[exact]
-    low = secondary.min()
-    span = int(secondary.max() - low)
+        exact_primary, exact_keys = None if primary is None else primary[exact], secondary[exact]
+        return exact, exact_primary, exact_keys, _equal_next(exact_primary, exact_keys) if want_repeats else None
+    low = _U64(0) if full_range else secondary.min()
+    span = (1 << 64) - 1 if full_range else int(secondary.max() - low)
     # (secondary - low) keeps the order; its top key_bits significant bits go above the row index
     drop = max(span.bit_length() - key_bits, 0)
     packed = np.empty(n, dtype=np.uint64)
@@ -109,9 +151,12 @@ def sort_rows(
     for lo in range(0, n, _BLOCK):
         hi = min(lo + _BLOCK, n)
         block = packed[lo:hi]
-        np.subtract(secondary[lo:hi], low, out=block)
-        if drop:
-            np.right_shift(block, _U64(drop), out=block)
+        if full_range:  # low is 0: the key itself is shifted
+            np.right_shift(secondary[lo:hi], _U64(drop), out=block)
+        else:
+            np.subtract(secondary[lo:hi], low, out=block)
+            if drop:
+                np.right_shift(block, _U64(drop), out=block)
         np.left_shift(block, _U64(row_bits), out=block)
         block |= np.arange(lo, hi, dtype=np.uint64)
         if primary is not None and code_bits:
@@ -132,28 +177,37 @@ def sort_rows(
             np.right_shift(block, _U64(key_bits), out=sorted_primary[lo : lo + _BLOCK], casting="unsafe")
     head = packed
     if drop == 0:  # the whole key was packed: the sort is exact, and the key is read back
+        exact_repeats = None
+        if want_repeats:  # one head: one (primary, key)
+            exact_repeats = np.flatnonzero(head[1:] == head[:-1])
+            exact_repeats += 1
         if key_bits < 64:
             head &= _U64((1 << key_bits) - 1)
         head += low
-        return order, sorted_primary, head
-    same_head = head[1:] == head[:-1]
+        return order, sorted_primary, head, exact_repeats
+    pairs = np.flatnonzero(head[1:] == head[:-1])  # rows pairs and pairs + 1 share a head
     del packed, head
     keys = secondary[order]
-    mixed = same_head & (keys[1:] != keys[:-1])
+    mixed = keys[pairs] != keys[pairs + 1]
     if not np.any(mixed):
-        return order, sorted_primary, keys
-    # runs of one head holding more than one secondary key: sort them exactly (stable: row order breaks ties)
-    starts = np.flatnonzero(~same_head)
-    starts += 1
-    starts = np.concatenate(([0], starts, [n]))
-    runs = np.unique(np.searchsorted(starts, np.flatnonzero(mixed) + 1, side="right") - 1)
-    begin, lengths = starts[runs], starts[runs + 1] - starts[runs]
+        # rows sharing a head share the primary code: equal keys make equal rows
+        return order, sorted_primary, keys, pairs[~mixed] + 1 if want_repeats else None
+    # runs of one head holding more than one secondary key: sort them exactly (stable: row order breaks ties).
+    # A run is a block of consecutive pair positions; only the pairs are read, never a pass over every row.
+    new_block = np.ones(pairs.shape[0], dtype=np.bool_)
+    np.not_equal(pairs[1:], pairs[:-1] + 1, out=new_block[1:])
+    block_of_pair = np.cumsum(new_block) - 1
+    last_of_block = np.append(new_block[1:], True)
+    runs = np.unique(block_of_pair[mixed])
+    begin = pairs[new_block][runs]
+    lengths = pairs[last_of_block][runs] + 2 - begin
     label = np.repeat(np.arange(runs.shape[0], dtype=np.intp), lengths)
     pos = np.arange(label.shape[0], dtype=np.intp) + np.repeat(begin - (np.cumsum(lengths) - lengths), lengths)
     fix = np.lexsort((keys[pos], label))
     order[pos] = order[pos][fix]
     keys[pos] = keys[pos][fix]
-    return order, sorted_primary, keys
+    # the re-sorted runs kept their heads: the pairs are the same positions, their keys read again
+    return order, sorted_primary, keys, pairs[keys[pairs] == keys[pairs + 1]] + 1 if want_repeats else None
 
 
 def run_ranks(new: npt.NDArray[np.bool_]) -> npt.NDArray[np.intp]:

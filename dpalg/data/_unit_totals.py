@@ -38,7 +38,8 @@ import numpy.typing as npt
 from dpalg.data._dataset import Dataset
 from dpalg.data._fixed_point import exact_clipped_sum, inside_bounds, round_to_lattice
 from dpalg.data._lattice_sums import exact_int_total, per_unit_lattice_sums
-from dpalg.data._keys import Key, key_codes, key_index
+from dpalg.data._numeric import as_column
+from dpalg.data._keys import Key, int_key_index, key_codes, key_index
 from dpalg.data._row_choice import keyed_hashes, secret_words, select_keys, select_many_rows, select_rows, unit_hashes
 from dpalg.data._unit_spec import KeptRowCellSpec, KeptRowSumSpec, UnitKeySpec, UnitTotals, UnitTotalSpec
 from dpalg.data._user_units import unit_key_index
@@ -106,9 +107,17 @@ def kept_unit_rows(
     within one. So ``ordered=False`` keeps the same rows (checked against the ordered
     codes in ``tests/data/test_row_choice_unordered.py``).
     """
-    unit_keys, codes = unit_key_index(ids, owner="user-level query", ordered=ordered)
-    n_units = len(unit_keys)
-    keep = present & (codes >= 0)
+    arr = as_column(ids)
+    distinct: npt.NDArray[np.generic] | None = None
+    unit_keys: tuple[Key, ...] | None = None
+    if arr.ndim == 1 and arr.dtype.kind in "iub":  # every id present; the distinct ids stay an array (no Python int each)
+        distinct, codes = int_key_index(arr)
+        n_units = distinct.shape[0]
+        keep = present.copy()
+    else:
+        unit_keys, codes = unit_key_index(ids, owner="user-level query", ordered=ordered)
+        n_units = len(unit_keys)
+        keep = present & (codes >= 0)
     if max_rows is None and key_cap is None:
         return n_units, codes, keep
     if key_cap is None:
@@ -121,7 +130,8 @@ def kept_unit_rows(
         big = np.bincount(codes[keep] if n_keep < codes.size else codes, minlength=n_units) > max_rows
         chosen = keep & big[codes] if 8 * int(np.count_nonzero(big)) < 7 * n_units else keep  # code -1 reads the last user: masked by keep
         out = keep & ~chosen
-        table = unit_hashes(ids, codes, n_units, secret, unit_keys)  # one hash per user, not per row
+        # one hash per user, not per row (an int id's hash is keyed_hashes of the id: unit_hashes of its keys)
+        table = keyed_hashes(distinct, secret) if distinct is not None else unit_hashes(ids, codes, n_units, secret, unit_keys)
         if int(np.count_nonzero(chosen)) == codes.size:  # every row: no gather
             hashes = np.zeros(codes.size, dtype=np.uint64) if content is None else keyed_hashes(content, secret)
             out[select_many_rows(codes, table, hashes, max_rows, secret_words(secret))] = True

@@ -21,7 +21,7 @@ import pytest
 from dpalg.data import keyed_hashes, select_rows, unit_index
 from dpalg.data._keys import _unique_inverse
 from dpalg.data._row_choice import _group_rank, _mix, _words, unit_hashes
-from dpalg.data._sorting import ordered_bits, run_ranks, sort_rows
+from dpalg.data._sorting import ordered_bits, run_ranks, sort_repeats, sort_rows
 
 _U64 = np.uint64
 
@@ -56,6 +56,35 @@ def test_sort_rows_is_the_lexsort(mode: int, codes: str) -> None:
         assert order.tolist() == want.tolist()
         assert sorted_sec.tolist() == sec[want].tolist()
         assert (sorted_prim is None) if prim is None else (sorted_prim is not None and sorted_prim.tolist() == prim[want].tolist())
+
+
+@pytest.mark.parametrize("mode", range(5))
+@pytest.mark.parametrize("codes", ["one", "few", "wide"])
+def test_sort_repeats_are_the_equal_neighbours(mode: int, codes: str) -> None:
+    """sort_repeats: the lexsort, and exactly the sorted positions equal to the row before (the packed
+    exact path, the fix-up of tied top bits, the lexsort fallback)."""
+    g = np.random.default_rng(7 + 100 * mode + len(codes))
+    for _ in range(150):
+        n = int(g.integers(1, 400))
+        sec = _secondary(g, n, mode)
+        if g.integers(0, 2):  # repeated rows: copies of earlier rows' keys
+            src = g.integers(0, n, size=n)
+            copy = g.random(n) < 0.3
+            sec[copy] = sec[src[copy]]
+        if codes == "one":
+            prim = np.zeros(n, dtype=np.intp)
+        elif codes == "few":
+            prim = g.integers(0, 6, size=n).astype(np.intp)
+        else:
+            prim = g.integers(0, 2**58, size=n).astype(np.intp)
+        want = np.lexsort((sec, prim))
+        ps, ss = prim[want], sec[want]
+        expect = [p for p in range(1, n) if ps[p] == ps[p - 1] and ss[p] == ss[p - 1]]
+        for full_range in (False, True):  # full_range: the keys' own span is not read (the same result)
+            order, sorted_prim, sorted_sec, repeats = sort_repeats(prim, sec, full_range=full_range)
+            assert order.tolist() == want.tolist()
+            assert sorted_prim.tolist() == ps.tolist() and sorted_sec.tolist() == ss.tolist()
+            assert repeats.tolist() == expect
 
 
 def test_run_ranks_and_ordered_bits() -> None:
