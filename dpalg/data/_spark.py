@@ -354,7 +354,30 @@ def spark_dataset(frame: object) -> Dataset:
         problem = java_problem()
     if problem is not None:
         raise Unsupported(f"as_dataset: {problem}")
-    return Dataset.from_source(SparkSource(frame))
+    return Dataset.from_source(SparkSource(binary_strings(frame)))
+
+
+def binary_strings(frame: Any) -> Any:
+    """The frame with every top-level string column of a non-binary collation read in Spark's binary collation.
+
+    A collation changes how Spark compares and groups strings, not the strings:
+    under ``UTF8_LCASE``, ``"a"`` and ``"A"`` are one group-by key, one distinct
+    value and equal in ``isin`` and in a join. The data policy compares strings by
+    their code points (numpy, polars and Spark's ``UTF8_BINARY`` agree), so each
+    such column is re-read as ``collate(column, 'UTF8_BINARY')`` under its own name
+    (the same values, compared as bytes) before anything reads it, and every
+    executor path then groups and compares it as the numpy backend does. A frame
+    without such a column is returned as it is (nothing changes, nothing is
+    persisted); so is one whose column names repeat (a name would not select one
+    column; the schema check refuses the repeated name where a role reads it).
+    """
+    fields = list(frame.schema.fields)
+    collated = [type(f.dataType).__name__ == "StringType" and getattr(f.dataType, "collation", None) not in (None, "UTF8_BINARY") for f in fields]
+    names = [str(f.name) for f in fields]
+    if not any(collated) or len(set(names)) < len(names):
+        return frame
+    columns = [F.collate(F.col(quoted(name)), "UTF8_BINARY").alias(name) if re_read else F.col(quoted(name)) for name, re_read in zip(names, collated)]
+    return frame.select(*columns)
 
 
 def connect_problem() -> str | None:
