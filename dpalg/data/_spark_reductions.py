@@ -66,8 +66,21 @@ with Spark SQL expressions, and every answer is **bit-identical** to
 * **User-level histograms** (``unit_key_counts``): the numpy key and row
   choice per user partition (:mod:`dpalg.data._spark_unit_keys`); one count per key
   reaches the driver.
-* **Other types** (``DecimalType``, ``NullType`` and refused types): the column
-  is collected to numpy once and :class:`~dpalg.data.NumpyReductions` answers.
+* **Decimal values.** A ``DecimalType`` value column is read as the double the
+  numpy policy reads (:func:`~dpalg.data._numeric.to_float_scalar`: Python's
+  ``float(Decimal)``, the nearest double to the exact decimal, ties to even), on
+  the executors, as ``cast(cast(x as string) as double)``: Spark writes the exact
+  decimal as text (``BigDecimal.toString``) and parses it with
+  ``Double.parseDouble``, whose contract is that same rounding of the exact
+  decimal value. From that double on, every reduction above is the double
+  column's (counts, distinct counts, fixed-point sums, grid counts, the order
+  window, extremes, the per-user questions), so no decimal column is collected.
+  (The direct ``cast(x as double)`` is ``BigDecimal.doubleValue``, correctly
+  rounded on the JDKs tested, but with no such contract.) A decimal has no NaN
+  and no ``-0.0``. ``NullType`` value columns are all missing: read as a null
+  double (``null`` kind) they are native too.
+* **Other types** (refused types; decimal and null keys and ids): the column is
+  collected to numpy once and :class:`~dpalg.data.NumpyReductions` answers.
 """
 
 from __future__ import annotations
@@ -156,10 +169,15 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
     def _native(self, column: str) -> bool:
         """Whether ``column`` is read as numbers on the executors (raises what the numpy backend raises first)."""
         self._data.require_numeric(column)
-        return self._kind(column) in _NATIVE_NUMERIC
+        return self._kind(column) in _NATIVE_NUMERIC or self._decimal(column)
+
+    def _decimal(self, column: str) -> bool:
+        """A ``DecimalType`` column (the schema only): its values are read as :func:`decimal_double`."""
+        return type(self._source.spark_dtype(column)).__name__ == "DecimalType"
 
     def _double(self, column: str) -> Column:
-        return F.col(quoted(column)).cast("double")
+        col = F.col(quoted(column))
+        return decimal_double(col) if self._decimal(column) else col.cast("double")
 
     def _present(self, column: str) -> Column:
         """The column as double, missing (null and NaN) as null."""
@@ -361,7 +379,7 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         if column is not None:
             if not self._native(column):
                 return None
-            values = units.present_values(column, self._kind(column))
+            values = self._present(column)  # units.present_values, and a decimal read as decimal_double
         return None if key_kind is None else (units.unit_key(unit, key_kind), values)
 
     def per_unit_sums(self, unit: str, column: str, lower: float | None, upper: float | None, k: int) -> npt.NDArray[np.float64]:
@@ -444,6 +462,16 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
 _INT_TYPES: Final[dict[str, np.dtype[np.integer[Any]]]] = {
     "ByteType": np.dtype(np.int8), "ShortType": np.dtype(np.int16), "IntegerType": np.dtype(np.int32), "LongType": np.dtype(np.int64),
 }  # fmt: skip
+
+
+def decimal_double(col: Column) -> Column:
+    """A decimal column as the double the numpy policy reads: the nearest double to the exact value, ties to even.
+
+    ``Double.parseDouble`` of the exact decimal text is specified as that rounding
+    (``Double.valueOf(String)``: the exact decimal value rounded by IEEE 754
+    round-to-nearest), as Python's ``float(Decimal)`` is; null stays null.
+    """
+    return col.cast("string").cast("double")
 
 
 def _arrow_columns(frame: Any, width: int) -> list[npt.NDArray[np.int64]]:
