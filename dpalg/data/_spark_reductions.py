@@ -427,7 +427,7 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         key_kind = units.unit_key_kind(self._source.spark_dtype(spec.unit))
         assert key_kind is not None
         grouped = unit_totals.kept_row_cells(self._source.frame, key_kind, plan[1], spec, self.n_rows, secret)
-        return _cell_counts(grouped, most=min((1 << spec.bits) + 1, self.n_rows))  # points <= rows, and <= the grid's
+        return _cell_counts(grouped, most=min(spec.points, self.n_rows))  # occupied points <= rows, and <= the spec's
 
     def unit_key_counts(self, spec: UnitKeySpec, secret: bytes) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:
         self._data.column_dtype(spec.unit)  # an unknown column raises the dataset's error (ids first, as numpy reads)
