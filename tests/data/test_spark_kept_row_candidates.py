@@ -40,7 +40,7 @@ def test_quantiles_over_integers_and_candidates_under_a_row_cap_read_no_column(s
 
     users = synthetic_users(600)
     xs = [None if v is None or v != v else float(v) for v in users["v"]]
-    ints = [None if v is None or not np.isfinite(v) else int(v) // 3 for v in xs]
+    ints = [0 if v is None or not np.isfinite(v) else int(v) // 3 for v in xs]  # no None: the dict column is int too
     columns = {"uid": users["uid"], "x": xs, "n": ints}
     plans: list[Callable[[], Any]] = [
         lambda: ExponentialQuantile(Query.median("n", user="uid") | Clip(0, 40) | MaxRowsPerUser(3), epsilon=1),  # auto: integers
