@@ -153,14 +153,21 @@ def test_the_executors_read_is_float_of_decimal(frame: Any) -> None:
             assert (row[f"{c}_1"], row[f"{c}_2"]) == (want, want), (c, row[f"{c}_0"])
 
 
+def _every_value(column: str) -> list[tuple[str, Callable[[Reductions], object]]]:
+    """Every value of ``column`` as read (the extremes under bounds that clip none), and its clipped sums."""
+    specs = _sums(column, *BOUNDS[column])
+    return [
+        (f"{column} extremes", lambda r: r.extremes(column, *WIDE[column], ROWS)),
+        (f"{column} clipped_sums", lambda r: r.clipped_sums(specs)),
+    ]
+
+
 def test_decimal_values_are_read_on_the_executors_as_numpy_reads_them(frame: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     want, got = _numpy(), as_reductions(as_dataset(frame))
     _refuse_collection(monkeypatch)
     asks = [(f"x38_20 {name}", ask) for name, ask in _questions("x38_20", *BOUNDS["x38_20"])]
     for column in ("x38_0", "x10_2"):
-        specs = _sums(column, *BOUNDS[column])
-        asks.append((f"{column} extremes", lambda r, c=column: r.extremes(c, *WIDE[c], ROWS)))  # every value, as read
-        asks.append((f"{column} clipped_sums", lambda r, s=specs: r.clipped_sums(s)))
+        asks += _every_value(column)
     for name, ask in asks:
         assert answer(lambda: ask(got)) == answer(lambda: ask(want)), name
 
