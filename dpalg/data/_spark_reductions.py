@@ -66,11 +66,24 @@ with Spark SQL expressions, and every answer is **bit-identical** to
 * **User-level histograms** (``unit_key_counts``): the numpy key and row
   choice per user partition (:mod:`dpalg.data._spark_unit_keys`); one count per key
   reaches the driver.
-* **Other types** (``DecimalType``, ``NullType`` and refused types) as values: the
-  column is collected to numpy once and :class:`~dpalg.data.NumpyReductions`
-  answers. As keys and ids, ``DecimalType`` and ``NullType`` are grouped on the
-  executors (:func:`~dpalg.data._spark_units.unit_key_kind`; the exactness argument
-  is in :mod:`dpalg.data._spark_grouping`).
+* **Decimal values.** A ``DecimalType`` value column is read as the double the
+  numpy policy reads (:func:`~dpalg.data._numeric.to_float_scalar`: Python's
+  ``float(Decimal)``, the nearest double to the exact decimal, ties to even), on
+  the executors, as ``cast(cast(x as string) as double)``: Spark writes the exact
+  decimal as text (``BigDecimal.toString``) and parses it with
+  ``Double.parseDouble``, whose contract is that same rounding of the exact
+  decimal value. From that double on, every reduction above is the double
+  column's (counts, distinct counts, fixed-point sums, grid counts, the order
+  window, extremes, the per-user questions), so no decimal column is collected.
+  (The direct ``cast(x as double)`` is ``BigDecimal.doubleValue``, correctly
+  rounded on the JDKs tested, but with no such contract.) A decimal has no NaN
+  and no ``-0.0``. ``NullType`` value columns are all missing: read as a null
+  double (``null`` kind) they are native too.
+* **Decimal and null keys and ids** are grouped on the executors
+  (:func:`~dpalg.data._spark_units.unit_key_kind`; the exactness argument is in
+  :mod:`dpalg.data._spark_grouping`).
+* **Other types** (the types the schema check refuses): the column is collected
+  to numpy once and :class:`~dpalg.data.NumpyReductions` answers (its error).
 """
 
 from __future__ import annotations
@@ -165,10 +178,15 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
     def _native(self, column: str) -> bool:
         """Whether ``column`` is read as numbers on the executors (raises what the numpy backend raises first)."""
         self._data.require_numeric(column)
-        return self._kind(column) in _NATIVE_NUMERIC
+        return self._kind(column) in _NATIVE_NUMERIC or self._decimal(column)
+
+    def _decimal(self, column: str) -> bool:
+        """A ``DecimalType`` column (the schema only): its values are read as :func:`decimal_double`."""
+        return type(self._source.spark_dtype(column)).__name__ == "DecimalType"
 
     def _double(self, column: str) -> Column:
-        return F.col(quoted(column)).cast("double")
+        col = F.col(quoted(column))
+        return decimal_double(col) if self._decimal(column) else col.cast("double")
 
     def _present(self, column: str) -> Column:
         """The column as double, missing (null and NaN) as null."""
@@ -372,7 +390,7 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         if column is not None:
             if not self._native(column):
                 return None
-            values = units.present_values(column, self._kind(column))
+            values = self._present(column)  # units.present_values, and a decimal read as decimal_double
         return None if key_kind is None else (units.unit_key(unit, key_kind), values)
 
     def per_unit_sums(self, unit: str, column: str, lower: float | None, upper: float | None, k: int) -> npt.NDArray[np.float64]:
@@ -420,7 +438,7 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
         key_kind = units.unit_key_kind(self._source.spark_dtype(spec.unit))
         assert key_kind is not None
         grouped = unit_totals.kept_row_cells(self._source.frame, key_kind, plan[1], spec, self.n_rows, secret)
-        return _cell_counts(grouped, most=min((1 << spec.bits) + 1, self.n_rows))  # points <= rows, and <= the grid's
+        return _cell_counts(grouped, most=min(spec.points, self.n_rows))  # occupied points <= rows, and <= the spec's
 
     def unit_key_counts(self, spec: UnitKeySpec, secret: bytes) -> tuple[tuple[Key, ...], npt.NDArray[np.int64]]:
         self._data.column_dtype(spec.unit)  # an unknown column raises the dataset's error (ids first, as numpy reads)
@@ -457,6 +475,16 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
 _INT_TYPES: Final[dict[str, np.dtype[np.integer[Any]]]] = {
     "ByteType": np.dtype(np.int8), "ShortType": np.dtype(np.int16), "IntegerType": np.dtype(np.int32), "LongType": np.dtype(np.int64),
 }  # fmt: skip
+
+
+def decimal_double(col: Column) -> Column:
+    """A decimal column as the double the numpy policy reads: the nearest double to the exact value, ties to even.
+
+    ``Double.parseDouble`` of the exact decimal text is specified as that rounding
+    (``Double.valueOf(String)``: the exact decimal value rounded by IEEE 754
+    round-to-nearest), as Python's ``float(Decimal)`` is; null stays null.
+    """
+    return col.cast("string").cast("double")
 
 
 def _arrow_columns(frame: Any, width: int) -> list[npt.NDArray[np.int64]]:

@@ -42,7 +42,8 @@ each, the per-user frame persisted in between), so no single job's result
 approaches ``spark.driver.maxResultSize`` (64 MiB in the tests of the size
 limit; its default is 1 GiB). The driver holds one ``int64`` per user at most.
 
-Id types the executors do not group (collated strings;
+Id types the executors do not group (a collated string in a source built on it
+directly: a user's frame is re-read in the binary collation first;
 :func:`~dpalg.data._spark_units.unit_key_kind`: ``DecimalType`` and ``NullType`` ids
 are grouped) and value columns they do not read as numbers are answered by
 the numpy backend on the collected columns (``None`` here), as the other
@@ -161,16 +162,18 @@ def kept_row_sum(frame: Any, key_kind: str, x: Column, spec: KeptRowSumSpec, n_r
 
 
 def kept_row_cells(frame: Any, key_kind: str, x: Column, spec: KeptRowCellSpec, n_rows: int, secret: bytes) -> Any:
-    """The grid points of the rows the users keep and their counts (:func:`~dpalg.data._unit_totals.numpy_kept_row_cells`),
-    as a grouped frame ``(j, n)``: one row per occupied point.
+    """The indices of the rows the users keep and their counts (:func:`~dpalg.data._unit_totals.numpy_kept_row_cells`),
+    as a grouped frame ``(j, n)``: one row per occupied index.
 
+    The index is the spec's (:func:`~dpalg.data._unit_totals.kept_cell_index`): the
+    grid point, the integer candidate ``rint(x − lower)`` or the candidate slot.
     The rows are ``repartition``-ed by the unit key (whole users per partition, as
     for :func:`kept_row_sum`) and each partition runs the numpy backend's own
     :func:`~dpalg.data._unit_totals.numpy_kept_row_cells`: a user's kept rows are a
-    function of the secret and that user's rows only, and a kept row's point of
-    that row only, so the per-point sums of the partitions' counts (a ``groupBy``
+    function of the secret and that user's rows only, and a kept row's index of
+    that row only, so the per-index sums of the partitions' counts (a ``groupBy``
     on the executors) are the numpy counts on the whole frame. No value leaves
-    the executors; the caller collects the grouped points under the result cap.
+    the executors; the caller collects the grouped indices under the result cap.
     """
     selected = _user_rows(frame, key_kind, spec.unit, x, spec.column)
     chooser = _KeptRowCells(selected.schema["i"].dataType, selected.schema["c"].dataType, spec, secret)
@@ -299,7 +302,7 @@ class _KeptRowSums:
 
 @final
 class _KeptRowCells:
-    """Executors (``mapInArrow``): one partition's users, their kept rows, and how many fall on each grid point."""
+    """Executors (``mapInArrow``): one partition's users, their kept rows, and how many fall on each index (grid point, integer or candidate slot)."""
 
     def __init__(self, unit_type: Any, content_type: Any, spec: KeptRowCellSpec, secret: bytes) -> None:
         self.unit_type, self.content_type, self.spec, self.secret = unit_type, content_type, spec, secret

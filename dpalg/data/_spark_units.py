@@ -14,7 +14,9 @@ or the partitioning (``tests/data/test_spark_units.py``).
   never meet in a Spark column). A row whose id is null (or NaN) belongs to no
   unit: its group is dropped. Strings group by their bytes; a string column with a
   non-binary collation (Spark 4, e.g. ``UTF8_LCASE``, which would merge ``"a"``
-  and ``"A"``) is answered by the numpy backend. A ``DecimalType`` id groups as it
+  and ``"A"``) never reaches here from a user's frame (:func:`~dpalg.data._spark.binary_strings`
+  re-reads it in the binary collation); a source built on such a column directly
+  is answered by the numpy backend. A ``DecimalType`` id groups as it
   is, never cast to double (``2**53`` and ``2**53 + 1`` are two units; no group-by
   here casts an integer or decimal id): Spark compares decimals exactly and one
   column has one scale, so equal decimals are equal values, which the key policy

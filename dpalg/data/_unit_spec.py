@@ -153,6 +153,14 @@ def _grid_bits(value: int) -> int:
     return value
 
 
+def _cell_candidates(value: Sequence[Fraction] | str | None) -> tuple[Fraction, ...] | Literal["integers"] | None:
+    if value is None or value == "integers":
+        return None if value is None else "integers"
+    if isinstance(value, str) or not value:
+        raise InvalidArgument("KeptRowCellSpec", "candidates", value, "must be None, 'integers' or a non-empty sequence of numbers")
+    return tuple(Fraction(c) for c in value)
+
+
 @attrs.frozen
 class KeptRowCellSpec:
     """A user-level quantile's grid under a row cap alone (``| Clip(l, u) | MaxRowsPerUser(r)``, no ``ClipPerUser``).
@@ -165,9 +173,21 @@ class KeptRowCellSpec:
     floats inside) and mapped to its grid index
     (:func:`~dpalg.data._unit_totals.numpy_kept_row_cells`).
 
+    ``candidates`` puts another index in place of the grid point (``bits`` is then
+    not read): ``"integers"``, the integer ``rint(x − lower)`` of the integer
+    candidates ``lower..upper`` (both bounds integers); or the public candidates
+    ``c_0 < … < c_{m−1}``, the slot ``2j + 1`` of a value equal to ``c_j`` and ``2j``
+    of one strictly between ``c_{j−1}`` and ``c_j``
+    (:func:`~dpalg.data._unit_totals.candidate_slots`): each candidate's counts
+    below and above it are sums of slot counts. Every index is a function of the
+    row alone, so the counts add up over any split of the users.
+
     Examples:
         >>> KeptRowCellSpec("uid", "x", Fraction(0), Fraction(10), 8, 5)
-        KeptRowCellSpec(unit='uid', column='x', lower=Fraction(0, 1), upper=Fraction(10, 1), bits=8, max_rows=5)
+        KeptRowCellSpec(unit='uid', column='x', lower=Fraction(0, 1), upper=Fraction(10, 1), bits=8, max_rows=5, candidates=None)
+        >>> ends = (Fraction(0), Fraction(10))
+        >>> KeptRowCellSpec("uid", "x", *ends, 8, 5, candidates="integers").points, KeptRowCellSpec("uid", "x", *ends, 8, 5, candidates=(Fraction(1), Fraction(2))).points
+        (11, 5)
     """
 
     unit: str
@@ -176,10 +196,24 @@ class KeptRowCellSpec:
     upper: Fraction = attrs.field(converter=_fraction)
     bits: int = attrs.field(converter=_grid_bits)
     max_rows: int = attrs.field(converter=_row_cap)
+    candidates: tuple[Fraction, ...] | Literal["integers"] | None = attrs.field(default=None, converter=_cell_candidates)
 
     def __attrs_post_init__(self) -> None:
         if self.lower >= self.upper:
             raise InvalidArgument("KeptRowCellSpec", "lower", self.lower, f"must be < upper={self.upper}")
+        if self.candidates == "integers" and (self.lower.denominator != 1 or self.upper.denominator != 1):
+            raise InvalidArgument("KeptRowCellSpec", "candidates", "integers", f"needs integer bounds: [{self.lower}, {self.upper}]")
+        if isinstance(self.candidates, tuple) and any(b <= a for a, b in zip(self.candidates, self.candidates[1:])):
+            raise InvalidArgument("KeptRowCellSpec", "candidates", len(self.candidates), "must be strictly increasing")
+
+    @property
+    def points(self) -> int:
+        """How many indices a kept row can fall on (public): the grid's ``2**bits + 1``, the integers', or ``2m + 1`` slots."""
+        if self.candidates is None:
+            return (1 << self.bits) + 1
+        if self.candidates == "integers":
+            return int(self.upper - self.lower) + 1
+        return 2 * len(self.candidates) + 1
 
 
 def _keys(value: Sequence[Key] | None) -> tuple[Key, ...] | None:

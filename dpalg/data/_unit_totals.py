@@ -45,8 +45,8 @@ from dpalg.data._unit_spec import KeptRowCellSpec, KeptRowSumSpec, UnitKeySpec, 
 from dpalg.data._user_units import unit_key_index
 
 __all__ = [
-    "KeptRowCellSpec", "KeptRowSumSpec", "ROW_LATTICE_LIMIT", "UnitKeySpec", "UnitTotalSpec", "UnitTotals", "dataset_kept_row_cells", "dataset_kept_row_sum", "dataset_unit_key_counts",
-    "dataset_unit_totals", "kept_key_rows", "kept_unit_rows", "numpy_kept_row_cells", "numpy_kept_row_sum", "numpy_unit_key_counts", "numpy_unit_totals",
+    "KeptRowCellSpec", "KeptRowSumSpec", "ROW_LATTICE_LIMIT", "UnitKeySpec", "UnitTotalSpec", "UnitTotals", "candidate_slots", "dataset_kept_row_cells", "dataset_kept_row_sum", "dataset_unit_key_counts",
+    "dataset_unit_totals", "kept_cell_index", "kept_key_rows", "kept_unit_rows", "numpy_kept_row_cells", "numpy_kept_row_sum", "numpy_unit_key_counts", "numpy_unit_totals",
     "row_lattice_terms", "sum_of_totals",
 ]  # fmt: skip
 
@@ -296,8 +296,40 @@ def numpy_kept_row_cells(
         (array([1, 2, 4]), array([1, 1, 1]))
     """
     vals = _kept_values(ids, numeric, content, spec.lower, spec.upper, spec.max_rows, secret)
-    cells, counts = np.unique(grid_index(vals, spec.lower, spec.upper, spec.bits), return_counts=True)
+    cells, counts = np.unique(kept_cell_index(vals, spec), return_counts=True)
     return cells.astype(np.int64), counts.astype(np.int64)
+
+
+def kept_cell_index(values: npt.NDArray[np.float64], spec: KeptRowCellSpec) -> npt.NDArray[np.int64]:
+    """Each kept (clipped) value's index under ``spec``: its grid point (:func:`grid_index`), its integer candidate
+    (``rint(x − lower)``, what the exponential quantile's integer runs compute), or its candidate slot (:func:`candidate_slots`)."""
+    if spec.candidates is None:
+        return grid_index(values, spec.lower, spec.upper, spec.bits)
+    if spec.candidates == "integers":
+        return np.rint(values - float(spec.lower)).astype(np.int64)  # exact: an integer in [lower, upper], |x| <= 2**53
+    return candidate_slots(values, spec.candidates)
+
+
+def candidate_slots(values: npt.NDArray[np.float64], candidates: tuple[Fraction, ...]) -> npt.NDArray[np.int64]:
+    """Each value's slot among the increasing ``candidates``: ``#{j : c_j <= x} + #{j : c_j < x}``, compared exactly.
+
+    A value equal to ``c_j`` is in slot ``2j + 1``, one strictly between ``c_{j−1}``
+    and ``c_j`` in slot ``2j``; so ``x < c_j`` exactly when the slot is at most ``2j``
+    and ``x > c_j`` when it is at least ``2j + 2``. The comparisons are exact: with
+    ``theta_j`` the smallest float ``>= c_j`` and ``phi_j`` the largest float ``<= c_j``,
+    ``x < c_j`` is ``x < theta_j`` and ``x > c_j`` is ``x > phi_j`` for every float ``x``
+    (the exponential quantile's ``candidate_scores`` makes the same comparisons).
+
+    Examples:
+        >>> candidate_slots(np.array([0.5, 1.0, 1.5, 2.0, 3.0]), (Fraction(1), Fraction(2))).tolist()
+        [0, 1, 2, 3, 4]
+        >>> candidate_slots(np.array([0.1]), (Fraction(1, 10),)).tolist()  # the float 0.1 is above 1/10
+        [2]
+    """
+    nearest = [float(c) for c in candidates]
+    theta = np.array([f if f >= c else np.nextafter(f, np.inf) for f, c in zip(nearest, candidates)], dtype=np.float64)
+    phi = np.array([f if f <= c else np.nextafter(f, -np.inf) for f, c in zip(nearest, candidates)], dtype=np.float64)
+    return (np.searchsorted(theta, values, side="right") + np.searchsorted(phi, values, side="left")).astype(np.int64)
 
 
 def dataset_kept_row_cells(data: Dataset, spec: KeptRowCellSpec, secret: bytes) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

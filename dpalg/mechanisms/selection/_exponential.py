@@ -213,6 +213,30 @@ def candidate_scores(x: npt.NDArray[np.float64], candidates: tuple[Fraction, ...
     return scores
 
 
+def slot_scores(slots: npt.NDArray[np.int64], counts: npt.NDArray[np.int64], m: int, q: Fraction) -> npt.NDArray[np.int64]:
+    """:func:`candidate_scores` from the values' counts per candidate slot (:func:`~dpalg.data._unit_totals.candidate_slots`).
+
+    ``#{x < c_j}`` is the count of slots ``<= 2j`` and ``#{x > c_j}`` of slots
+    ``>= 2j + 2``: the same integers, so the same scores.
+
+    Examples:
+        >>> from dpalg.data._unit_totals import candidate_slots
+        >>> x, c = np.array([0.5, 1.0, 1.0, 3.0]), (Fraction(1), Fraction(2))
+        >>> s, n = np.unique(candidate_slots(x, c), return_counts=True)
+        >>> slot_scores(s, n, 2, Fraction(1, 2)).tolist() == candidate_scores(x, c, Fraction(1, 2)).tolist()
+        True
+    """
+    dense = np.zeros(2 * m + 1, dtype=np.int64)
+    dense[slots] = counts
+    upto = np.cumsum(dense)
+    n = int(upto[-1])
+    less = upto[0 : 2 * m : 2]  # slots 0, 2, .., 2m - 2: #{x < c_j} is the count up to slot 2j
+    greater = n - upto[1 : 2 * m : 2]  # n minus the count up to slot 2j + 1
+    a, b = q.denominator - q.numerator, q.numerator
+    scores: npt.NDArray[np.int64] = np.abs(a * less - b * greater).astype(np.int64)
+    return scores
+
+
 def _score_runs(scores: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Maximal runs of consecutive equal scores: ``(starts, lengths, scores)``."""
     starts = np.concatenate(([0], np.flatnonzero(np.diff(scores) != 0) + 1)).astype(np.int64)
@@ -707,6 +731,9 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
         span = integer_range(self.query)
         assert span is not None
         a, b = span
+        if self._kept_row_grid():  # a row cap alone: the kept rows' counts per integer, through the seam
+            occupied, counts = self._kept_row_counts(data, rng, "integers")
+            return a, quantile_runs_from_counts(occupied, counts, b - a, self.q)
         x = _quantile_values(self.query, data, rng)
         idx = np.rint(x - float(a)).astype(np.int64)  # exact: x is an integer in [a, b] and |x| <= 2**53
         return a, quantile_runs(idx, b - a, self.q)
@@ -737,10 +764,7 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
             starts, lengths, scores = quantile_runs_from_counts(occupied, counts, size, self.q)
         elif self._kept_row_grid():
             # a row cap alone: the grid counts of the rows the users keep, through the seam (on Spark, per user partition)
-            q = self.query
-            assert q.user is not None and q.column is not None and q.max_rows is not None
-            spec = KeptRowCellSpec(q.user, q.column, lower, upper, self.grid_bits, q.max_rows)
-            occupied, counts = as_reductions(data).kept_row_cells(spec, prf_secret(rng))  # _quantile_values' one draw
+            occupied, counts = self._kept_row_counts(data, rng, None)
             starts, lengths, scores = quantile_runs_from_counts(occupied, counts, size, self.q)
         else:
             x = _quantile_values(self.query, data, rng)
@@ -753,6 +777,17 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
         counts (:class:`~dpalg.data._unit_spec.KeptRowCellSpec`, the values :func:`_quantile_values` ranks)."""
         q = self.query
         return q.user is not None and q.max_rows is not None and q.max_keys is None and not q.per_user_totals and q.column is not None
+
+    def _kept_row_counts(
+        self, data: Dataset, rng: AbstractRandomness, candidates: tuple[Fraction, ...] | Literal["integers"] | None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The kept rows' counts per grid point, integer or candidate slot (:class:`~dpalg.data._unit_spec.KeptRowCellSpec`):
+        what :func:`_quantile_values` ranks, counted by index, with its one draw of the row choice's secret."""
+        q = self.query
+        assert q.user is not None and q.column is not None and q.max_rows is not None
+        lower, upper = grid_bounds(q)
+        spec = KeptRowCellSpec(q.user, q.column, lower, upper, self.grid_bits, q.max_rows, candidates=candidates)
+        return as_reductions(data).kept_row_cells(spec, prf_secret(rng))
 
     def _sample_runs(
         self,
@@ -772,8 +807,11 @@ class ExponentialQuantile(AbstractPrimitive[PureDP]):
         return point(int(starts[run]) + (rng.big_below(length) if length > 1 else 0))
 
     def _release_candidates(self, data: Dataset, rng: AbstractRandomness, candidates: tuple[Fraction, ...]) -> float:
-        x = _quantile_values(self.query, data, rng)
-        scores = candidate_scores(x, candidates, self.q)
+        if self._kept_row_grid():  # a row cap alone: the kept rows' counts per candidate slot, through the seam
+            slots, counts = self._kept_row_counts(data, rng, candidates)
+            scores = slot_scores(slots, counts, len(candidates), self.q)
+        else:
+            scores = candidate_scores(_quantile_values(self.query, data, rng), candidates, self.q)
         gamma = self.epsilon / (2 * self.sensitivity() * self.q.denominator)
         if self.selection == "permute_and_flip":
             return float(candidates[sample_permute_flip(scores, gamma, rng=rng)])
