@@ -90,7 +90,7 @@ from dpalg.data._row_choice import _mix, _words, keyed_hashes
 from dpalg.data._source_reductions import SumPlan, key_candidates
 from dpalg.data._spark_collect import arrow_table, unordered_parts
 from dpalg.data._spark_reductions import _INT_TYPES, SparkFrameSource, _clip, decimal_double
-from dpalg.data._spark_types import arrow_to_numpy, quoted, spark_kind
+from dpalg.data._spark_types import arrow_to_numpy, executor_kind, quoted
 from dpalg.data._spark_units import decimal_candidates, unit_key, unit_key_kind
 from dpalg.data._user_units import unit_index
 
@@ -217,7 +217,7 @@ class SparkCoding:
     ) -> None:  # fmt: skip
         self._source, self._source_of, self._by, self._reads, self._labels = source, source_of, by, reads, labels
         self._index_keys, self._other, self._owner = index_keys, other, owner
-        self._kinds = {name: _value_kind(source.spark_dtype(name)) for name in reads}
+        self._kinds = {name: executor_kind(source.spark_dtype(name)) for name in reads}
         self._frame, self._groups, self._where, self._code_of, self._condition = frame, groups, where, code_of, condition
         self._renamed, self._persisted, self._most = renamed, persisted, most
 
@@ -403,7 +403,7 @@ class SparkCoding:
     def value(self, column: str) -> tuple[Column, str]:
         """A read column over this coding's frame, and its kind."""
         name = f"c{self._reads.index(column)}" if self._renamed else column
-        return F.col(quoted(name)), self._kinds.get(column) or _value_kind(self._source.spark_dtype(column))
+        return F.col(quoted(name)), self._kinds.get(column) or executor_kind(self._source.spark_dtype(column))
 
     def close(self) -> None:
         persisted, self._persisted = self._persisted, None
@@ -420,12 +420,6 @@ def _unpersist(frame: Any) -> None:
             frame.unpersist()
         except Exception:  # noqa: BLE001 -- the session may be gone already
             pass
-
-
-def _value_kind(dtype: Any) -> str:
-    """How a read (value) column is read on the executors: :func:`~dpalg.data._spark_types.spark_kind`, and
-    ``decimal`` for a ``DecimalType`` (read as :func:`~dpalg.data._spark_reductions.decimal_double`, the double numpy reads)."""
-    return "decimal" if type(dtype).__name__ == "DecimalType" else spark_kind(dtype)
 
 
 def _py(value: Any) -> Any:
@@ -507,7 +501,7 @@ def spark_coding(
     if unit is not None and unit_key_kind(source.spark_dtype(unit)) is None:
         return None
     keyed = {*by, *((unit,) if unit is not None else ())}  # grouped as keys (decimal and null included): checked above
-    if any(_value_kind(source.spark_dtype(name)) not in (*_KEY_KINDS, "decimal") for name in reads if name not in keyed):
+    if any(executor_kind(source.spark_dtype(name)) not in (*_KEY_KINDS, "decimal") for name in reads if name not in keyed):
         return None
     names = tuple(dict.fromkeys((*by, *((unit,) if unit is not None else ()), *reads)))
     return SparkCoding.build(source, source_of, by, keys, other=other, labels=labels, reads=names, owner=owner)

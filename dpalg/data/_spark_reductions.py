@@ -108,7 +108,7 @@ from dpalg.data import _spark_unit_totals as unit_totals
 from dpalg.data import _spark_units as units
 from dpalg.data._unit_totals import KeptRowCellSpec, KeptRowSumSpec, UnitKeySpec, UnitTotals, UnitTotalSpec
 from dpalg.data._spark_collect import arrow_table, ordered_parts, unordered_parts
-from dpalg.data._spark_types import quoted, spark_kind
+from dpalg.data._spark_types import executor_kind, quoted, spark_kind
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -182,7 +182,7 @@ class SparkReductions(SourceReductions[SparkFrameSource]):
 
     def _decimal(self, column: str) -> bool:
         """A ``DecimalType`` column (the schema only): its values are read as :func:`decimal_double`."""
-        return type(self._source.spark_dtype(column)).__name__ == "DecimalType"
+        return executor_kind(self._source.spark_dtype(column)) == "decimal"
 
     def _double(self, column: str) -> Column:
         col = F.col(quoted(column))

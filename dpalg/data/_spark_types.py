@@ -17,7 +17,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["F", "arrow_to_numpy", "is_spark_frame", "java_problem", "numpy_dtype", "quoted", "spark_kind"]
+__all__ = ["F", "arrow_to_numpy", "executor_kind", "is_spark_frame", "java_problem", "numpy_dtype", "quoted", "spark_kind"]
 
 
 class _Functions:
@@ -85,6 +85,19 @@ def spark_kind(dtype: Any) -> str:
     if name == "BinaryType":
         return "bytes"
     return "other"
+
+
+def executor_kind(dtype: Any) -> str:
+    """:func:`spark_kind`, with ``decimal`` for a ``DecimalType``: the executors group a decimal key or id as it is (Spark
+    compares decimals exactly) and read a decimal value as the double the numpy policy reads
+    (:func:`~dpalg.data._spark_reductions.decimal_double`).
+
+    Examples:
+        >>> class DecimalType: ...
+        >>> executor_kind(DecimalType()), executor_kind(object())
+        ('decimal', 'other')
+    """
+    return "decimal" if type(dtype).__name__ == "DecimalType" else spark_kind(dtype)
 
 
 def numpy_dtype(dtype: Any) -> np.dtype[np.generic]:

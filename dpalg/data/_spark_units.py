@@ -66,7 +66,7 @@ import numpy.typing as npt
 
 from dpalg.data._keys import Key
 from dpalg.data._spark_collect import arrow_table, unordered_parts
-from dpalg.data._spark_types import quoted, spark_kind
+from dpalg.data._spark_types import executor_kind, quoted
 from dpalg.data._user_units import lattice_totals_to_float, unit_term_bound
 
 if TYPE_CHECKING:
@@ -99,10 +99,9 @@ def unit_key_kind(dtype: Any) -> str | None:
         >>> unit_key_kind(DecimalType()), unit_key_kind(object())
         ('decimal', None)
     """
-    name = type(dtype).__name__
-    if name == "DecimalType":
-        return "decimal"
-    kind = spark_kind(dtype)
+    kind = executor_kind(dtype)
+    if kind == "decimal":
+        return kind
     if kind not in _KEY_KINDS:
         return None
     if kind == "str" and getattr(dtype, "collation", "UTF8_BINARY") not in ("UTF8_BINARY", None):
