@@ -8,7 +8,14 @@ small plans took about a third of the Spark step's time, and the interpreted
 evaluation is Spark's reference for the same expressions; adaptive execution
 runs each shuffle of a plan as a job of its own and re-plans between them
 (about 8% of the step's time, measured in runs alternating the setting), and
-the releases must not depend on the partitioning either way. ``spark_defaults``
+the releases must not depend on the partitioning either way. Its JVM compiles
+with C1 only (``-XX:TieredStopAtLevel=1``): a session's JIT compilation took
+about 40% of the JVM's CPU time over the Spark step, which CI runs with two
+xdist workers (a JVM each) on two cores; there C1 alone made the step about 8%
+faster (276 s against 299 s, one run each, load 2-4), while a single process
+was about 5% slower with it. The JIT tier is not meant to change a value
+(Java's arithmetic is strict at every tier), and the bit-identity tests pass
+under both. ``spark_defaults``
 turns Spark's defaults back on (code generation and adaptive execution, what a
 user runs) for one test: the bit-identity tests over hypothesis frames and
 expressions, the job-count bounds and the scale test use it, and the Spark
@@ -50,6 +57,7 @@ def spark() -> Iterator[Any]:
         .config("spark.sql.codegen.wholeStage", "false")
         .config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
         .config("spark.sql.adaptive.enabled", "false")
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
