@@ -144,14 +144,14 @@ def assert_conformant(spark: Any, frame: Frame, ask: Ask, *, buckets: int | None
                 assert canonical(got, zeros=False) == answer(lambda: q(direct), zeros=False), f"{label}: spark != the dict"
 
 
-@pytest.mark.usefixtures("spark_codegen")  # Spark's default evaluation, what a user runs (tests/conftest.py)
+@pytest.mark.usefixtures("spark_defaults")  # Spark's default evaluation, what a user runs (tests/conftest.py)
 @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
 @given(frame=frames(), ask=asks, buckets=st.sampled_from([None, 4]))
 def test_every_reduction_on_spark_equals_numpy_in_every_layout(spark: Any, frame: Frame, ask: Ask, buckets: int | None) -> None:
     assert_conformant(spark, frame, ask, buckets=buckets)
 
 
-@pytest.mark.usefixtures("spark_codegen")  # Spark's default evaluation, what a user runs (tests/conftest.py)
+@pytest.mark.usefixtures("spark_defaults")  # Spark's default evaluation, what a user runs (tests/conftest.py)
 def test_a_chosen_frame_in_every_layout(spark: Any) -> None:
     x: list[Any] = [0.0, -0.0, 2.5, 2.5, NAN, None, INF, -INF, 1e308, -1e308, 0.5, -0.5, 5e-324, 7.25, 3.0, 3.0] * 2
     ids: list[Any] = ["a", "b", None, "a", "", "c", "b", "a"] * 4

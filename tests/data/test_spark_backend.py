@@ -397,6 +397,7 @@ def test_a_run_persists_its_input_and_releases_it_at_the_end(spark: Any, monkeyp
     assert not frame.is_cached
 
 
+@pytest.mark.usefixtures("spark_defaults")  # the bounds hold under adaptive execution, Spark's default (a shuffle is a job of its own)
 def test_reductions_run_few_jobs(spark: Any) -> None:
     """Once a run's input is cached: clipped_sums is one aggregate, order_window two passes, extremes one collect.
 
@@ -491,12 +492,18 @@ def _generated(spark: Any) -> bool:
     return "*(" in str(frame._jdf.queryExecution().executedPlan().toString())
 
 
-def test_the_suite_session_evaluates_without_code_generation(spark: Any) -> None:
-    assert not _generated(spark)
+def _adaptive(spark: Any) -> bool:
+    """Whether a group-by runs under adaptive query execution (its executed plan is an ``AdaptiveSparkPlan``)."""
+    frame = spark.range(10).groupBy("id").count()
+    return "AdaptiveSparkPlan" in str(frame._jdf.queryExecution().executedPlan().toString())
+
+
+def test_the_suite_session_evaluates_without_code_generation_or_adaptive_execution(spark: Any) -> None:
+    assert not _generated(spark) and not _adaptive(spark)
     assert spark.conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
 
 
-@pytest.mark.usefixtures("spark_codegen")
-def test_spark_codegen_turns_spark_s_default_code_generation_back_on(spark: Any) -> None:
-    assert _generated(spark)
+@pytest.mark.usefixtures("spark_defaults")
+def test_spark_defaults_turns_spark_s_code_generation_and_adaptive_execution_back_on(spark: Any) -> None:
+    assert _generated(spark) and _adaptive(spark)
     assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"

@@ -1,12 +1,15 @@
-"""Every exported mechanism on a Spark frame larger than ``spark.driver.maxResultSize`` (run by ``test_scale_spark.py``).
+"""Every exported mechanism on a Spark frame larger than ``spark.driver.maxResultSize`` (the catalog of ``test_scale_spark.py``).
 
-Run as a script in its own process: it starts its own SparkSession (``local[2]``,
-``spark.driver.maxResultSize=1m``, Spark's smallest non-zero cap), builds a frame
-of ``ROWS`` rows on the executors (``spark.range``, random doubles), checks that
-one column of it cannot be collected in one job, through Arrow or as rows (the cap is effective), then runs every plan of
-:data:`PLANS` on the frame and prints one JSON line per plan: its name, its
+:func:`one_shot` checks that one column of the frame cannot be collected in one
+job, through Arrow or as rows (the cap is effective); :func:`run_plans` runs each
+plan of :data:`PLANS` on the frame and gives one record per plan: its name, its
 outcome (``released``; ``refused`` before the charge, with the error's type; or
-``failed`` after it) and its run time. Importing this module runs nothing.
+``failed`` after it) and its run time. ``test_scale_spark.py`` runs them in the
+test suite's session, with the cap set to ``1m`` (Spark's smallest non-zero cap)
+for the test; run as a script, this starts its own SparkSession (``local[2]``,
+``spark.driver.maxResultSize=1m``) and prints one JSON line per record. The frame
+(:func:`_frame`, ``ROWS`` rows made on the executors) is also the frame of
+``benchmarks/bench_spark_scale.py``. Importing this module runs nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import json
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import Any
 
@@ -104,25 +107,20 @@ def _frame(spark: Any, rows: int) -> Any:
     )  # fmt: skip
 
 
-def main(names: list[str]) -> int:
-    from pyspark.sql import SparkSession
-
-    spark = (
-        SparkSession.builder.master("local[2]").appName("dpalg-scale")
-        .config("spark.driver.maxResultSize", CAP).config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "4")
-        .getOrCreate()
-    )  # fmt: skip
-    spark.sparkContext.setLogLevel("OFF")
-    warnings.simplefilter("ignore")  # the seeded generator's warning: a test's runs, not releases
-    frame = _frame(spark, ROWS).persist()  # the caller's cache: each run collects afresh, none recomputes the rows
-    frame.count()
-    for how in ("toArrow", "collect"):  # the cap is effective: one job cannot collect a column, either way
+def one_shot(frame: Any) -> list[dict[str, object]]:
+    """Whether one job can collect the column ``x`` of ``frame``, through Arrow and as rows: a record per way (the cap is effective if both failed)."""
+    records: list[dict[str, object]] = []
+    for how in ("toArrow", "collect"):
         try:
             getattr(frame.select("x"), how)()
-            print(json.dumps({"name": f"(one-shot {how})", "outcome": "collected"}), flush=True)
+            records.append({"name": f"(one-shot {how})", "outcome": "collected"})
         except Exception as exc:  # noqa: BLE001
-            print(json.dumps({"name": f"(one-shot {how})", "outcome": "failed", "error": type(exc).__name__}), flush=True)
+            records.append({"name": f"(one-shot {how})", "outcome": "failed", "error": type(exc).__name__})
+    return records
+
+
+def run_plans(frame: Any, names: list[str]) -> Iterator[dict[str, object]]:
+    """Each plan of ``names`` (all of :data:`PLANS` if empty) run once on ``frame``: a record of its outcome and run time."""
     for name in names or sorted(PLANS):
         plan = PLANS[name]()
         session = Session(plan.cost())
@@ -137,6 +135,23 @@ def main(names: list[str]) -> int:
             if session.charges:
                 record["ledger"] = session.history()[0].failure
         record["seconds"] = round(time.perf_counter() - start, 2)
+        yield record
+
+
+def main(names: list[str]) -> int:
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]").appName("dpalg-scale")
+        .config("spark.driver.maxResultSize", CAP).config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )  # fmt: skip
+    spark.sparkContext.setLogLevel("OFF")
+    warnings.simplefilter("ignore")  # the seeded generator's warning: a test's runs, not releases
+    frame = _frame(spark, ROWS).persist()  # the caller's cache: each run collects afresh, none recomputes the rows
+    frame.count()
+    for record in [*one_shot(frame), *run_plans(frame, names)]:
         print(json.dumps(record), flush=True)
     spark.stop()
     return 0
