@@ -368,16 +368,19 @@ def binary_strings(frame: Any) -> Any:
     (the same values, compared as bytes) before anything reads it, and every
     executor path then groups and compares it as the numpy backend does. A frame
     without such a column is returned as it is (nothing changes, nothing is
-    persisted); so is one whose column names repeat (a name would not select one
-    column; the schema check refuses the repeated name where a role reads it).
+    persisted). The columns are renamed by position for the re-read and given
+    their names back after it, so a frame whose names repeat is re-read too (a
+    repeated name could not select one column; the schema check refuses it where a
+    role reads it, but another column of the frame may be collated).
     """
     fields = list(frame.schema.fields)
     collated = [type(f.dataType).__name__ == "StringType" and getattr(f.dataType, "collation", None) not in (None, "UTF8_BINARY") for f in fields]
-    names = [str(f.name) for f in fields]
-    if not any(collated) or len(set(names)) < len(names):
+    if not any(collated):
         return frame
-    columns = [F.collate(F.col(quoted(name)), "UTF8_BINARY").alias(name) if re_read else F.col(quoted(name)) for name, re_read in zip(names, collated)]
-    return frame.select(*columns)
+    names = [str(f.name) for f in fields]
+    positions = [f"c{i}" for i in range(len(names))]  # distinct, whatever the names are
+    columns = [F.collate(F.col(p), "UTF8_BINARY").alias(p) if re_read else F.col(p) for p, re_read in zip(positions, collated)]
+    return frame.toDF(*positions).select(*columns).toDF(*names)
 
 
 def connect_problem() -> str | None:

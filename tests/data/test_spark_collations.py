@@ -13,7 +13,8 @@ hold:
   column's own collation changes the releases (the broken variant of reading the
   collated column on the executors as it is, checked below), and without the
   re-reading the column would be collected (also checked);
-* a frame without a collated column is returned as it is.
+* a frame without a collated column is returned as it is, and one whose column
+  names repeat is re-read all the same (by position, its names given back).
 
 Needs Spark 4 (collations); on an older Spark the module's tests are skipped.
 """
@@ -147,3 +148,21 @@ def test_a_frame_without_a_collated_column_is_returned_as_it_is(spark: Any) -> N
     read = binary_strings(collated)
     assert read.columns == collated.columns
     assert [getattr(f.dataType, "collation", "UTF8_BINARY") for f in read.schema.fields[:2]] == ["UTF8_BINARY", "UTF8_BINARY"]
+
+
+def test_a_frame_with_repeated_names_is_re_read_too(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, numpy_releases: dict[str, tuple[str, dict[str, Any]]]
+) -> None:
+    """Two unread columns of one name beside the collated ones: the collated columns are re-read all the same (by
+    position), the names come back as they were, and the public histogram is numpy's with no column collected."""
+    from pyspark.sql import functions as F
+
+    frame = _frame(spark, _columns()).withColumn("pad", F.lit(1)).crossJoin(spark.range(1).toDF("pad"))  # a second column named "pad"
+    read = binary_strings(frame)
+    assert read.columns == ["k", "uid", "x", "pad", "pad"]
+    assert [getattr(f.dataType, "collation", "UTF8_BINARY") for f in read.schema.fields[:2]] == ["UTF8_BINARY", "UTF8_BINARY"]
+    _refuse_collection(monkeypatch)
+    plan = PLANS["histogram public"]()
+    value, certificate = seeded_release(plan, plan.cost(), frame)
+    assert (value, comparable(certificate)) == numpy_releases["histogram public"]
+
